@@ -1,0 +1,264 @@
+"""The company actor: one per company, serializing changes to its settings, members and keys.
+
+It loads the company's snapshot when activated and applies each command in turn: compute the new
+state with pure rules, commit it (with its events) through the persistence actor, and only then
+adopt it and reply. A command that fails leaves the in-memory state as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from mps.actors.context import ActorContext
+from mps.actors.runtime import AsyncioActor
+from mps.auth.api_keys import generate_key, parse_key
+from mps.auth.keyring import Keyring
+from mps.auth.scopes import OWNER_ROLE
+from mps.auth.tokens import SESSION_TTL
+from mps.domain.clock import iso
+from mps.domain.company import Company
+from mps.domain.ids import new_id
+from mps.errors import Forbidden, NotFound
+from mps.persistence.queries import companies
+from mps.persistence.statements import Statement, insert, versioned_update
+
+__all__ = [
+    "CompanyActor",
+    "CreateApiKey",
+    "CreateCompany",
+    "OpenSession",
+    "RevokeApiKey",
+    "RevokeSession",
+    "UpdateSettings",
+]
+
+
+@dataclass(frozen=True)
+class CreateCompany:
+    """Reply: the owner's user id."""
+
+    name: str
+    owner_email: str
+    owner_name: str | None
+
+
+@dataclass(frozen=True)
+class OpenSession:
+    """Reply: (session id, expiry). The user must be a member."""
+
+    user_id: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class RevokeSession:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class CreateApiKey:
+    """Reply: (the key's row as stored, the full key shown once)."""
+
+    created_by: str
+    creator_scopes: frozenset[str]
+    name: str
+    type: str
+    mode: str
+    scopes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RevokeApiKey:
+    """Reply: the key's row after revocation."""
+
+    key_id: str
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """Reply: the company after the change. `changes` are already validated field values."""
+
+    mode: str
+    changes: dict[str, Any]
+
+
+class CompanyActor(AsyncioActor):
+    def __init__(self, company_id: str, context: ActorContext, keyring: Keyring) -> None:
+        super().__init__()
+        self.company_id = company_id
+        self.context = context
+        self.keyring = keyring
+        self.company: Company | None = None
+
+    def __str__(self) -> str:
+        return f"CompanyActor({self.company_id})"
+
+    async def on_activate(self) -> None:
+        try:
+            self.company = await companies.company(self.context.database, self.company_id)
+        except NotFound:
+            self.company = None
+
+    def _require(self) -> Company:
+        if self.company is None:
+            raise NotFound("No such company")
+        return self.company
+
+    async def receive(self, message: Any) -> Any:
+        match message:
+            case CreateCompany():
+                return await self._create(message)
+            case OpenSession():
+                return await self._open_session(message)
+            case RevokeSession():
+                return await self._revoke_session(message)
+            case CreateApiKey():
+                return await self._create_api_key(message)
+            case RevokeApiKey():
+                return await self._revoke_api_key(message)
+            case UpdateSettings():
+                return await self._update_settings(message)
+        msg = f"CompanyActor does not understand {type(message).__name__}"
+        raise TypeError(msg)
+
+    async def _create(self, command: CreateCompany) -> str:
+        if self.company is not None:
+            msg = "company already exists"
+            raise RuntimeError(msg)
+        now = iso(self.context.clock())
+        company = Company(id=self.company_id, name=command.name, version=1, created_at=now)
+        email = command.owner_email
+        existing = await self.context.database.fetchval(
+            "SELECT id FROM users WHERE email = $1", email
+        )
+        user_id = existing or new_id("usr")
+        statements = [
+            insert(
+                "companies",
+                {
+                    "id": company.id,
+                    "version": 1,
+                    "name": company.name,
+                    "created_at": now,
+                    "updated_at": now,
+                    "data": orjson.dumps(company.data_json()).decode(),
+                },
+            ),
+            # A concurrent signup may have created the same user first: keep theirs.
+            Statement(
+                "INSERT INTO users (id, email, name, created_at) VALUES ($1, $2, $3, $4) "
+                "ON CONFLICT (email) DO NOTHING",
+                (user_id, email, command.owner_name, now),
+            ),
+            Statement(
+                "INSERT INTO members (company_id, user_id, role_id, created_at) "
+                "SELECT $1, id, $2, $3 FROM users WHERE email = $4 RETURNING user_id",
+                (company.id, OWNER_ROLE, now, email),
+                expect_rows=1,
+            ),
+        ]
+        rows = await self.context.commit(*statements)
+        self.company = company
+        owner: str = rows[2][0]["user_id"]
+        return owner
+
+    async def _open_session(self, command: OpenSession) -> tuple[str, Any]:
+        self._require()
+        member = await self.context.database.fetchval(
+            "SELECT role_id FROM members WHERE company_id = $1 AND user_id = $2",
+            self.company_id,
+            command.user_id,
+        )
+        if member is None:
+            raise Forbidden("You are not a member of this company", code="not_a_member")
+        now = self.context.clock()
+        session_id = new_id("ses")
+        expires_at = now + SESSION_TTL
+        await self.context.commit(
+            insert(
+                "sessions",
+                {
+                    "id": session_id,
+                    "user_id": command.user_id,
+                    "company_id": self.company_id,
+                    "mode": command.mode,
+                    "created_at": iso(now),
+                    "expires_at": iso(expires_at),
+                    "revoked_at": None,
+                },
+            )
+        )
+        return session_id, expires_at
+
+    async def _revoke_session(self, command: RevokeSession) -> None:
+        await self.context.commit(
+            Statement(
+                "UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND company_id = $3 "
+                "AND revoked_at IS NULL",
+                (iso(self.context.clock()), command.session_id, self.company_id),
+            )
+        )
+
+    async def _create_api_key(self, command: CreateApiKey) -> tuple[dict[str, Any], str]:
+        self._require()
+        beyond = set(command.scopes) - command.creator_scopes
+        if beyond:
+            raise Forbidden(
+                "A key cannot have scopes its creator lacks: " + ", ".join(sorted(beyond))
+            )
+        key = generate_key(command.type, command.mode)
+        shape = parse_key(key)
+        assert shape is not None
+        row = {
+            "id": new_id("key"),
+            "company_id": self.company_id,
+            "mode": command.mode,
+            "name": command.name,
+            "type": command.type,
+            "prefix": shape.prefix,
+            "last4": shape.last4,
+            "secret_hash": self.keyring.hash_api_key(key),
+            "scopes": orjson.dumps(sorted(set(command.scopes))).decode(),
+            "created_by": command.created_by,
+            "created_at": iso(self.context.clock()),
+            "last_used_at": None,
+            "revoked_at": None,
+        }
+        await self.context.commit(insert("api_keys", row))
+        return row, key
+
+    async def _revoke_api_key(self, command: RevokeApiKey) -> dict[str, Any]:
+        now = iso(self.context.clock())
+        rows = await self.context.commit(
+            Statement(
+                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) "
+                "WHERE id = $2 AND company_id = $3 RETURNING *",
+                (now, command.key_id, self.company_id),
+            )
+        )
+        if not rows[0]:
+            raise NotFound("No such API key")
+        return rows[0][0]
+
+    async def _update_settings(self, command: UpdateSettings) -> Company:
+        company = self._require()
+        updated = company.with_settings(
+            command.mode, replace(company.settings[command.mode], **command.changes)
+        )
+        await self.context.commit(
+            versioned_update(
+                "companies",
+                "id",
+                company.id,
+                company.version,
+                {
+                    "updated_at": iso(self.context.clock()),
+                    "data": orjson.dumps(updated.data_json()).decode(),
+                },
+            )
+        )
+        self.company = replace(updated, version=company.version + 1)
+        return self.company

@@ -1,0 +1,27 @@
+"""What every state-owning actor is given: reads, the writer, and the clock."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykka import ActorRef
+
+from mps.actors.persistence import Commit, PersistenceActor
+from mps.actors.runtime import ask
+from mps.domain.clock import Clock
+from mps.persistence.database import Database
+from mps.persistence.statements import Row, Statement
+
+__all__ = ["ActorContext"]
+
+
+@dataclass(frozen=True)
+class ActorContext:
+    database: Database
+    persistence: ActorRef[PersistenceActor]
+    clock: Clock
+
+    async def commit(self, *statements: Statement) -> list[list[Row]]:
+        """Write the statements as one unit; returns once they are durable."""
+        result: list[list[Row]] = await ask(self.persistence, Commit(tuple(statements)))
+        return result

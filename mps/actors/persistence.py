@@ -1,0 +1,93 @@
+"""The persistence actor: one writer per database, committing in groups.
+
+Every actor that changes state sends it a `Commit` and awaits the reply. The actor takes whatever
+has queued up while the previous transaction was committing (up to `max_batch` units), applies it
+as one transaction with a savepoint per unit, and only then answers each sender. A busy service
+therefore pays one commit (one fsync) for many writes, and an answer always means "durable".
+
+A unit that fails its own checks (StaleWrite, IntegrityConflict) is rolled back alone and its
+sender gets that error; the rest of the group commits. If the transaction as a whole fails (the
+database went away), every sender in the group gets `Unavailable` and nothing of it is committed.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from pykka._envelope import Envelope
+from pykka.messages import _ActorStop
+
+from mps.actors.runtime import AsyncioActor
+from mps.errors import StaleWrite, Unavailable
+from mps.persistence.database import Database, IntegrityConflict
+from mps.persistence.statements import Statement
+
+__all__ = ["Commit", "PersistenceActor"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """Statements that commit together or not at all. Reply: the rows each statement returned."""
+
+    statements: tuple[Statement, ...]
+
+
+class PersistenceActor(AsyncioActor):
+    expected_errors = (StaleWrite, IntegrityConflict, Unavailable)
+
+    def __init__(self, database: Database, *, max_batch: int = 512) -> None:
+        super().__init__()
+        self.database = database
+        self.max_batch = max_batch
+        self.commits = 0
+        self.units = 0
+
+    async def _message_loop(self) -> None:
+        while not self.actor_stopped.is_set():
+            batch = [await self.inbox.get_async()]
+            while len(batch) < self.max_batch and not self.inbox.empty():
+                batch.append(self.inbox.get())
+            stop = next((e for e in batch if isinstance(e.message, _ActorStop)), None)
+            commits = [e for e in batch if isinstance(e.message, Commit)]
+            if commits:
+                await self._commit(commits)
+            for envelope in batch:
+                if envelope is not stop and not isinstance(envelope.message, Commit):
+                    await self._handle(envelope)
+            if stop is not None:
+                await self._stop_async(stop)
+                return
+
+    async def _commit(self, envelopes: list[Envelope[Any]]) -> None:
+        self.busy = True
+        try:
+            outcomes = await self.database.write([e.message.statements for e in envelopes])
+        except Exception as exc:
+            logger.exception("group commit of %d units failed", len(envelopes))
+            error = Unavailable("the database is unavailable; nothing was written")
+            error.__cause__ = exc
+            for envelope in envelopes:
+                if envelope.reply_to is not None:
+                    envelope.reply_to.set_exception((Unavailable, error, None))
+            return
+        finally:
+            self.busy = False
+        self.commits += 1
+        self.units += len(envelopes)
+        for envelope, outcome in zip(envelopes, outcomes, strict=True):
+            if envelope.reply_to is None:
+                if isinstance(outcome, BaseException):
+                    logger.warning("a told write was refused: %s", outcome)
+                continue
+            if isinstance(outcome, BaseException):
+                envelope.reply_to.set_exception((type(outcome), outcome, None))
+            else:
+                envelope.reply_to.set(outcome)
+
+    async def receive(self, message: Any) -> Any:
+        msg = f"persistence actor does not understand {type(message).__name__}"
+        raise TypeError(msg)

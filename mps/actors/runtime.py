@@ -1,0 +1,336 @@
+"""Actors on the asyncio event loop, in pykka's vocabulary.
+
+pykka ships a thread per actor (`ThreadingActor`); its extension points for new actor types are
+`_create_actor_inbox`, `_create_future` and `_start_actor_loop`. Those hooks alone cannot make an
+asyncio actor: pykka's message loop calls the inbox's blocking `get()` and the handler
+synchronously, so here the loop itself is a coroutine (`AsyncioActor._run`) and handlers are
+`async def receive(message)`.
+
+Three more departures from pykka, each on purpose:
+
+* `AsyncioFuture.__await__` awaits an `asyncio.Future`. pykka's `Future.__await__` calls the
+  blocking `get()`, which on the event loop would freeze every other request; `get()` here refuses
+  to block the loop thread and says so.
+* Actors are not put in pykka's `ActorRegistry`: it is a locked list that is scanned, and there is
+  one actor per payment. `ActorDirectory` (mps.actors.directory) is the lookup instead.
+* An unexpected exception stops the actor even when the message had a caller waiting. pykka keeps
+  such an actor running, but ours may have half-applied state; stopping it means the next message
+  activates a fresh incarnation from the last committed snapshot. The caller whose message failed
+  gets the exception; callers queued behind it get `ActorStoppedBeforeHandling`, which the
+  directory retries on the fresh incarnation because their message was never started. Errors
+  listed in `expected_errors` (the contract's 4xx answers) are replies, not crashes.
+
+Concurrency context: every method here runs on the event loop thread, except `AsyncioFuture.get()`
+and `AsyncioInbox.put()`, which also work from other threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import sys
+from collections.abc import Generator
+from typing import Any, ClassVar, Self, TypeVar
+
+import pykka
+from pykka import ActorDeadError, ActorRef
+from pykka._envelope import Envelope
+from pykka.messages import _ActorStop
+
+from mps.errors import ServiceError
+
+__all__ = [
+    "ActorDeadError",
+    "ActorRef",
+    "ActorStoppedBeforeHandling",
+    "AsyncioActor",
+    "AsyncioFuture",
+    "ask",
+    "stop",
+]
+
+T = TypeVar("T")
+logger = logging.getLogger(__name__)
+
+
+class ActorStoppedBeforeHandling(ActorDeadError):
+    """The actor stopped (passivated or crashed) before it started on this message, so sending
+    the same message to a fresh incarnation is safe."""
+
+
+def _on_thread_of(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
+
+
+class AsyncioFuture(pykka.Future[T]):
+    """A pykka future backed by an `asyncio.Future` on the loop that created it.
+
+    Await it from the loop; `get()` from another thread waits without touching the loop.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._loop = asyncio.get_running_loop()
+        self._future: asyncio.Future[T] = self._loop.create_future()
+
+    def __repr__(self) -> str:
+        return f"<AsyncioFuture done={self._future.done()}>"
+
+    def get(self, *, timeout: float | None = None) -> T:
+        try:
+            return super().get(timeout=timeout)
+        except NotImplementedError:
+            pass
+        if self._future.done():
+            return self._future.result()
+        if _on_thread_of(self._loop):
+            msg = "AsyncioFuture.get() would block the event loop; await the future instead"
+            raise RuntimeError(msg)
+        waiter = asyncio.run_coroutine_threadsafe(self._wait(), self._loop)
+        try:
+            return waiter.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise pykka.Timeout(f"{timeout} seconds") from None
+
+    async def _wait(self) -> T:
+        return await asyncio.shield(self._future)
+
+    def set(self, value: Any = None) -> None:
+        if _on_thread_of(self._loop):
+            self._set(value)
+        else:
+            self._loop.call_soon_threadsafe(self._set, value)
+
+    def _set(self, value: Any) -> None:
+        # A caller that gave up (its HTTP client went away) cancelled the future; the work still
+        # happened and is committed, there is simply nobody left to tell.
+        if not self._future.done():
+            self._future.set_result(value)
+
+    def set_exception(self, exc_info: Any = None) -> None:
+        if exc_info is None:
+            exc_info = sys.exc_info()
+        exc_type, exc_value, _tb = exc_info
+        error = exc_value if exc_value is not None else exc_type()
+        if _on_thread_of(self._loop):
+            self._set_error(error)
+        else:
+            self._loop.call_soon_threadsafe(self._set_error, error)
+
+    def _set_error(self, error: BaseException) -> None:
+        if not self._future.done():
+            self._future.set_exception(error)
+
+    def __await__(self) -> Generator[Any, None, T]:
+        if self._get_hook is not None:
+            msg = "futures with a get hook cannot be awaited; await the underlying ask instead"
+            raise TypeError(msg)
+        return self._future.__await__()
+
+    __iter__ = __await__
+
+
+class AsyncioInbox:
+    """An actor's mailbox: an `asyncio.Queue` that also accepts envelopes from other threads."""
+
+    __slots__ = ("_loop", "_queue")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._queue: asyncio.Queue[Envelope[Any]] = asyncio.Queue()
+
+    def put(self, envelope: Envelope[Any], /) -> None:
+        if _on_thread_of(self._loop):
+            self._queue.put_nowait(envelope)
+        else:
+            self._loop.call_soon_threadsafe(self._queue.put_nowait, envelope)
+
+    def get(self) -> Envelope[Any]:
+        """The next envelope if one is waiting; raises `asyncio.QueueEmpty` otherwise."""
+        return self._queue.get_nowait()
+
+    async def get_async(self) -> Envelope[Any]:
+        return await self._queue.get()
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+    def qsize(self) -> int:
+        return self._queue.qsize()
+
+
+class AsyncioActor(pykka.Actor):
+    """An actor whose message loop is a task on the running event loop.
+
+    Subclasses implement `receive`, and may implement `on_activate` (awaited before the first
+    message; a failure there stops the actor and fails every queued message) and `on_passivate`
+    (awaited when the actor is stopped on purpose, not after a crash).
+    """
+
+    # Exceptions that are answers to the caller, not signs of a broken actor.
+    expected_errors: ClassVar[tuple[type[BaseException], ...]] = (ServiceError,)
+
+    # Running actors, held strongly: the event loop keeps only weak references to tasks, and an
+    # ActorRef holds its actor weakly, so without this an idle actor could be collected.
+    _running: ClassVar[set[AsyncioActor]] = set()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._task: asyncio.Task[None] | None = None
+        self.busy = False
+        self.last_active = asyncio.get_running_loop().time()
+
+    @staticmethod
+    def _create_actor_inbox() -> AsyncioInbox:
+        return AsyncioInbox(asyncio.get_running_loop())
+
+    @staticmethod
+    def _create_future() -> AsyncioFuture[Any]:
+        return AsyncioFuture()
+
+    @classmethod
+    def start(cls, *args: Any, **kwargs: Any) -> ActorRef[Self]:
+        """Create the actor and start its loop; unlike pykka's, it is not registered."""
+        return cls.launch(*args, **kwargs).actor_ref
+
+    @classmethod
+    def launch(cls, *args: Any, **kwargs: Any) -> Self:
+        """Like `start`, but return the actor itself, for owners that track its lifetime."""
+        actor = cls(*args, **kwargs)
+        actor._start_actor_loop()
+        return actor
+
+    def _start_actor_loop(self) -> None:
+        AsyncioActor._running.add(self)
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=str(self))
+
+    @property
+    def task(self) -> asyncio.Task[None]:
+        assert self._task is not None, "actor was not started"
+        return self._task
+
+    @property
+    def inbox(self) -> AsyncioInbox:
+        inbox = self.actor_inbox
+        assert isinstance(inbox, AsyncioInbox)
+        return inbox
+
+    def is_alive(self) -> bool:
+        return not self.actor_stopped.is_set()
+
+    # Hooks for subclasses --------------------------------------------------------------------
+
+    async def on_activate(self) -> None:
+        """Load state before the first message. Runs in the actor's own task."""
+
+    async def on_passivate(self) -> None:
+        """Release resources when stopped on purpose. Not called after a crash."""
+
+    async def receive(self, message: Any) -> Any:
+        """Handle one message; the return value is the reply to an ask."""
+        raise NotImplementedError
+
+    # The loop --------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        try:
+            try:
+                await self.on_activate()
+            except Exception:
+                self._handle_failure(*sys.exc_info())
+                return
+            await self._message_loop()
+        finally:
+            self.actor_stopped.set()
+            self._fail_queued()
+            AsyncioActor._running.discard(self)
+
+    async def _message_loop(self) -> None:
+        while not self.actor_stopped.is_set():
+            envelope = await self.inbox.get_async()
+            if isinstance(envelope.message, _ActorStop):
+                await self._stop_async(envelope)
+                return
+            if not await self._handle(envelope):
+                return
+
+    async def _handle(self, envelope: Envelope[Any]) -> bool:
+        """Handle one envelope; False when the actor crashed and must stop."""
+        self.busy = True
+        try:
+            response = await self.receive(envelope.message)
+        except self.expected_errors:
+            if envelope.reply_to is not None:
+                envelope.reply_to.set_exception()
+            else:
+                logger.warning("%s: error answering a tell", self, exc_info=True)
+            return True
+        except Exception:
+            exc_info = sys.exc_info()
+            if envelope.reply_to is not None:
+                envelope.reply_to.set_exception(exc_info)
+            self._handle_failure(*exc_info)
+            try:
+                self.on_failure(*exc_info)
+            except Exception:
+                logger.exception("%s: on_failure raised", self)
+            return False
+        else:
+            if envelope.reply_to is not None:
+                envelope.reply_to.set(response)
+            return True
+        finally:
+            self.busy = False
+            self.last_active = asyncio.get_running_loop().time()
+
+    async def _stop_async(self, envelope: Envelope[Any]) -> None:
+        self.actor_stopped.set()
+        try:
+            await self.on_passivate()
+        except Exception:
+            logger.exception("%s: on_passivate raised", self)
+        if envelope.reply_to is not None:
+            envelope.reply_to.set(None)
+
+    def _fail_queued(self) -> None:
+        while not self.inbox.empty():
+            envelope = self.inbox.get()
+            if envelope.reply_to is None:
+                continue
+            if isinstance(envelope.message, _ActorStop):
+                envelope.reply_to.set(None)
+                continue
+            error = ActorStoppedBeforeHandling(f"{self} stopped before handling the message")
+            envelope.reply_to.set_exception((type(error), error, None))
+
+    def _stop(self) -> None:
+        # pykka's synchronous stop path; ours is `_stop_async`, reached through the inbox.
+        self.actor_stopped.set()
+
+    def _handle_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        logger.error(
+            "Unhandled exception in %s; it stops and restarts from its last snapshot",
+            self,
+            exc_info=(exception_type, exception_value, traceback),
+        )
+        self.actor_stopped.set()
+
+
+async def ask(ref: ActorRef[Any], message: Any) -> Any:
+    """Send `message` and await the reply without blocking the loop."""
+    future = ref.ask(message, block=False)
+    assert isinstance(future, AsyncioFuture), "ask() is for asyncio actors"
+    return await future
+
+
+async def stop(ref: ActorRef[Any]) -> bool:
+    """Ask the actor to stop after the messages already queued; False if it was already dead."""
+    try:
+        await ask(ref, _ActorStop())
+    except ActorDeadError:
+        return False
+    return True

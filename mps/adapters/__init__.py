@@ -1,0 +1,1 @@
+"""Edges to the outside world: mail, message broker, card processor, object storage."""

@@ -1,0 +1,1 @@
+"""Sign-in, sessions, API keys, scopes and roles (decisions 1, 2, 3)."""

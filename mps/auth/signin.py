@@ -1,0 +1,220 @@
+"""Passwordless sign-in by one-time code (decisions 2), as use cases over the services.
+
+Codes are 6 digits, valid 10 minutes, stored only as a keyed hash. A login allows at most 5 wrong
+codes in all (a fresh code does not reset the count); after that it is dead. The checks are
+conditional updates, so they hold however many requests race on one login, on any node.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import timedelta
+from typing import Any
+
+from mps.actors.company import CreateCompany, OpenSession, RevokeSession
+from mps.adapters.mail import Mail
+from mps.auth.principals import SessionPrincipal
+from mps.auth.scopes import builtin_role
+from mps.auth.tokens import SessionClaims
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.errors import BadRequest, Forbidden, NotFound
+from mps.persistence.queries import members as q
+from mps.persistence.statements import Statement, insert
+from mps.services import Services
+
+__all__ = ["logout", "me", "request_code", "sign_up", "start_login", "switch_mode", "verify_code"]
+
+CODE_TTL = timedelta(minutes=10)
+MAX_FAILED_CODES = 5
+# A login may ask for fresh codes for this long; each code itself lives CODE_TTL.
+LOGIN_TTL = timedelta(hours=1)
+
+
+def normalize_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def _new_code() -> str:
+    return f"{secrets.randbelow(1_000_000):06d}"
+
+
+async def sign_up(
+    services: Services, company_name: str, email: str, name: str | None
+) -> dict[str, Any]:
+    email = normalize_email(email)
+    company_id = new_id("co")
+    user_id = await services.shards.ask_company(
+        company_id, CreateCompany(company_name, email, name)
+    )
+    login = await _create_login(services, email, user_id, company_id, send=True)
+    return {"loginId": login["id"], "companyId": company_id, "expiresAt": login["expiresAt"]}
+
+
+async def start_login(services: Services, email: str) -> dict[str, Any]:
+    """Same answer whether or not the email belongs to a member: no account enumeration."""
+    email = normalize_email(email)
+    user = await q.user_by_email(services.database, email)
+    member = user is not None and bool(await q.memberships(services.database, user["id"]))
+    login = await _create_login(
+        services, email, user["id"] if member and user else None, None, send=member
+    )
+    return {"loginId": login["id"], "expiresAt": login["expiresAt"]}
+
+
+async def _create_login(
+    services: Services, email: str, user_id: str | None, company_id: str | None, *, send: bool
+) -> dict[str, Any]:
+    now = services.clock()
+    login_id = new_id("lgn")
+    code = _new_code() if send else None
+    expires = now + CODE_TTL
+    await services.actors.commit(
+        insert(
+            "logins",
+            {
+                "id": login_id,
+                "email": email,
+                "user_id": user_id,
+                "company_id": company_id,
+                "code_hash": services.keyring.hash_code(login_id, code) if code else None,
+                "code_expires_at": iso(expires),
+                "failed_attempts": 0,
+                "created_at": iso(now),
+                "consumed_at": None,
+            },
+        )
+    )
+    if code is not None:
+        await _send_code(services, email, code)
+    return {"id": login_id, "expiresAt": iso(expires)}
+
+
+async def _send_code(services: Services, email: str, code: str) -> None:
+    await services.mailer.send(
+        Mail(
+            to=email,
+            subject=f"Your sign-in code: {code}",
+            text=f"Your Merchant Payments sign-in code is {code}. It expires in 10 minutes.\n"
+            "If you did not try to sign in, you can ignore this message.",
+            otp=code,
+        )
+    )
+
+
+async def request_code(services: Services, login_id: str) -> dict[str, Any]:
+    login = await q.login_by_id(services.database, login_id)
+    if login is None:
+        raise NotFound("No such login")
+    now = services.clock()
+    expires = now + CODE_TTL
+    usable = (
+        login["user_id"] is not None
+        and login["consumed_at"] is None
+        and login["failed_attempts"] < MAX_FAILED_CODES
+        and login["created_at"] > iso(now - LOGIN_TTL)
+    )
+    if usable:
+        code = _new_code()
+        await services.actors.commit(
+            Statement(
+                "UPDATE logins SET code_hash = $1, code_expires_at = $2 WHERE id = $3",
+                (services.keyring.hash_code(login_id, code), iso(expires), login_id),
+            )
+        )
+        await _send_code(services, login["email"], code)
+    return {"loginId": login_id, "expiresAt": iso(expires)}
+
+
+async def verify_code(
+    services: Services, login_id: str, code: str, company_id: str | None, mode: str | None
+) -> dict[str, Any]:
+    now = iso(services.clock())
+    rows = await services.actors.commit(
+        Statement(
+            "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL "
+            "AND failed_attempts < $3 AND code_hash = $4 AND code_expires_at > $1 "
+            "RETURNING user_id, company_id",
+            (now, login_id, MAX_FAILED_CODES, services.keyring.hash_code(login_id, code)),
+        )
+    )
+    if not rows[0]:
+        await services.actors.commit(
+            Statement(
+                "UPDATE logins SET failed_attempts = failed_attempts + 1 "
+                "WHERE id = $1 AND consumed_at IS NULL AND failed_attempts < $2",
+                (login_id, MAX_FAILED_CODES),
+            )
+        )
+        raise BadRequest("The code is wrong, expired or no longer usable", code="invalid_code")
+    user_id: str = rows[0][0]["user_id"]
+    chosen = company_id or rows[0][0]["company_id"] or await _first_company(services, user_id)
+    return await _open_session(services, user_id, chosen, mode or "test")
+
+
+async def _first_company(services: Services, user_id: str) -> str:
+    found = await q.memberships(services.database, user_id)
+    if not found:
+        raise Forbidden("You are not a member of any company", code="not_a_member")
+    company_id: str = found[0]["company_id"]
+    return company_id
+
+
+async def _open_session(
+    services: Services, user_id: str, company_id: str, mode: str
+) -> dict[str, Any]:
+    session_id, expires_at = await services.shards.ask_company(
+        company_id, OpenSession(user_id, mode)
+    )
+    claims = SessionClaims(user_id, company_id, session_id, mode, expires_at)
+    token = services.tokens.issue(claims, services.clock())
+    view = await _member_view(services, company_id, user_id)
+    return {
+        "sessionToken": token,
+        "expiresAt": iso(expires_at),
+        **view,
+        "mode": mode,
+        "livemode": mode == "live",
+    }
+
+
+async def _member_view(services: Services, company_id: str, user_id: str) -> dict[str, Any]:
+    row = await q.member_view(services.database, company_id, user_id)
+    if row is None:
+        raise NotFound("No such member")
+    role = builtin_role(row["role_id"])
+    assert role is not None
+    return {
+        "user": {
+            "id": row["user_id"],
+            "email": row["email"],
+            "name": row["user_name"],
+            "createdAt": row["user_created_at"],
+        },
+        "company": {
+            "id": row["company_id"],
+            "name": row["company_name"],
+            "createdAt": row["company_created_at"],
+        },
+        "role": {"id": role.id, "name": role.name},
+    }
+
+
+async def me(services: Services, session: SessionPrincipal) -> dict[str, Any]:
+    view = await _member_view(services, session.company_id, session.user_id)
+    return {
+        **view,
+        "scopes": sorted(session.scopes),
+        "mode": session.mode,
+        "livemode": session.livemode,
+    }
+
+
+async def logout(services: Services, session: SessionPrincipal) -> None:
+    await services.shards.ask_company(session.company_id, RevokeSession(session.session_id))
+
+
+async def switch_mode(services: Services, session: SessionPrincipal, mode: str) -> dict[str, Any]:
+    reply = await _open_session(services, session.user_id, session.company_id, mode)
+    await logout(services, session)
+    return reply

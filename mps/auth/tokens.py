@@ -1,0 +1,69 @@
+"""Dashboard session tokens: JWTs signed with the configured algorithm only (decisions 2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import jwt
+
+from mps.errors import Unauthenticated
+
+__all__ = ["SessionClaims", "SessionTokens"]
+
+ALGORITHM = "HS256"
+ISSUER = "merchant-payments-service"
+AUDIENCE = "mps-dashboard"
+SESSION_TTL = timedelta(hours=12)
+
+
+@dataclass(frozen=True)
+class SessionClaims:
+    user_id: str
+    company_id: str
+    session_id: str
+    mode: str
+    expires_at: datetime
+
+
+class SessionTokens:
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+
+    def issue(self, claims: SessionClaims, issued_at: datetime) -> str:
+        payload = {
+            "sub": claims.user_id,
+            "cid": claims.company_id,
+            "sid": claims.session_id,
+            "mode": claims.mode,
+            "iat": int(issued_at.timestamp()),
+            "exp": int(claims.expires_at.timestamp()),
+            "iss": ISSUER,
+            "aud": AUDIENCE,
+        }
+        return jwt.encode(payload, self._key, algorithm=ALGORITHM)
+
+    def decode(self, token: str) -> SessionClaims:
+        """The token's claims; 401 for a bad signature, another algorithm, expiry or audience."""
+        try:
+            payload = jwt.decode(
+                token,
+                self._key,
+                algorithms=[ALGORITHM],  # never "none", never another family
+                audience=AUDIENCE,
+                issuer=ISSUER,
+                options={"require": ["sub", "cid", "sid", "mode", "iat", "exp", "iss", "aud"]},
+            )
+        except jwt.ExpiredSignatureError as exc:
+            raise Unauthenticated("The session has expired; sign in again") from exc
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated("The session token is not valid") from exc
+        if payload["mode"] not in ("test", "live"):
+            raise Unauthenticated("The session token is not valid")
+        return SessionClaims(
+            user_id=payload["sub"],
+            company_id=payload["cid"],
+            session_id=payload["sid"],
+            mode=payload["mode"],
+            expires_at=datetime.fromtimestamp(payload["exp"], UTC),
+        )

@@ -1,0 +1,111 @@
+"""The composition root: builds the application and opens its resources in order.
+
+Nothing connects at import time. `build_app` returns an app whose cleanup context opens the
+database (applying migrations), starts the persistence actor and the shards of company actors,
+connects the broker and the mailer, and closes all of it in reverse on shutdown.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from mps.actors.company import CompanyActor
+from mps.actors.context import ActorContext
+from mps.actors.directory import ActorDirectory
+from mps.actors.persistence import PersistenceActor
+from mps.actors.runtime import stop
+from mps.actors.shards import Shard, ShardRouter
+from mps.adapters.broker import open_broker
+from mps.adapters.mail import DevMailbox, Mailer, SmtpMailer
+from mps.auth.keyring import Keyring
+from mps.auth.tokens import SessionTokens
+from mps.config import Settings
+from mps.domain.clock import Clock, utcnow
+from mps.http.app import create_app
+from mps.http.keys import ROUTE_TABLE, SERVICES
+from mps.http.routes import all_routes
+from mps.limits import RateLimiter
+from mps.persistence.database import open_database
+from mps.services import Services
+
+__all__ = ["Overrides", "build_app"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Overrides:
+    """Parts a test may supply instead of the configured ones (fakes, not patches)."""
+
+    clock: Clock = field(default=utcnow)
+    mailer: Mailer | None = None
+
+
+def _make_shard_factory(
+    settings: Settings, context: ActorContext, keyring: Keyring
+) -> Callable[[int], Shard]:
+    per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
+
+    def make(index: int) -> Shard:
+        companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
+            f"company[{index}]",
+            lambda company_id: CompanyActor(company_id, context, keyring),
+            capacity=per_shard,
+            idle_after=settings.actor_idle_after,
+        )
+        return Shard(index, companies)
+
+    return make
+
+
+def build_app(settings: Settings, overrides: Overrides | None = None) -> web.Application:
+    routes = all_routes(development=settings.development)
+    app = create_app(routes, development=settings.development)
+    app[ROUTE_TABLE] = routes
+    extra = overrides or Overrides()
+
+    async def services_ctx(app: web.Application) -> AsyncIterator[None]:
+        database = open_database(settings.database_url)
+        await database.open()
+        persistence = PersistenceActor.start(database)
+        keyring = Keyring(settings.session_secret, settings.encryption_key)
+        context = ActorContext(database, persistence, extra.clock)
+        shards = ShardRouter(settings.shard_count, _make_shard_factory(settings, context, keyring))
+        broker = open_broker(settings.broker_url)
+        mailer: Mailer = extra.mailer or (
+            DevMailbox()
+            if settings.development or not settings.smtp_url
+            else SmtpMailer(settings.smtp_url, settings.mail_from)
+        )
+        try:
+            await broker.connect()
+            shards.start()
+            app[SERVICES] = Services(
+                settings=settings,
+                clock=extra.clock,
+                database=database,
+                persistence=persistence,
+                actors=context,
+                shards=shards,
+                broker=broker,
+                mailer=mailer,
+                keyring=keyring,
+                tokens=SessionTokens(keyring.jwt_key),
+                limiter=RateLimiter(),
+            )
+            logger.info(
+                "serving in %s mode on %s", settings.mode, settings.database_url.split(":")[0]
+            )
+            yield
+        finally:
+            await shards.close()
+            await stop(persistence)
+            await broker.close()
+            await database.close()
+
+    app.cleanup_ctx.append(services_ctx)
+    return app

@@ -1,0 +1,149 @@
+"""Settings from command-line options and environment variables (decisions 18).
+
+Development (the default) runs on embedded SQLite with an in-process broker and generates its
+secrets into the data directory. Production refuses to start unless Postgres, AMQP and both
+secrets are given explicitly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import os
+import secrets
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+__all__ = ["ConfigError", "Settings", "load_settings"]
+
+
+class ConfigError(Exception):
+    """The service cannot start with this configuration; the message says what to set."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    mode: str = "development"
+    host: str = "127.0.0.1"
+    port: int = 8080
+    data_dir: Path = Path("var")
+    database_url: str = "sqlite:///var/mps.db"
+    broker_url: str = "memory://"
+    public_url: str = "http://127.0.0.1:8080"
+    node_id: str = "node-1"
+    session_secret: bytes = field(default=b"", repr=False)
+    encryption_key: bytes = field(default=b"", repr=False)
+    webhook_retry_scale: float = 1.0
+    smtp_url: str | None = None
+    mail_from: str = "Merchant Payments <no-reply@localhost>"
+    shard_count: int = 64
+    # Virtual actors: passivate after this many idle seconds, and keep at most this many active.
+    actor_idle_after: float = 300.0
+    company_actor_capacity: int = 10_000
+    payment_actor_capacity: int = 100_000
+
+    @property
+    def development(self) -> bool:
+        return self.mode == "development"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="run.py", description="Merchant Payments Service")
+    parser.add_argument("--host", help="bind address (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port (MPS_PORT, default 8080)")
+    parser.add_argument("--data-dir", help="data directory (MPS_DATA_DIR, default ./var)")
+    parser.add_argument("--database-url", help="sqlite:///… or postgresql://… (MPS_DATABASE_URL)")
+    parser.add_argument("--broker-url", help="memory:// or amqp://… (MPS_BROKER_URL)")
+    parser.add_argument("--mode", choices=["development", "production"], help="(MPS_MODE)")
+    parser.add_argument("--public-url", help="base of payUrl and email links (MPS_PUBLIC_URL)")
+    parser.add_argument("--node-id", help="this node's name in a cluster (MPS_NODE_ID)")
+    return parser
+
+
+def _secret_from_env(env: Mapping[str, str], name: str) -> bytes | None:
+    value = env.get(name)
+    if not value:
+        return None
+    if len(value) < 32:
+        msg = f"{name} must be at least 32 characters"
+        raise ConfigError(msg)
+    return value.encode()
+
+
+def _development_secrets(data_dir: Path) -> dict[str, bytes]:
+    """Secrets kept in the data dir, created on first start, so sessions survive restarts."""
+    path = data_dir / "secrets.json"
+    if path.exists():
+        stored = orjson.loads(path.read_bytes())
+    else:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        stored = {
+            "sessionSecret": secrets.token_urlsafe(48),
+            "encryptionKey": base64.b64encode(secrets.token_bytes(32)).decode(),
+        }
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(orjson.dumps(stored))
+    return {
+        "session": stored["sessionSecret"].encode(),
+        "encryption": stored["encryptionKey"].encode(),
+    }
+
+
+def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
+    args = _parser().parse_args(list(argv))
+    mode = args.mode or env.get("MPS_MODE") or "development"
+    if mode not in ("development", "production"):
+        msg = "MPS_MODE must be development or production"
+        raise ConfigError(msg)
+    data_dir = Path(args.data_dir or env.get("MPS_DATA_DIR") or "var")
+    port = args.port or int(env.get("MPS_PORT") or 8080)
+    host = args.host or env.get("MPS_HOST") or "127.0.0.1"
+    database_url = args.database_url or env.get("MPS_DATABASE_URL")
+    broker_url = args.broker_url or env.get("MPS_BROKER_URL")
+    session_secret = _secret_from_env(env, "MPS_SESSION_SECRET")
+    encryption_key = _secret_from_env(env, "MPS_ENCRYPTION_KEY")
+
+    if mode == "production":
+        missing = [
+            name
+            for name, ok in (
+                ("MPS_DATABASE_URL (postgresql://…)", (database_url or "").startswith("postgres")),
+                ("MPS_BROKER_URL (amqp://…)", (broker_url or "").startswith("amqp")),
+                ("MPS_SESSION_SECRET", session_secret is not None),
+                ("MPS_ENCRYPTION_KEY", encryption_key is not None),
+                # Sign-in is by emailed code, so production without mail could not sign anyone in.
+                ("MPS_SMTP_URL (smtp://…)", bool(env.get("MPS_SMTP_URL"))),
+            )
+            if not ok
+        ]
+        if missing:
+            msg = "production mode refuses to start without: " + ", ".join(missing)
+            raise ConfigError(msg)
+    else:
+        generated = _development_secrets(data_dir)
+        session_secret = session_secret or generated["session"]
+        encryption_key = encryption_key or generated["encryption"]
+
+    assert session_secret is not None
+    assert encryption_key is not None
+    return Settings(
+        mode=mode,
+        host=host,
+        port=port,
+        data_dir=data_dir,
+        database_url=database_url or f"sqlite:///{data_dir / 'mps.db'}",
+        broker_url=broker_url or "memory://",
+        public_url=(args.public_url or env.get("MPS_PUBLIC_URL") or f"http://{host}:{port}").rstrip(
+            "/"
+        ),
+        node_id=args.node_id or env.get("MPS_NODE_ID") or "node-1",
+        session_secret=session_secret,
+        encryption_key=encryption_key,
+        webhook_retry_scale=float(env.get("MPS_WEBHOOK_RETRY_SCALE") or 1),
+        smtp_url=env.get("MPS_SMTP_URL") or None,
+        mail_from=env.get("MPS_MAIL_FROM") or Settings.mail_from,
+    )

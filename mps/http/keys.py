@@ -1,0 +1,21 @@
+"""Typed keys for what the application and each request carry."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from mps.http.routing import Route
+from mps.services import Services
+
+__all__ = ["API_VERSION", "EXPLICIT_VERSION", "REQUEST_ID", "ROUTE_TABLE", "SERVICES"]
+
+SERVICES = web.AppKey("services", Services)
+
+# The route table the app was built from, for the OpenAPI document.
+ROUTE_TABLE: web.AppKey[list[Route]] = web.AppKey("route_table")
+
+# Per request, set by the envelope middleware before anything else runs.
+REQUEST_ID = web.RequestKey("request_id", str)
+# The version the response is rendered for, and the one the client named (None if it named none).
+API_VERSION = web.RequestKey("api_version", str)
+EXPLICIT_VERSION: web.RequestKey[str | None] = web.RequestKey("explicit_version")

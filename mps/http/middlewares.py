@@ -1,0 +1,38 @@
+"""The outermost middleware: request id, version negotiation, and the envelope for every error
+raised outside a route's own pipeline (aiohttp's 404, 405 and 413, and anything unexpected)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from mps.domain.ids import request_id
+from mps.errors import BadRequest
+from mps.http.keys import API_VERSION, EXPLICIT_VERSION, REQUEST_ID
+from mps.http.pipeline import to_service_error
+from mps.http.render import error_response
+from mps.http.versions import CURRENT, parse_version, version_headers
+
+__all__ = ["envelope_middleware"]
+
+
+@web.middleware
+async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    rid = request_id()
+    request[REQUEST_ID] = rid
+    try:
+        explicit = parse_version(request.headers.get("X-Api-Version"))
+    except BadRequest as exc:
+        request[EXPLICIT_VERSION] = None
+        request[API_VERSION] = CURRENT
+        return error_response(exc, rid, CURRENT)
+    request[EXPLICIT_VERSION] = explicit
+    request[API_VERSION] = explicit or CURRENT
+    try:
+        response = await handler(request)
+    except Exception as exc:
+        return error_response(to_service_error(exc, request), rid, request[API_VERSION])
+    response.headers.setdefault("X-Request-Id", rid)
+    for name, value in version_headers(request[API_VERSION]).items():
+        response.headers.setdefault(name, value)
+    return response

@@ -1,0 +1,225 @@
+"""The steps every API request goes through, in order, driven by its `Route`:
+
+    credential -> API version -> scope -> rate limits -> query and body validation
+    -> handler -> response (versioned) -> API-key request log
+
+Errors at any step become the error envelope here, so the key log records the real status.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from mps.actors.persistence import Commit
+from mps.auth.authenticate import (
+    authenticate_api_key,
+    authenticate_session,
+    bearer_token,
+    is_api_key,
+)
+from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
+from mps.auth.scopes import OWNER_ROLE
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.errors import (
+    BadRequest,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    PayloadTooLarge,
+    ServiceError,
+    Unauthenticated,
+    UnsupportedMedia,
+)
+from mps.http.keys import API_VERSION, EXPLICIT_VERSION, REQUEST_ID, SERVICES
+from mps.http.render import error_response, json_response, reply_body
+from mps.http.replies import Aggregate, Page, Resource
+from mps.http.routing import Auth, Call, Route
+from mps.http.schema import validate
+from mps.limits import Limit, Verdict
+from mps.persistence.statements import Statement, insert
+from mps.services import Services
+
+__all__ = ["endpoint", "to_service_error"]
+
+logger = logging.getLogger(__name__)
+
+MAX_BODY = 1024 * 1024
+STANDARD_LIMIT = Limit("standard", 600, 60)
+DEVELOPER_LIMIT = Limit("developer", 1200, 60)
+
+
+def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
+    """Translate aiohttp's and unexpected errors into the contract's vocabulary."""
+    if isinstance(exc, ServiceError):
+        return exc
+    if isinstance(exc, web.HTTPException):
+        if exc.status == 404:
+            return NotFound(f"No route for {request.method} {request.path}")
+        if exc.status == 405:
+            error = MethodNotAllowed(f"{request.method} is not allowed on {request.path}")
+            error.allowed = getattr(exc, "allowed_methods", set())  # type: ignore[attr-defined]
+            return error
+        if exc.status == 413:
+            return PayloadTooLarge("The request body is larger than 1 MiB")
+        generic = ServiceError(exc.reason or "Request failed", code=_generic_code(exc.status))
+        generic.status = exc.status
+        return generic
+    logger.error(
+        "unexpected error serving %s %s [%s]",
+        request.method,
+        request.path,
+        request.get(REQUEST_ID),
+        exc_info=exc,
+    )
+    return ServiceError("Something went wrong on our side; quote the requestId to support")
+
+
+def _generic_code(status: int) -> str:
+    return {400: "bad_request", 401: "unauthenticated", 403: "forbidden"}.get(status, "error")
+
+
+async def _principal(route: Route, request: web.Request, services: Services) -> Principal | None:
+    token = bearer_token(request.headers.get("Authorization"))
+    if route.auth is Auth.PUBLIC:
+        return None
+    if token is None:
+        raise Unauthenticated("Authentication required: send Authorization: Bearer <token>")
+    if route.auth is Auth.SESSION:
+        if is_api_key(token):
+            raise Unauthenticated(
+                "This route needs a dashboard session, not an API key", code="session_required"
+            )
+        return await authenticate_session(token, services.tokens, services.database, services.clock)
+    if not is_api_key(token):
+        raise Unauthenticated("This route needs an API key", code="api_key_required")
+    return await authenticate_api_key(token, services.keyring, services.database)
+
+
+def _authorize(route: Route, principal: Principal | None) -> None:
+    if route.owner_only:
+        assert isinstance(principal, SessionPrincipal)
+        if principal.role_id != OWNER_ROLE:
+            raise Forbidden("Only the owner can do this")
+    if route.scope is not None and principal is not None and route.scope not in principal.scopes:
+        raise Forbidden(f"This needs the {route.scope} scope", code="insufficient_scope")
+
+
+def _apply_limits(call: Call) -> Verdict | None:
+    """Count the request against every limit that applies; the tightest verdict is reported."""
+    services, route, principal = call.services, call.route, call.principal
+    verdicts = []
+    if isinstance(principal, SessionPrincipal):
+        verdicts.append(services.limiter.hit(STANDARD_LIMIT, principal.rate_key))
+    elif isinstance(principal, ApiKeyPrincipal):
+        verdicts.append(services.limiter.hit(DEVELOPER_LIMIT, principal.rate_key))
+    for rule in route.limits:
+        key = rule.key(call)
+        if key is not None:
+            verdicts.append(services.limiter.hit(rule.limit, key))
+    if not verdicts:
+        return None
+    return min(verdicts, key=lambda v: v.remaining / v.limit.limit)
+
+
+async def _read_body(request: web.Request) -> Any:
+    if not request.body_exists:
+        return {}
+    if request.content_type != "application/json":
+        raise UnsupportedMedia("Request bodies must be JSON (Content-Type: application/json)")
+    raw = await request.read()
+    if not raw.strip():
+        return {}
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise BadRequest(f"The body is not valid JSON: {exc}", code="invalid_json") from exc
+
+
+def _query_dict(request: web.Request) -> dict[str, str]:
+    query: dict[str, str] = {}
+    for name, value in request.query.items():
+        if name in query:
+            raise BadRequest(f"Query parameter {name} is given more than once")
+        query[name] = value
+    return query
+
+
+def endpoint(route: Route) -> Any:
+    """The aiohttp handler for `route`."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        services = request.app[SERVICES]
+        request_id: str = request[REQUEST_ID]
+        principal: Principal | None = None
+        try:
+            principal = await _principal(route, request, services)
+            if principal is not None and request[EXPLICIT_VERSION] is None:
+                request[API_VERSION] = principal.api_version
+            _authorize(route, principal)
+            call = Call(request, services, route, request_id, principal)
+            verdict = _apply_limits(call)
+            call.query = validate(route.query, _query_dict(request)) if route.query else {}
+            if route.query is None and request.query:
+                raise BadRequest("This route takes no query parameters")
+            if route.body is not None:
+                call.body = validate(route.body, await _read_body(request))
+            elif request.body_exists and (await request.read()).strip():
+                raise BadRequest("This route takes no request body")
+            reply = await route.handler(call)
+            response = _render(reply, route, request)
+            if verdict is not None:
+                response.headers["RateLimit-Policy"] = verdict.limit.policy_header
+                response.headers["RateLimit"] = verdict.header
+        except Exception as exc:
+            error = to_service_error(exc, request)
+            response = error_response(error, request_id, request[API_VERSION])
+        if isinstance(principal, ApiKeyPrincipal):
+            _log_key_use(services, principal, request, response.status)
+        return response
+
+    handle.__name__ = route.handler.__name__
+    return handle
+
+
+def _render(reply: Any, route: Route, request: web.Request) -> web.StreamResponse:
+    if isinstance(reply, web.StreamResponse):
+        reply.headers.setdefault("X-Request-Id", request[REQUEST_ID])
+        return reply
+    if isinstance(reply, Resource) and reply.status == 200 and route.status != 200:
+        reply = Resource(reply.fields, route.status)
+    assert isinstance(reply, Resource | Page | Aggregate)
+    status, body = reply_body(reply, request[REQUEST_ID])
+    return json_response(status, body, request[REQUEST_ID], request[API_VERSION])
+
+
+def _log_key_use(
+    services: Services, key: ApiKeyPrincipal, request: web.Request, status: int
+) -> None:
+    """Record the request in the key's log [5.2]; told, not asked, so it never slows a reply."""
+    now = iso(services.clock())
+    services.persistence.tell(
+        Commit(
+            (
+                insert(
+                    "api_key_logs",
+                    {
+                        "id": new_id("log"),
+                        "key_id": key.key_id,
+                        "company_id": key.company_id,
+                        "at": now,
+                        "method": request.method,
+                        "path": request.path,
+                        "status_code": status,
+                        "ip": request.remote,
+                        "request_id": request[REQUEST_ID],
+                    },
+                ),
+                Statement("UPDATE api_keys SET last_used_at = $1 WHERE id = $2", (now, key.key_id)),
+            )
+        )
+    )

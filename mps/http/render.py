@@ -1,0 +1,62 @@
+"""Success bodies and the error envelope (decisions 0), rendered with orjson."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from mps.domain.clock import iso, utcnow
+from mps.errors import RateLimited, ServiceError, ValidationFailed
+from mps.http.replies import Aggregate, Page, Reply, Resource
+from mps.http.versions import apply_transforms, version_headers
+
+__all__ = ["error_body", "json_response", "reply_body"]
+
+JSON_TYPE = "application/json"
+
+
+def reply_body(reply: Reply, request_id: str) -> tuple[int, dict[str, Any]]:
+    head: dict[str, Any] = {"ok": True, "requestId": request_id}
+    if isinstance(reply, Resource):
+        return reply.status, {**head, **reply.fields}
+    if isinstance(reply, Page):
+        more = reply.next_cursor is not None
+        return 200, {**head, "data": reply.items, "nextCursor": reply.next_cursor, "hasMore": more}
+    if isinstance(reply, Aggregate):
+        return 200, {**head, "data": reply.data}
+    raise TypeError(type(reply).__name__)
+
+
+def error_body(error: ServiceError, request_id: str) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "ok": False,
+        "statusCode": error.status,
+        "message": error.message,
+        "requestId": request_id,
+        "timestamp": iso(utcnow()),
+        "code": error.code,
+    }
+    if isinstance(error, ValidationFailed):
+        body["errors"] = [{"field": e.field, "message": e.message} for e in error.errors]
+    return body
+
+
+def json_response(status: int, body: dict[str, Any], request_id: str, version: str) -> web.Response:
+    headers = {"X-Request-Id": request_id, **version_headers(version)}
+    return web.Response(
+        status=status,
+        body=orjson.dumps(apply_transforms(body, version)),
+        content_type=JSON_TYPE,
+        headers=headers,
+    )
+
+
+def error_response(error: ServiceError, request_id: str, version: str) -> web.Response:
+    response = json_response(error.status, error_body(error, request_id), request_id, version)
+    if isinstance(error, RateLimited):
+        response.headers["Retry-After"] = str(error.retry_after)
+    if error.status == 405 and (allowed := getattr(error, "allowed", None)):
+        response.headers["Allow"] = ", ".join(sorted(allowed))
+    return response

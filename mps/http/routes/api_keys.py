@@ -1,0 +1,144 @@
+"""API key management (decisions 2): create (shown once), list, revoke, request log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from mps.actors.company import CreateApiKey, RevokeApiKey
+from mps.auth.scopes import ALL_SCOPES
+from mps.errors import NotFound
+from mps.http.pagination import PAGE_FIELDS, PageRequest
+from mps.http.replies import Page, Resource
+from mps.http.routing import Call, LimitRule, Route
+from mps.http.schema import Array, Enum, Obj, Str
+from mps.limits import Limit
+from mps.persistence.queries import api_keys as q
+
+__all__ = ["ROUTES"]
+
+
+def key_view(row: dict[str, Any]) -> dict[str, Any]:
+    scopes = row["scopes"]
+    return {
+        "id": row["id"],
+        "name": row["name"],
+        "type": row["type"],
+        "mode": row["mode"],
+        "livemode": row["mode"] == "live",
+        "scopes": orjson.loads(scopes) if isinstance(scopes, str) else scopes,
+        "prefix": row["prefix"],
+        "last4": row["last4"],
+        "createdAt": row["created_at"],
+        "lastUsedAt": row["last_used_at"],
+        "revokedAt": row["revoked_at"],
+    }
+
+
+async def create_key(call: Call) -> Resource:
+    session, body = call.session, call.body
+    row, key = await call.services.shards.ask_company(
+        session.company_id,
+        CreateApiKey(
+            created_by=session.user_id,
+            creator_scopes=session.scopes,
+            name=body["name"],
+            type=body.get("type", "secret"),
+            mode=body.get("mode", session.mode),
+            scopes=tuple(body["scopes"]),
+        ),
+    )
+    return Resource({**key_view(row), "key": key}, 201)
+
+
+async def list_keys(call: Call) -> Page:
+    page = PageRequest.from_query(call.query)
+    rows = await q.list_keys(
+        call.services.database, call.session.company_id, call.query.get("mode"), page
+    )
+    items, cursor = page.split(rows)
+    return Page([key_view(r) for r in items], cursor)
+
+
+async def revoke_key(call: Call) -> Resource:
+    session = call.session
+    row = await call.services.shards.ask_company(session.company_id, RevokeApiKey(call.param("id")))
+    return Resource(key_view(row))
+
+
+async def key_logs(call: Call) -> Page:
+    page = PageRequest.from_query(call.query)
+    db, company_id, key_id = call.services.database, call.session.company_id, call.param("id")
+    if not await q.key_exists(db, company_id, key_id):
+        raise NotFound("No such API key")
+    rows = await q.key_logs(db, company_id, key_id, page)
+    items, cursor = page.split(rows)
+    return Page(
+        [
+            {
+                "id": r["id"],
+                "at": r["created_at"],
+                "method": r["method"],
+                "path": r["path"],
+                "statusCode": r["status_code"],
+                "ip": r["ip"],
+                "requestId": r["request_id"],
+            }
+            for r in items
+        ],
+        cursor,
+    )
+
+
+def _user(call: Call) -> str:
+    return call.session.user_id
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/merchant/api-keys",
+        create_key,
+        "Create an API key; the key is shown once",
+        "api-keys",
+        scope="settings:write",
+        status=201,
+        limits=(LimitRule(Limit("api-key-create", 10, 60), _user),),
+        body=Obj(
+            {
+                "name": Str(min_length=1, max_length=100),
+                "type": Enum(["secret", "publishable"]),
+                "mode": Enum(["test", "live"]),
+                "scopes": Array(Enum(list(ALL_SCOPES)), min_items=1, unique=True),
+            },
+            required=["name", "scopes"],
+        ),
+    ),
+    Route(
+        "GET",
+        "/merchant/api-keys",
+        list_keys,
+        "List API keys",
+        "api-keys",
+        scope="settings:read",
+        query=Obj({**PAGE_FIELDS, "mode": Enum(["test", "live"])}),
+    ),
+    Route(
+        "POST",
+        "/merchant/api-keys/{id}/revoke",
+        revoke_key,
+        "Revoke an API key at once",
+        "api-keys",
+        scope="settings:write",
+    ),
+    Route(
+        "GET",
+        "/merchant/api-keys/{id}/logs",
+        key_logs,
+        "The key's request log",
+        "api-keys",
+        scope="settings:read",
+        query=Obj(PAGE_FIELDS),
+    ),
+]

@@ -1,0 +1,141 @@
+"""Sign-in routes (decisions 2)."""
+
+from __future__ import annotations
+
+from mps.auth import signin
+from mps.http.replies import Resource
+from mps.http.routing import Auth, Call, LimitRule, Route
+from mps.http.schema import Enum, Obj, Str
+from mps.limits import Limit
+
+__all__ = ["build"]
+
+_EMAIL = Str(min_length=3, max_length=254, format="email")
+_MODE = Enum(["test", "live"])
+
+
+def _ip(call: Call) -> str:
+    return call.ip
+
+
+def _login_id(call: Call) -> str | None:
+    value = call.body.get("loginId") if isinstance(call.body, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _auth_limits(development: bool) -> dict[str, Limit]:
+    return {
+        "signin": Limit("signin", 200 if development else 10, 15 * 60),
+        "otp_request": Limit("otp-request", 100 if development else 10, 5 * 60),
+        "otp_verify": Limit("otp-verify", 200 if development else 20, 5 * 60),
+    }
+
+
+async def signup(call: Call) -> Resource:
+    body = call.body
+    result = await signin.sign_up(
+        call.services, body["companyName"], body["email"], body.get("name")
+    )
+    return Resource(result, 201)
+
+
+async def login(call: Call) -> Resource:
+    return Resource(await signin.start_login(call.services, call.body["email"]))
+
+
+async def otp_request(call: Call) -> Resource:
+    return Resource(await signin.request_code(call.services, call.body["loginId"]))
+
+
+async def otp_verify(call: Call) -> Resource:
+    body = call.body
+    result = await signin.verify_code(
+        call.services, body["loginId"], body["code"], body.get("companyId"), body.get("mode")
+    )
+    return Resource(result)
+
+
+async def logout(call: Call) -> Resource:
+    await signin.logout(call.services, call.session)
+    return Resource({"loggedOut": True})
+
+
+async def me(call: Call) -> Resource:
+    return Resource(await signin.me(call.services, call.session))
+
+
+async def session_mode(call: Call) -> Resource:
+    return Resource(await signin.switch_mode(call.services, call.session, call.body["mode"]))
+
+
+def build(development: bool) -> list[Route]:
+    limits = _auth_limits(development)
+    by_ip = LimitRule(limits["signin"], _ip)
+    return [
+        Route(
+            "POST",
+            "/auth/signup",
+            signup,
+            "Create a company and its owner; sends a code",
+            "auth",
+            Auth.PUBLIC,
+            status=201,
+            limits=(by_ip,),
+            body=Obj(
+                {
+                    "companyName": Str(min_length=1, max_length=200),
+                    "email": _EMAIL,
+                    "name": Str(max_length=200),
+                },
+                required=["companyName", "email"],
+            ),
+        ),
+        Route(
+            "POST",
+            "/auth/login",
+            login,
+            "Start signing in; sends a code to members",
+            "auth",
+            Auth.PUBLIC,
+            limits=(by_ip,),
+            body=Obj({"email": _EMAIL}, required=["email"]),
+        ),
+        Route(
+            "POST",
+            "/auth/otp/request",
+            otp_request,
+            "Send a fresh code for a login",
+            "auth",
+            Auth.PUBLIC,
+            limits=(LimitRule(limits["otp_request"], _login_id),),
+            body=Obj({"loginId": Str(min_length=1, max_length=64)}, required=["loginId"]),
+        ),
+        Route(
+            "POST",
+            "/auth/otp/verify",
+            otp_verify,
+            "Exchange a code for a session token",
+            "auth",
+            Auth.PUBLIC,
+            limits=(LimitRule(limits["otp_verify"], _login_id),),
+            body=Obj(
+                {
+                    "loginId": Str(min_length=1, max_length=64),
+                    "code": Str(pattern=r"[0-9]{6}", message="must be 6 digits"),
+                    "companyId": Str(max_length=64),
+                    "mode": _MODE,
+                },
+                required=["loginId", "code"],
+            ),
+        ),
+        Route("POST", "/auth/logout", logout, "Revoke this session", "auth"),
+        Route("GET", "/auth/me", me, "The session's user, company, role, scopes and mode", "auth"),
+        Route(
+            "POST",
+            "/auth/session/mode",
+            session_mode,
+            "Switch the session to test or live",
+            "auth",
+            body=Obj({"mode": _MODE}, required=["mode"]),
+        ),
+    ]

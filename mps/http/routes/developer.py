@@ -1,0 +1,64 @@
+"""Developer routes (decisions 2, 11): the key probe, versions and the OpenAPI document."""
+
+from __future__ import annotations
+
+import orjson
+from aiohttp import web
+
+from mps.http.keys import ROUTE_TABLE
+from mps.http.openapi import build_openapi
+from mps.http.replies import Resource
+from mps.http.routing import Auth, Call, Route
+from mps.http.schema import Array, Bool, Obj, Str
+from mps.http.versions import CURRENT, VERSIONS
+
+__all__ = ["ROUTES"]
+
+
+async def ping(call: Call) -> Resource:
+    key = call.api_key
+    return Resource(
+        {
+            "companyId": key.company_id,
+            "livemode": key.livemode,
+            "scopes": sorted(key.scopes),
+        }
+    )
+
+
+async def versions(call: Call) -> Resource:
+    # Without a session there is no company whose pinned version could apply.
+    return Resource({"current": CURRENT, "default": CURRENT, "versions": VERSIONS})
+
+
+async def openapi(call: Call) -> web.Response:
+    call.session  # noqa: B018 - any dashboard session may read it; this raises otherwise
+    # Paths in the document are full (/api/v1/...), so the server is the bare public URL.
+    routes: list[Route] = call.request.app[ROUTE_TABLE]
+    document = build_openapi(routes, call.services.settings.public_url)
+    return web.Response(body=orjson.dumps(document), content_type="application/json")
+
+
+ROUTES = [
+    Route(
+        "GET",
+        "/developer/ping",
+        ping,
+        "Confirm an API key",
+        "developer",
+        Auth.API_KEY,
+        scope="analytics:read",
+        response=Obj(
+            {
+                "ok": Bool(),
+                "requestId": Str(),
+                "companyId": Str(),
+                "livemode": Bool(),
+                "scopes": Array(Str()),
+            },
+            allow_unknown=True,
+        ),
+    ),
+    Route("GET", "/developer/versions", versions, "API versions", "developer", Auth.PUBLIC),
+    Route("GET", "/developer/openapi.json", openapi, "This OpenAPI document", "developer"),
+]

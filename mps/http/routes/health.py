@@ -1,0 +1,119 @@
+"""Health (decisions 14): every service's state from a real probe, or `disabled` when the
+service is not part of this build; nothing is reported up without being checked."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from aiohttp import web
+
+from mps.http.keys import API_VERSION
+from mps.http.render import json_response
+from mps.http.replies import Resource
+from mps.http.routing import Auth, Call, Route
+from mps.services import Services
+
+__all__ = ["ROUTES"]
+
+PROBE_TIMEOUT = 3.0
+CRITICAL = ("database", "broker", "ledger")
+# Services this build does not run yet; they join the probes as they are built.
+NOT_BUILT = (
+    "objectStorage",
+    "ledger",
+    "settlement",
+    "reconciliation",
+    "identityVerification",
+    "webhooks",
+)
+
+
+def _is_loopback(call: Call) -> bool:
+    try:
+        return ipaddress.ip_address(call.ip).is_loopback
+    except ValueError:
+        return False
+
+
+async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT):
+            await check()
+    except Exception as exc:
+        return {"status": "down", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+    return {"status": "up", "detail": "probe succeeded"}
+
+
+async def service_states(services: Services) -> dict[str, dict[str, Any]]:
+    database, broker = await asyncio.gather(
+        _probe(services.database.ping), _probe(services.broker.ping)
+    )
+    states: dict[str, dict[str, Any]] = {"database": database, "broker": broker}
+    states["notifications"] = {
+        "status": "up",
+        "detail": "dev mailbox" if services.dev_mailbox is not None else "smtp configured",
+    }
+    states["fx"] = {"status": "disabled", "detail": "the service does not convert currencies"}
+    for name in NOT_BUILT:
+        states[name] = {"status": "disabled", "detail": "not part of this build yet"}
+    return states
+
+
+async def health(call: Call) -> web.Response:
+    states = await service_states(call.services)
+    critical = [states[name]["status"] for name in CRITICAL if states[name]["status"] != "disabled"]
+    if all(s == "up" for s in critical):
+        overall = (
+            "up" if all(s["status"] in ("up", "disabled") for s in states.values()) else "degraded"
+        )
+    else:
+        overall = "down"
+    if not _is_loopback(call) and call.request.headers.get("Authorization") is None:
+        states = {name: {"status": s["status"]} for name, s in states.items()}
+    body = {
+        "ok": overall != "down",
+        "requestId": call.request_id,
+        "status": overall,
+        "services": states,
+    }
+    status = 503 if overall == "down" else 200
+    return json_response(status, body, call.request_id, call.request[API_VERSION])
+
+
+async def live(call: Call) -> Resource:
+    return Resource({"status": "up"})
+
+
+async def ready(call: Call) -> web.Response:
+    states = await service_states(call.services)
+    is_ready = (
+        states["database"]["status"] == "up"
+        and states["broker"]["status"] == "up"
+        and bool(call.services.shards.owned)
+    )
+    body = {
+        "ok": is_ready,
+        "requestId": call.request_id,
+        "status": "ready" if is_ready else "not_ready",
+        "shards": len(call.services.shards.owned),
+    }
+    return json_response(200 if is_ready else 503, body, call.request_id, call.request[API_VERSION])
+
+
+ROUTES = [
+    Route(
+        "GET", "/health", health, "State of every service, from real probes", "health", Auth.PUBLIC
+    ),
+    Route("GET", "/health/live", live, "Liveness: the event loop answers", "health", Auth.PUBLIC),
+    Route(
+        "GET",
+        "/health/ready",
+        ready,
+        "Readiness: database and broker connected, shards owned",
+        "health",
+        Auth.PUBLIC,
+    ),
+]

@@ -1,0 +1,103 @@
+"""One declaration per route: path, credential, scope, schemas, limits.
+
+Request validation, authorisation, rate limiting and the OpenAPI document all read the same
+`Route`, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
+from mps.errors import Unauthenticated
+from mps.http.replies import Reply
+from mps.http.schema import Obj, Schema
+from mps.limits import Limit
+
+if TYPE_CHECKING:
+    from mps.services import Services
+
+__all__ = ["API_PREFIX", "Auth", "Call", "Handler", "LimitRule", "Route"]
+
+API_PREFIX = "/api/v1"
+
+
+class Auth(enum.Enum):
+    PUBLIC = "public"
+    SESSION = "session"
+    API_KEY = "api_key"
+
+
+@dataclass
+class Call:
+    """Everything a handler gets: the validated input and who is asking."""
+
+    request: web.Request
+    services: Services
+    route: Route
+    request_id: str
+    principal: Principal | None
+    body: dict[str, Any] = field(default_factory=dict)
+    query: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def session(self) -> SessionPrincipal:
+        if not isinstance(self.principal, SessionPrincipal):
+            raise Unauthenticated("A dashboard session is required", code="session_required")
+        return self.principal
+
+    @property
+    def api_key(self) -> ApiKeyPrincipal:
+        if not isinstance(self.principal, ApiKeyPrincipal):
+            raise Unauthenticated("An API key is required", code="api_key_required")
+        return self.principal
+
+    def param(self, name: str) -> str:
+        return self.request.match_info[name]
+
+    @property
+    def ip(self) -> str:
+        return self.request.remote or "unknown"
+
+
+Handler = Callable[[Call], Awaitable[Reply | web.StreamResponse]]
+
+
+@dataclass(frozen=True)
+class LimitRule:
+    """A route-specific limit; `key` picks what is counted (an IP, a loginId, a user)."""
+
+    limit: Limit
+    key: Callable[[Call], str | None]
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    handler: Handler
+    summary: str
+    tag: str
+    auth: Auth = Auth.SESSION
+    # The one scope the route needs; None on a session route means any signed-in member.
+    scope: str | None = None
+    body: Obj | None = None
+    query: Obj | None = None
+    response: Schema | None = None
+    status: int = 200
+    limits: tuple[LimitRule, ...] = ()
+    owner_only: bool = False
+    # JSON routes live under /api/v1; pages for people (checkout, invitations) do not.
+    api: bool = True
+    # Routes the OpenAPI document leaves out (the dev mailbox, the explorer).
+    internal: bool = False
+    development_only: bool = False
+
+    @property
+    def full_path(self) -> str:
+        return f"{API_PREFIX}{self.path}" if self.api else self.path

@@ -1,0 +1,68 @@
+"""The storage interface every backend implements, and the factory that picks one by URL."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from mps.persistence.statements import Row, WriteUnit
+
+__all__ = ["Database", "IntegrityConflict", "UnitOutcome", "open_database"]
+
+
+class IntegrityConflict(Exception):
+    """A write broke a uniqueness or key constraint: someone else created that row first."""
+
+
+# Per write unit: the rows each of its statements returned, or the error that rolled it back.
+UnitOutcome = list[list[Row]] | BaseException
+
+
+class Database(abc.ABC):
+    dialect: ClassVar[str]
+
+    @abc.abstractmethod
+    async def open(self) -> None:
+        """Connect and apply pending migrations."""
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        """Apply every unit in one transaction, each unit inside its own savepoint.
+
+        A unit that fails (StaleWrite, IntegrityConflict) is rolled back alone and reported in its
+        slot; the others commit. When this returns, every unit reported as rows is durable. An
+        exception from this method itself (connection lost) means nothing was committed.
+        """
+
+    @abc.abstractmethod
+    async def fetch(self, sql: str, *params: Any) -> list[Row]: ...
+
+    async def fetchrow(self, sql: str, *params: Any) -> Row | None:
+        rows = await self.fetch(sql, *params)
+        return rows[0] if rows else None
+
+    async def fetchval(self, sql: str, *params: Any) -> Any:
+        row = await self.fetchrow(sql, *params)
+        return None if row is None else next(iter(row.values()))
+
+    async def ping(self) -> None:
+        """Round trip to the server; raises when it is unreachable."""
+        await self.fetchval("SELECT 1")
+
+
+def open_database(url: str) -> Database:
+    """A backend for `sqlite:///path` or `postgresql://…`, not yet connected."""
+    if url.startswith("sqlite://"):
+        from mps.persistence.sqlite import SqliteDatabase
+
+        return SqliteDatabase(url.removeprefix("sqlite://").removeprefix("/") or ":memory:")
+    if url.startswith(("postgresql://", "postgres://")):
+        from mps.persistence.postgres import PostgresDatabase
+
+        return PostgresDatabase(url)
+    msg = f"unsupported database URL scheme: {url.split(':', 1)[0]}"
+    raise ValueError(msg)

@@ -1,0 +1,146 @@
+"""Postgres backend, through asyncpg.
+
+Writes use one dedicated connection (the persistence actor sends one batch at a time); reads use a
+pool. Migrations run under an advisory lock so that several nodes starting together apply each
+one exactly once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from typing import Any, ClassVar
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import asyncpg
+
+from mps.errors import StaleWrite
+from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
+from mps.persistence.migrations import load_migrations
+from mps.persistence.statements import Row, Statement, WriteUnit
+
+__all__ = ["PostgresDatabase"]
+
+# Any constant works; it only has to be the same on every node.
+_MIGRATION_LOCK = 7_311_052_001
+
+
+def _split_schema(url: str) -> tuple[str, str | None]:
+    """Take our own `schema=` query parameter out of the URL (asyncpg would reject it)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    schema = next((v for k, v in query if k == "schema"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "schema"])
+    return urlunsplit(parts._replace(query=rest)), schema
+
+
+class PostgresDatabase(Database):
+    dialect: ClassVar[str] = "postgres"
+
+    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+        self.url, self.schema = _split_schema(url)
+        self._pool_size = pool_size
+        self._pool: asyncpg.Pool | None = None
+        self._writer: asyncpg.Connection | None = None
+
+    def _server_settings(self) -> dict[str, str]:
+        return {"search_path": self.schema} if self.schema else {}
+
+    async def open(self) -> None:
+        settings = self._server_settings()
+        self._writer = await asyncpg.connect(self.url, server_settings=settings)
+        if self.schema:
+            await self._writer.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
+        self._pool = await asyncpg.create_pool(
+            self.url, min_size=1, max_size=self._pool_size, server_settings=settings
+        )
+        await self._migrate()
+
+    async def close(self) -> None:
+        if self._pool is not None:
+            await self._pool.close()
+        if self._writer is not None:
+            await self._writer.close()
+        self._pool = self._writer = None
+
+    @property
+    def _w(self) -> asyncpg.Connection:
+        if self._writer is None:
+            msg = "database is not open"
+            raise RuntimeError(msg)
+        return self._writer
+
+    async def _migrate(self) -> None:
+        conn = self._w
+        await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
+        try:
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations "
+                "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+            )
+            applied = {
+                r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")
+            }
+            for migration in load_migrations():
+                if migration.version in applied:
+                    continue
+                async with conn.transaction():
+                    for statement in migration.statements():
+                        await conn.execute(statement)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations VALUES ($1, $2, "
+                        "to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'))",
+                        migration.version,
+                        migration.name,
+                    )
+        finally:
+            await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
+
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        conn = self._w
+        outcomes: list[UnitOutcome] = []
+        async with conn.transaction():
+            for unit in units:
+                try:
+                    async with conn.transaction():  # nested: a savepoint
+                        outcome: UnitOutcome = [await self._apply(conn, st) for st in unit]
+                except (StaleWrite, IntegrityConflict) as exc:
+                    outcome = exc
+                outcomes.append(outcome)
+        return outcomes
+
+    @staticmethod
+    async def _apply(conn: asyncpg.Connection, statement: Statement) -> list[Row]:
+        try:
+            if statement.returns_rows:
+                records = await conn.fetch(statement.sql, *statement.params)
+                rows = [dict(r) for r in records]
+                affected = len(rows)
+            else:
+                status = await conn.execute(statement.sql, *statement.params)
+                rows = []
+                # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1".
+                affected = int(status.rsplit(" ", 1)[-1]) if status[-1:].isdigit() else 0
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            raise IntegrityConflict(str(exc)) from exc
+        if statement.expect_rows is not None and affected != statement.expect_rows:
+            msg = f"expected {statement.expect_rows} row(s), got {affected}"
+            raise StaleWrite(msg)
+        return rows
+
+    @contextlib.asynccontextmanager
+    async def _reader(self) -> AsyncIterator[asyncpg.Connection]:
+        if self._pool is None:
+            msg = "database is not open"
+            raise RuntimeError(msg)
+        async with self._pool.acquire() as conn:
+            yield conn
+
+    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+        async with self._reader() as conn:
+            return [dict(r) for r in await conn.fetch(sql, *params)]
+
+    async def drop_schema(self) -> None:
+        """Tests only: remove the schema this database was opened on."""
+        if self.schema:
+            await self._w.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')

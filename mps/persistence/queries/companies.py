@@ -1,0 +1,20 @@
+"""Company reads."""
+
+from __future__ import annotations
+
+import orjson
+
+from mps.domain.company import Company
+from mps.errors import NotFound
+from mps.persistence.database import Database
+
+__all__ = ["company"]
+
+
+async def company(db: Database, company_id: str) -> Company:
+    row = await db.fetchrow(
+        "SELECT id, name, version, created_at, data FROM companies WHERE id = $1", company_id
+    )
+    if row is None:
+        raise NotFound("No such company")
+    return Company.from_row(row, orjson.loads(row["data"]))

@@ -1,0 +1,39 @@
+"""Users, memberships and sign-in reads."""
+
+from __future__ import annotations
+
+from mps.persistence.database import Database
+from mps.persistence.statements import Row
+
+__all__ = ["login_by_id", "member_view", "memberships", "user_by_email"]
+
+
+async def user_by_email(db: Database, email: str) -> Row | None:
+    return await db.fetchrow(
+        "SELECT id, email, name, created_at FROM users WHERE email = $1", email
+    )
+
+
+async def memberships(db: Database, user_id: str) -> list[Row]:
+    return await db.fetch(
+        "SELECT company_id, role_id, created_at FROM members WHERE user_id = $1 "
+        "ORDER BY created_at, company_id",
+        user_id,
+    )
+
+
+async def login_by_id(db: Database, login_id: str) -> Row | None:
+    return await db.fetchrow("SELECT * FROM logins WHERE id = $1", login_id)
+
+
+async def member_view(db: Database, company_id: str, user_id: str) -> Row | None:
+    """The user, their company and their role in it, for /auth/me and sign-in replies."""
+    return await db.fetchrow(
+        "SELECT u.id AS user_id, u.email, u.name AS user_name, u.created_at AS user_created_at, "
+        "c.id AS company_id, c.name AS company_name, c.created_at AS company_created_at, "
+        "m.role_id "
+        "FROM members m JOIN users u ON u.id = m.user_id JOIN companies c ON c.id = m.company_id "
+        "WHERE m.company_id = $1 AND m.user_id = $2",
+        company_id,
+        user_id,
+    )

@@ -1,0 +1,137 @@
+"""SQLite backend (the embedded default), through aiosqlite.
+
+One writer connection, owned by the persistence actor's calls to `write`, and one reader
+connection: WAL mode lets reads proceed while a write transaction is open. `synchronous=FULL`
+makes each commit durable before `write` returns, which is what lets us acknowledge it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import aiosqlite
+
+from mps.errors import StaleWrite
+from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
+from mps.persistence.migrations import load_migrations
+from mps.persistence.statements import Row, Statement, WriteUnit
+
+__all__ = ["SqliteDatabase"]
+
+_PLACEHOLDER = re.compile(r"\$(\d+)")
+
+
+def _sqlite_sql(sql: str) -> str:
+    return _PLACEHOLDER.sub(r"?\1", sql)
+
+
+class SqliteDatabase(Database):
+    dialect: ClassVar[str] = "sqlite"
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._writer: aiosqlite.Connection | None = None
+        self._reader: aiosqlite.Connection | None = None
+
+    async def open(self) -> None:
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._writer = await self._connect()
+            self._reader = await self._connect()
+        else:
+            # An in-memory database exists per connection, so reads share the writer.
+            self._writer = await self._connect()
+            self._reader = self._writer
+        await self._migrate()
+
+    async def _connect(self) -> aiosqlite.Connection:
+        conn = await aiosqlite.connect(self.path, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        await conn.execute("PRAGMA journal_mode=WAL")
+        await conn.execute("PRAGMA synchronous=FULL")
+        await conn.execute("PRAGMA busy_timeout=5000")
+        await conn.execute("PRAGMA foreign_keys=ON")
+        return conn
+
+    async def close(self) -> None:
+        if self._reader is not None and self._reader is not self._writer:
+            await self._reader.close()
+        if self._writer is not None:
+            await self._writer.close()
+        self._reader = self._writer = None
+
+    @property
+    def _w(self) -> aiosqlite.Connection:
+        if self._writer is None:
+            msg = "database is not open"
+            raise RuntimeError(msg)
+        return self._writer
+
+    async def _migrate(self) -> None:
+        conn = self._w
+        await conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations "
+            "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+        )
+        cursor = await conn.execute("SELECT version FROM schema_migrations")
+        applied = {row[0] for row in await cursor.fetchall()}
+        for migration in load_migrations():
+            if migration.version in applied:
+                continue
+            await conn.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in migration.statements():
+                    await conn.execute(statement)
+                await conn.execute(
+                    "INSERT INTO schema_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
+                    (migration.version, migration.name),
+                )
+            except BaseException:
+                await conn.execute("ROLLBACK")
+                raise
+            await conn.execute("COMMIT")
+
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        conn = self._w
+        outcomes: list[UnitOutcome] = []
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            for unit in units:
+                await conn.execute("SAVEPOINT unit")
+                try:
+                    outcome: UnitOutcome = [await self._apply(conn, st) for st in unit]
+                except (StaleWrite, IntegrityConflict) as exc:
+                    await conn.execute("ROLLBACK TO unit")
+                    outcome = exc
+                await conn.execute("RELEASE unit")
+                outcomes.append(outcome)
+            await conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    @staticmethod
+    async def _apply(conn: aiosqlite.Connection, statement: Statement) -> list[Row]:
+        try:
+            cursor = await conn.execute(_sqlite_sql(statement.sql), statement.params)
+        except sqlite3.IntegrityError as exc:
+            raise IntegrityConflict(str(exc)) from exc
+        rows = [dict(row) for row in await cursor.fetchall()] if statement.returns_rows else []
+        affected = len(rows) if statement.returns_rows else cursor.rowcount
+        if statement.expect_rows is not None and affected != statement.expect_rows:
+            msg = f"expected {statement.expect_rows} row(s), got {affected}"
+            raise StaleWrite(msg)
+        return rows
+
+    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+        if self._reader is None:
+            msg = "database is not open"
+            raise RuntimeError(msg)
+        cursor = await self._reader.execute(_sqlite_sql(sql), params)
+        return [dict(row) for row in await cursor.fetchall()]

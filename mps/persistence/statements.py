@@ -1,0 +1,68 @@
+"""What a write is made of.
+
+A write unit is a tuple of `Statement`s that commit together or not at all. SQL is written once,
+with Postgres' `$1` placeholders; the SQLite backend rewrites them to its own `?1`. Values always
+travel as parameters.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Row", "Statement", "WriteUnit", "insert", "upsert", "versioned_update"]
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Statement:
+    sql: str
+    params: tuple[Any, ...] = ()
+    # When set, the unit fails with StaleWrite unless exactly this many rows were affected: the
+    # optimistic-concurrency check of a versioned snapshot, or the guard of a conditional update.
+    expect_rows: int | None = None
+
+    @property
+    def returns_rows(self) -> bool:
+        return " RETURNING " in self.sql.upper()
+
+
+WriteUnit = Sequence[Statement]
+
+
+def insert(table: str, row: Mapping[str, Any]) -> Statement:
+    columns = list(row)
+    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
+    return Statement(sql, tuple(row.values()))
+
+
+def upsert(table: str, row: Mapping[str, Any], key: Sequence[str]) -> Statement:
+    columns = list(row)
+    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
+    sql = (
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
+        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
+    )
+    return Statement(sql, tuple(row.values()))
+
+
+def versioned_update(
+    table: str, key: str, key_value: Any, expected_version: int, changes: Mapping[str, Any]
+) -> Statement:
+    """UPDATE that succeeds only against `expected_version` and bumps it by one.
+
+    A writer holding an older snapshot matches no row, so its unit fails with StaleWrite instead
+    of overwriting newer state.
+    """
+    columns = list(changes)
+    sets = ", ".join(f"{c} = ${i}" for i, c in enumerate(columns, start=1))
+    n = len(columns)
+    sql = (
+        f"UPDATE {table} SET {sets}, version = version + 1 "
+        f"WHERE {key} = ${n + 1} AND version = ${n + 2}"
+    )
+    return Statement(sql, (*changes.values(), key_value, expected_version), expect_rows=1)

@@ -1,0 +1,40 @@
+"""The running service's parts, built by `mps.bootstrap` and handed to handlers and use cases."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykka import ActorRef
+
+from mps.actors.context import ActorContext
+from mps.actors.persistence import PersistenceActor
+from mps.actors.shards import ShardRouter
+from mps.adapters.broker import Broker
+from mps.adapters.mail import DevMailbox, Mailer
+from mps.auth.keyring import Keyring
+from mps.auth.tokens import SessionTokens
+from mps.config import Settings
+from mps.domain.clock import Clock
+from mps.limits import RateLimiter
+from mps.persistence.database import Database
+
+__all__ = ["Services"]
+
+
+@dataclass
+class Services:
+    settings: Settings
+    clock: Clock
+    database: Database
+    persistence: ActorRef[PersistenceActor]
+    actors: ActorContext
+    shards: ShardRouter
+    broker: Broker
+    mailer: Mailer
+    keyring: Keyring
+    tokens: SessionTokens
+    limiter: RateLimiter
+
+    @property
+    def dev_mailbox(self) -> DevMailbox | None:
+        return self.mailer if isinstance(self.mailer, DevMailbox) else None

@@ -1,0 +1,148 @@
+"""Fixtures: a real app on real SQLite by default; real Postgres where a test asks for both.
+
+Set MPS_REQUIRE_SERVICES=1 (scripts/test does) to make a missing PostgreSQL or RabbitMQ fail the
+run instead of skipping the tests that need it.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from mps.bootstrap import Overrides, build_app
+from mps.config import Settings
+from mps.persistence.database import Database, open_database
+
+PG_URL = os.environ.get("MPS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/mps_test")
+AMQP_URL = os.environ.get("MPS_TEST_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/")
+REQUIRE_SERVICES = os.environ.get("MPS_REQUIRE_SERVICES") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "both_backends: run the test on SQLite and on Postgres")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend" in metafunc.fixturenames:
+        both = metafunc.definition.get_closest_marker("both_backends") is not None
+        metafunc.parametrize(
+            "backend", ["sqlite", "postgres"] if both else ["sqlite"], indirect=True
+        )
+
+
+def _unavailable(what: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(f"{what} is required by this test run and is not reachable")
+    pytest.skip(f"{what} is not reachable")
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+    """A fresh, empty database of the chosen backend; Postgres gets its own schema per test."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'test.db'}"
+        return
+    schema = f"t_{secrets.token_hex(6)}"
+    url = f"{PG_URL}?schema={schema}"
+    probe = open_database(PG_URL)
+    try:
+        await probe.open()
+    except (OSError, Exception) as exc:
+        _unavailable(f"PostgreSQL at {PG_URL} ({exc})")
+    try:
+        yield url
+    finally:
+        from mps.persistence.postgres import PostgresDatabase
+
+        assert isinstance(probe, PostgresDatabase)
+        await probe.fetch(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await probe.close()
+
+
+@pytest.fixture
+async def database(database_url: str) -> AsyncIterator[Database]:
+    db = open_database(database_url)
+    await db.open()
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+@pytest.fixture
+def settings(database_url: str, tmp_path: Path) -> Settings:
+    return Settings(
+        mode="development",
+        data_dir=tmp_path,
+        database_url=database_url,
+        broker_url="memory://",
+        public_url="http://127.0.0.1:8080",
+        session_secret=b"test-session-secret-0123456789abcdef",
+        encryption_key=b"test-encryption-key-0123456789abcdef",
+        # Small enough that tests can watch actors come and go.
+        actor_idle_after=300.0,
+    )
+
+
+class Clock:
+    """A clock tests can move; starts at the real time so stored timestamps look ordinary."""
+
+    def __init__(self) -> None:
+        from mps.domain.clock import utcnow
+
+        self.now = utcnow()
+
+    def __call__(self) -> Any:
+        return self.now
+
+    def advance(self, **kwargs: float) -> None:
+        from datetime import timedelta
+
+        self.now += timedelta(**kwargs)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def make_app(settings: Settings, clock: Clock) -> Callable[..., web.Application]:
+    def make(**changes: Any) -> web.Application:
+        from dataclasses import replace
+
+        return build_app(replace(settings, **changes), Overrides(clock=clock))
+
+    return make
+
+
+@pytest.fixture
+async def client(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> TestClient[Any, Any]:
+    result: TestClient[Any, Any] = await aiohttp_client(make_app())
+    return result
+
+
+@pytest.fixture
+def amqp_url() -> str:
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", 5672), timeout=2):
+            pass
+    except OSError:
+        _unavailable(f"RabbitMQ at {AMQP_URL}")
+    return AMQP_URL

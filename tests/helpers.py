@@ -1,0 +1,56 @@
+"""Small steps many tests take: signing up through the real flow, reading the dev mailbox."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+
+
+@dataclass
+class Member:
+    token: str
+    company_id: str
+    user_id: str
+    email: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+async def latest_code(client: TestClient[Any, Any], email: str) -> str:
+    response = await client.get("/api/v1/dev/mailbox", params={"to": email})
+    assert response.status == 200
+    messages = (await response.json())["data"]
+    assert messages, f"no mail for {email}"
+    code: str = messages[0]["otp"]
+    return code
+
+
+async def sign_up(
+    client: TestClient[Any, Any], email: str = "owner@example.com", company: str = "Acme Ltd"
+) -> Member:
+    response = await client.post(
+        "/api/v1/auth/signup", json={"companyName": company, "email": email}
+    )
+    assert response.status == 201, await response.text()
+    signup = await response.json()
+    code = await latest_code(client, email)
+    response = await client.post(
+        "/api/v1/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
+    )
+    assert response.status == 200, await response.text()
+    session = await response.json()
+    return Member(session["sessionToken"], signup["companyId"], session["user"]["id"], email)
+
+
+def assert_envelope(body: dict[str, Any], status: int, code: str | None = None) -> None:
+    assert body["ok"] is False
+    assert body["statusCode"] == status
+    assert isinstance(body["message"], str) and body["message"]
+    assert body["requestId"].startswith("req_")
+    assert body["timestamp"].endswith("Z")
+    if code is not None:
+        assert body["code"] == code, body
