@@ -30,7 +30,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "backend" in metafunc.fixturenames:
+    chosen = any(
+        m.args and "backend" in m.args[0] for m in metafunc.definition.iter_markers("parametrize")
+    )
+    if "backend" in metafunc.fixturenames and not chosen:
         both = metafunc.definition.get_closest_marker("both_backends") is not None
         metafunc.parametrize(
             "backend", ["sqlite", "postgres"] if both else ["sqlite"], indirect=True

@@ -1,0 +1,154 @@
+"""One-time codes: 6 digits, 10 minutes, 5 wrong tries per login, stored hashed (decisions 2)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+
+from mps.http.keys import SERVICES
+from tests.conftest import Clock
+from tests.helpers import assert_envelope, latest_code, sign_up
+
+
+async def _login(client: TestClient[Any, Any], email: str) -> str:
+    response = await client.post("/api/v1/auth/login", json={"email": email})
+    assert response.status == 200
+    login_id: str = (await response.json())["loginId"]
+    return login_id
+
+
+async def _verify(client: TestClient[Any, Any], login_id: str, code: str) -> Any:
+    return await client.post("/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code})
+
+
+def _wrong(code: str) -> str:
+    return f"{(int(code) + 1) % 1_000_000:06d}"
+
+
+async def test_login_sends_a_six_digit_code_to_a_member(client: TestClient[Any, Any]) -> None:
+    await sign_up(client, "ann@example.com")
+
+    login_id = await _login(client, "ann@example.com")
+
+    code = await latest_code(client, "ann@example.com")
+    assert len(code) == 6 and code.isdigit()
+    assert (await _verify(client, login_id, code)).status == 200
+
+
+async def test_login_for_an_unknown_email_looks_the_same_and_sends_nothing(
+    client: TestClient[Any, Any],
+) -> None:
+    await sign_up(client, "ann@example.com")
+
+    known = await client.post("/api/v1/auth/login", json={"email": "ann@example.com"})
+    unknown = await client.post("/api/v1/auth/login", json={"email": "nobody@example.com"})
+
+    assert known.status == unknown.status == 200
+    assert set(await known.json()) == set(await unknown.json())
+    mailbox = await client.get("/api/v1/dev/mailbox", params={"to": "nobody@example.com"})
+    assert (await mailbox.json())["data"] == []
+
+
+async def test_a_code_works_once(client: TestClient[Any, Any]) -> None:
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    first = await _verify(client, login_id, code)
+    second = await _verify(client, login_id, code)
+
+    assert first.status == 200
+    assert second.status == 400
+    assert_envelope(await second.json(), 400, "invalid_code")
+
+
+async def test_a_code_expires_after_ten_minutes(client: TestClient[Any, Any], clock: Clock) -> None:
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    clock.advance(minutes=10, seconds=1)
+    response = await _verify(client, login_id, code)
+
+    assert response.status == 400
+
+
+async def test_five_wrong_codes_kill_the_login_even_for_the_right_code(
+    client: TestClient[Any, Any],
+) -> None:
+    # given
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    # when
+    for _ in range(5):
+        assert (await _verify(client, login_id, _wrong(code))).status == 400
+
+    # then
+    response = await _verify(client, login_id, code)
+    assert response.status == 400
+    assert_envelope(await response.json(), 400, "invalid_code")
+
+
+async def test_a_fresh_code_does_not_reset_the_wrong_tries(client: TestClient[Any, Any]) -> None:
+    # given four wrong tries
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+    for _ in range(4):
+        await _verify(client, login_id, _wrong(code))
+
+    # when a fresh code is requested and one more wrong try is made
+    fresh = await client.post("/api/v1/auth/otp/request", json={"loginId": login_id})
+    assert fresh.status == 200
+    new_code = await latest_code(client, "ann@example.com")
+    await _verify(client, login_id, _wrong(new_code))
+
+    # then even the fresh code is refused
+    assert (await _verify(client, login_id, new_code)).status == 400
+
+
+async def test_a_fresh_code_replaces_the_previous_one(client: TestClient[Any, Any]) -> None:
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    old_code = await latest_code(client, "ann@example.com")
+
+    await client.post("/api/v1/auth/otp/request", json={"loginId": login_id})
+    new_code = await latest_code(client, "ann@example.com")
+
+    if new_code != old_code:
+        assert (await _verify(client, login_id, old_code)).status == 400
+    assert (await _verify(client, login_id, new_code)).status == 200
+
+
+async def test_codes_are_stored_only_as_a_keyed_hash(client: TestClient[Any, Any]) -> None:
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    row = await client.app[SERVICES].database.fetchrow(
+        "SELECT * FROM logins WHERE id = $1", login_id
+    )
+
+    assert row is not None
+    assert code not in str(row)
+    assert len(row["code_hash"]) == 64
+
+
+async def test_concurrent_wrong_codes_never_exceed_five_tries(
+    client: TestClient[Any, Any],
+) -> None:
+    import asyncio
+
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    await asyncio.gather(*(_verify(client, login_id, _wrong(code)) for _ in range(12)))
+
+    failed = await client.app[SERVICES].database.fetchval(
+        "SELECT failed_attempts FROM logins WHERE id = $1", login_id
+    )
+    assert failed == 5

@@ -1,0 +1,241 @@
+"""Session tokens are accepted only when genuine, current and unrevoked (decisions 2)."""
+
+from __future__ import annotations
+
+import base64
+from datetime import timedelta
+from typing import Any
+
+import jwt
+import orjson
+from aiohttp.test_utils import TestClient
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from mps.auth.tokens import AUDIENCE, ISSUER
+from mps.domain.clock import utcnow
+from mps.http.keys import SERVICES
+from tests.conftest import Clock
+from tests.helpers import Member, assert_envelope, sign_up
+
+
+def _claims(member: Member, **changes: Any) -> dict[str, Any]:
+    claims = jwt.decode(member.token, options={"verify_signature": False})
+    claims.update(changes)
+    return claims
+
+
+def _signing_key(client: TestClient[Any, Any]) -> bytes:
+    return client.app[SERVICES].keyring.jwt_key
+
+
+async def _me(client: TestClient[Any, Any], token: str) -> Any:
+    return await client.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+
+
+async def test_session_token_carries_the_contract_claims(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+
+    claims = _claims(member)
+    header = jwt.get_unverified_header(member.token)
+
+    assert header["alg"] == "HS256"
+    assert claims["sub"] == member.user_id and claims["cid"] == member.company_id
+    assert claims["sid"].startswith("ses_") and claims["mode"] == "test"
+    assert claims["iss"] == ISSUER and claims["aud"] == AUDIENCE
+    assert claims["exp"] - claims["iat"] == 12 * 3600
+
+
+async def test_no_credential_is_401_unauthenticated(client: TestClient[Any, Any]) -> None:
+    response = await client.get("/api/v1/auth/me")
+
+    assert response.status == 401
+    assert_envelope(await response.json(), 401, "unauthenticated")
+
+
+async def test_alg_none_token_is_refused(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    forged = jwt.encode(_claims(member), key=None, algorithm="none")
+
+    response = await _me(client, forged)
+
+    assert response.status == 401
+    assert_envelope(await response.json(), 401, "unauthenticated")
+
+
+async def test_token_signed_with_another_algorithm_family_is_refused(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a token signed with an attacker's RSA key, as in an algorithm-confusion attack
+    member = await sign_up(client)
+    attacker_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    forged = jwt.encode(_claims(member), attacker_key, algorithm="RS256")
+
+    response = await _me(client, forged)
+
+    assert response.status == 401
+
+
+async def test_tampered_token_is_refused(client: TestClient[Any, Any]) -> None:
+    # given a genuine token whose payload is swapped for another company's
+    member = await sign_up(client)
+    other = await sign_up(client, "other@example.com", "Other Co")
+    header, _payload, signature = member.token.split(".")
+    payload = base64.urlsafe_b64encode(orjson.dumps(_claims(member, cid=other.company_id))).rstrip(
+        b"="
+    )
+
+    # when
+    response = await _me(client, f"{header}.{payload.decode()}.{signature}")
+
+    # then
+    assert response.status == 401
+
+
+async def test_expired_token_is_refused(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    past = int((utcnow() - timedelta(hours=1)).timestamp())
+    expired = jwt.encode(_claims(member, exp=past), _signing_key(client), algorithm="HS256")
+
+    response = await _me(client, expired)
+
+    body = await response.json()
+    assert response.status == 401
+    assert "expired" in body["message"]
+
+
+async def test_wrong_audience_is_refused(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    token = jwt.encode(_claims(member, aud="someone-else"), _signing_key(client), algorithm="HS256")
+
+    response = await _me(client, token)
+
+    assert response.status == 401
+
+
+async def test_session_past_its_stored_expiry_is_refused(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    member = await sign_up(client)
+
+    clock.advance(hours=12, seconds=1)
+    response = await _me(client, member.token)
+
+    assert response.status == 401
+
+
+async def test_logout_revokes_the_session_at_once(client: TestClient[Any, Any]) -> None:
+    # given
+    member = await sign_up(client)
+    assert (await _me(client, member.token)).status == 200
+
+    # when
+    response = await client.post("/api/v1/auth/logout", headers=member.headers)
+
+    # then
+    assert response.status == 200
+    refused = await _me(client, member.token)
+    assert refused.status == 401
+    assert_envelope(await refused.json(), 401, "unauthenticated")
+
+
+async def test_api_key_on_a_session_route_is_401_session_required(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    created = await client.post(
+        "/api/v1/merchant/api-keys",
+        json={"name": "ci", "scopes": ["analytics:read"]},
+        headers=member.headers,
+    )
+    key = (await created.json())["key"]
+
+    response = await _me(client, key)
+
+    assert response.status == 401
+    assert_envelope(await response.json(), 401, "session_required")
+
+
+async def test_session_on_an_api_key_route_is_401_api_key_required(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+
+    response = await client.get("/api/v1/developer/ping", headers=member.headers)
+
+    assert response.status == 401
+    assert_envelope(await response.json(), 401, "api_key_required")
+
+
+async def test_member_without_the_scope_is_403_insufficient_scope(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a viewer (read scopes only) of the company
+    owner = await sign_up(client)
+    viewer = await _add_member(client, owner, "viewer@example.com", "role_viewer")
+
+    # when the viewer tries a write
+    response = await client.post(
+        "/api/v1/merchant/api-keys",
+        json={"name": "ci", "scopes": ["analytics:read"]},
+        headers=viewer.headers,
+    )
+
+    # then
+    assert response.status == 403
+    body = await response.json()
+    assert_envelope(body, 403, "insufficient_scope")
+    assert "settings:write" in body["message"]
+    readable = await client.get("/api/v1/merchant/api-keys", headers=viewer.headers)
+    assert readable.status == 200
+
+
+async def test_switching_mode_issues_a_new_session_and_revokes_the_old(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+
+    response = await client.post(
+        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
+    )
+
+    body = await response.json()
+    assert response.status == 200
+    assert body["mode"] == "live" and body["livemode"] is True
+    me = await _me(client, body["sessionToken"])
+    assert (await me.json())["mode"] == "live"
+    assert (await _me(client, member.token)).status == 401
+
+
+async def _add_member(
+    client: TestClient[Any, Any], owner: Member, email: str, role_id: str
+) -> Member:
+    """Seed a teammate directly through the writer (invitations arrive with the team feature),
+    then sign them in through the real login flow."""
+    from mps.persistence.statements import insert
+
+    services = client.app[SERVICES]
+    now = "2026-01-01T00:00:00.000Z"
+    await services.actors.commit(
+        insert("users", {"id": f"usr_{role_id}", "email": email, "name": None, "created_at": now}),
+        insert(
+            "members",
+            {
+                "company_id": owner.company_id,
+                "user_id": f"usr_{role_id}",
+                "role_id": role_id,
+                "created_at": now,
+            },
+        ),
+    )
+    login = await client.post("/api/v1/auth/login", json={"email": email})
+    login_id = (await login.json())["loginId"]
+    from tests.helpers import latest_code
+
+    code = await latest_code(client, email)
+    verified = await client.post(
+        "/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code}
+    )
+    assert verified.status == 200, await verified.text()
+    return Member(
+        (await verified.json())["sessionToken"], owner.company_id, f"usr_{role_id}", email
+    )

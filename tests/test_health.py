@@ -1,0 +1,85 @@
+"""Health from real probes (decisions 14), in development and in production mode."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from mps.bootstrap import Overrides, build_app
+from mps.config import Settings
+from tests.conftest import Clock
+
+
+async def test_health_probes_the_database_and_broker(client: TestClient[Any, Any]) -> None:
+    response = await client.get("/api/v1/health")
+
+    body = await response.json()
+    assert response.status == 200
+    assert body["status"] == "up"
+    assert body["services"]["database"] == {"status": "up", "detail": "probe succeeded"}
+    assert body["services"]["broker"]["status"] == "up"
+    assert body["services"]["fx"]["status"] == "disabled"
+    expected = {
+        "database",
+        "broker",
+        "objectStorage",
+        "ledger",
+        "settlement",
+        "reconciliation",
+        "fx",
+        "identityVerification",
+        "notifications",
+        "webhooks",
+    }
+    assert set(body["services"]) == expected
+
+
+async def test_live_and_ready(client: TestClient[Any, Any]) -> None:
+    live = await client.get("/api/v1/health/live")
+    ready = await client.get("/api/v1/health/ready")
+
+    assert live.status == 200
+    assert ready.status == 200
+    assert (await ready.json())["shards"] == 64
+
+
+async def test_health_is_down_when_the_database_is_gone(client: TestClient[Any, Any]) -> None:
+    from mps.http.keys import SERVICES
+
+    await client.app[SERVICES].database.close()
+
+    health = await client.get("/api/v1/health")
+    ready = await client.get("/api/v1/health/ready")
+
+    body = await health.json()
+    assert health.status == 503
+    assert body["status"] == "down"
+    assert body["services"]["database"]["status"] == "down"
+    assert ready.status == 503
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_production_mode_on_postgres_and_rabbitmq(
+    aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock, amqp_url: str
+) -> None:
+    # given a production server on the real Postgres and RabbitMQ
+    app: web.Application = build_app(
+        replace(settings, mode="production", broker_url=amqp_url), Overrides(clock=clock)
+    )
+    client: TestClient[Any, Any] = await aiohttp_client(app)
+
+    # when
+    health = await client.get("/api/v1/health")
+    mailbox = await client.get("/api/v1/dev/mailbox")
+
+    # then the broker round trip went through RabbitMQ and the dev mailbox does not exist
+    body = await health.json()
+    assert health.status == 200, body
+    assert body["services"]["broker"]["status"] == "up"
+    assert body["services"]["database"]["status"] == "up"
+    assert mailbox.status == 404

@@ -1,0 +1,215 @@
+"""Every response carries the envelope and its request id (decisions 0, 17)."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from tests.helpers import assert_envelope, sign_up
+
+
+async def test_success_body_has_ok_and_request_id_matching_the_header(
+    client: TestClient[Any, Any],
+) -> None:
+    response = await client.get("/api/v1/health/live")
+
+    body = await response.json()
+    assert response.status == 200
+    assert body["ok"] is True
+    assert body["requestId"].startswith("req_")
+    assert response.headers["X-Request-Id"] == body["requestId"]
+
+
+async def test_request_ids_differ_between_requests(client: TestClient[Any, Any]) -> None:
+    first = await client.get("/api/v1/health/live")
+    second = await client.get("/api/v1/health/live")
+
+    assert first.headers["X-Request-Id"] != second.headers["X-Request-Id"]
+
+
+async def test_unknown_route_is_a_404_envelope(client: TestClient[Any, Any]) -> None:
+    response = await client.get("/api/v1/no/such/route")
+
+    body = await response.json()
+    assert response.status == 404
+    assert_envelope(body, 404, "not_found")
+    assert response.headers["X-Request-Id"] == body["requestId"]
+
+
+async def test_wrong_method_is_a_405_envelope_with_allow(client: TestClient[Any, Any]) -> None:
+    response = await client.delete("/api/v1/auth/me")
+
+    body = await response.json()
+    assert response.status == 405
+    assert_envelope(body, 405, "method_not_allowed")
+    assert "GET" in response.headers["Allow"]
+
+
+async def test_body_over_one_mebibyte_is_a_413_envelope(client: TestClient[Any, Any]) -> None:
+    big = io.BytesIO(b'{"email": "' + b"a" * (1024 * 1024) + b'"}')
+
+    response = await client.post(
+        "/api/v1/auth/login", data=big, headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status == 413
+    assert_envelope(await response.json(), 413, "payload_too_large")
+
+
+async def test_non_json_body_is_a_415_envelope(client: TestClient[Any, Any]) -> None:
+    response = await client.post(
+        "/api/v1/auth/login", data="email=a@b.co", headers={"Content-Type": "text/plain"}
+    )
+
+    assert response.status == 415
+    assert_envelope(await response.json(), 415, "unsupported_media_type")
+
+
+async def test_malformed_json_is_a_400_invalid_json(client: TestClient[Any, Any]) -> None:
+    response = await client.post(
+        "/api/v1/auth/login", data='{"email": ', headers={"Content-Type": "application/json"}
+    )
+
+    assert response.status == 400
+    assert_envelope(await response.json(), 400, "invalid_json")
+
+
+async def test_validation_errors_name_each_field(client: TestClient[Any, Any]) -> None:
+    response = await client.post(
+        "/api/v1/auth/signup", json={"companyName": "", "email": "not-an-email", "colour": "red"}
+    )
+
+    body = await response.json()
+    assert response.status == 400
+    assert_envelope(body, 400, "validation_error")
+    fields = {e["field"]: e["message"] for e in body["errors"]}
+    assert fields == {
+        "colour": "is not a known field",
+        "companyName": "must not be empty",
+        "email": "must be an email address",
+    }
+
+
+async def test_a_missing_required_field_is_reported(client: TestClient[Any, Any]) -> None:
+    response = await client.post("/api/v1/auth/signup", json={"companyName": "Acme"})
+
+    body = await response.json()
+    assert response.status == 400
+    assert body["errors"] == [{"field": "email", "message": "is required"}]
+
+
+async def test_a_body_that_is_not_an_object_is_rejected(client: TestClient[Any, Any]) -> None:
+    response = await client.post("/api/v1/auth/login", json=["a@b.co"])
+
+    assert response.status == 400
+    assert_envelope(await response.json(), 400, "validation_error")
+
+
+async def test_unknown_query_parameters_are_rejected(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+
+    response = await client.get(
+        "/api/v1/merchant/api-keys", params={"limt": "5"}, headers=member.headers
+    )
+
+    body = await response.json()
+    assert response.status == 400
+    assert body["errors"] == [{"field": "limt", "message": "is not a known field"}]
+
+
+async def test_bad_input_changes_nothing(client: TestClient[Any, Any]) -> None:
+    # given
+    member = await sign_up(client)
+
+    # when
+    response = await client.post(
+        "/api/v1/merchant/api-keys",
+        json={"name": "ci", "scopes": ["payments:read", "no:such"]},
+        headers=member.headers,
+    )
+
+    # then
+    assert response.status == 400
+    listed = await client.get("/api/v1/merchant/api-keys", headers=member.headers)
+    assert (await listed.json())["data"] == []
+
+
+class TestVersions:
+    async def test_responses_say_which_version_they_use(self, client: TestClient[Any, Any]) -> None:
+        response = await client.get("/api/v1/health/live")
+
+        assert response.headers["X-Api-Version"] == "v2"
+        assert "Deprecation" not in response.headers
+
+    @pytest.mark.parametrize("header", ["v1", "1", "V1"])
+    async def test_v1_is_accepted_and_marked_deprecated(
+        self, client: TestClient[Any, Any], header: str
+    ) -> None:
+        response = await client.get("/api/v1/health/live", headers={"X-Api-Version": header})
+
+        assert response.status == 200
+        assert response.headers["X-Api-Version"] == "v1"
+        assert response.headers["Deprecation"].startswith("@")
+        assert response.headers["Sunset"].endswith("GMT")
+
+    async def test_an_unknown_version_is_a_400(self, client: TestClient[Any, Any]) -> None:
+        response = await client.get("/api/v1/health/live", headers={"X-Api-Version": "v3"})
+
+        assert response.status == 400
+        assert_envelope(await response.json(), 400, "unsupported_version")
+
+    async def test_v1_lists_use_items_and_no_has_more(self, client: TestClient[Any, Any]) -> None:
+        member = await sign_up(client)
+
+        v1 = await client.get(
+            "/api/v1/merchant/api-keys", headers={**member.headers, "X-Api-Version": "v1"}
+        )
+        v2 = await client.get("/api/v1/merchant/api-keys", headers=member.headers)
+
+        v1_body, v2_body = await v1.json(), await v2.json()
+        assert "items" in v1_body and "data" not in v1_body and "hasMore" not in v1_body
+        assert "data" in v2_body and v2_body["hasMore"] is False
+        assert v1_body["nextCursor"] is None
+
+    async def test_v1_errors_carry_only_the_five_envelope_fields(
+        self, client: TestClient[Any, Any]
+    ) -> None:
+        response = await client.post(
+            "/api/v1/auth/signup", json={"companyName": ""}, headers={"X-Api-Version": "v1"}
+        )
+
+        body = await response.json()
+        assert set(body) == {"ok", "statusCode", "message", "requestId", "timestamp"}
+
+    async def test_the_company_pinned_version_applies_when_the_header_is_omitted(
+        self, client: TestClient[Any, Any]
+    ) -> None:
+        # given a company pinned to v1
+        member = await sign_up(client)
+        pinned = await client.patch(
+            "/api/v1/merchant/settings", json={"defaultApiVersion": "v1"}, headers=member.headers
+        )
+        assert pinned.status == 200
+
+        # when it calls without the header
+        response = await client.get("/api/v1/merchant/api-keys", headers=member.headers)
+
+        # then its version is used, and the header still overrides it
+        assert response.headers["X-Api-Version"] == "v1"
+        assert "items" in await response.json()
+        explicit = await client.get(
+            "/api/v1/merchant/api-keys", headers={**member.headers, "X-Api-Version": "2"}
+        )
+        assert explicit.headers["X-Api-Version"] == "v2"
+
+    async def test_versions_route_lists_both(self, client: TestClient[Any, Any]) -> None:
+        response = await client.get("/api/v1/developer/versions")
+
+        body = await response.json()
+        assert body["current"] == "v2"
+        assert body["default"] == "v2"
+        assert [v["version"] for v in body["versions"]] == ["v2", "v1"]
+        assert body["versions"][1]["status"] == "deprecated"
