@@ -16,11 +16,14 @@ from aiohttp import web
 from mps.actors.company import CompanyActor
 from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
+from mps.actors.expiry import PaymentExpiry
+from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
-from mps.actors.shards import Shard, ShardRouter
+from mps.actors.shards import PaymentKey, Shard, ShardRouter
 from mps.adapters.broker import open_broker
 from mps.adapters.mail import DevMailbox, Mailer, SmtpMailer
+from mps.adapters.processor import Processor, SimulatorProcessor
 from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
 from mps.config import Settings
@@ -43,21 +46,40 @@ class Overrides:
 
     clock: Clock = field(default=utcnow)
     mailer: Mailer | None = None
+    live_processor: Processor | None = None
+
+
+def _processors(settings: Settings, extra: Overrides) -> dict[str, Processor | None]:
+    """Test mode always simulates; live mode simulates only in the development server mode,
+    and in production needs a real adapter (none ships yet, so live checkout answers 503)."""
+    simulator = SimulatorProcessor()
+    live = extra.live_processor or (simulator if settings.development else None)
+    return {"test": simulator, "live": live}
 
 
 def _make_shard_factory(
-    settings: Settings, context: ActorContext, keyring: Keyring
+    settings: Settings, context: ActorContext, keyring: Keyring, extra: Overrides
 ) -> Callable[[int], Shard]:
-    per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
+    companies_per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
+    payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
+    processors = _processors(settings, extra)
 
     def make(index: int) -> Shard:
         companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
             f"company[{index}]",
-            lambda company_id: CompanyActor(company_id, context, keyring),
-            capacity=per_shard,
+            lambda company_id: CompanyActor(company_id, context, keyring, settings.public_url),
+            capacity=companies_per_shard,
             idle_after=settings.actor_idle_after,
         )
-        return Shard(index, companies)
+        payments: ActorDirectory[PaymentKey, PaymentActor] = ActorDirectory(
+            f"payment[{index}]",
+            lambda key: PaymentActor(
+                key[1], key[0], context, keyring, processors, settings.public_url
+            ),
+            capacity=payments_per_shard,
+            idle_after=settings.actor_idle_after,
+        )
+        return Shard(index, companies, payments)
 
     return make
 
@@ -74,8 +96,11 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         persistence = PersistenceActor.start(database)
         keyring = Keyring(settings.session_secret, settings.encryption_key)
         context = ActorContext(database, persistence, extra.clock)
-        shards = ShardRouter(settings.shard_count, _make_shard_factory(settings, context, keyring))
+        shards = ShardRouter(
+            settings.shard_count, _make_shard_factory(settings, context, keyring, extra)
+        )
         broker = open_broker(settings.broker_url)
+        expiry: PaymentExpiry | None = None
         mailer: Mailer = extra.mailer or (
             DevMailbox()
             if settings.development or not settings.smtp_url
@@ -84,6 +109,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         try:
             await broker.connect()
             shards.start()
+            expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
+            expiry.start()
             app[SERVICES] = Services(
                 settings=settings,
                 clock=extra.clock,
@@ -102,6 +129,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             )
             yield
         finally:
+            if expiry is not None:
+                await expiry.close()
             await shards.close()
             await stop(persistence)
             await broker.close()

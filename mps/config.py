@@ -44,6 +44,8 @@ class Settings:
     actor_idle_after: float = 300.0
     company_actor_capacity: int = 10_000
     payment_actor_capacity: int = 100_000
+    # How often overdue PENDING payments are looked for; expiry lands within this of expiresAt.
+    expiry_interval: float = 1.0
 
     @property
     def development(self) -> bool:

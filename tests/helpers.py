@@ -54,3 +54,29 @@ def assert_envelope(body: dict[str, Any], status: int, code: str | None = None) 
     assert body["timestamp"].endswith("Z")
     if code is not None:
         assert body["code"] == code, body
+
+
+async def create_payment(
+    client: TestClient[Any, Any],
+    member: Member,
+    headers: dict[str, str] | None = None,
+    **fields: Any,
+) -> dict[str, Any]:
+    body = {"amountMinor": "2500", "currency": "USD", **fields}
+    response = await client.post(
+        "/api/v1/merchant/payments", json=body, headers={**member.headers, **(headers or {})}
+    )
+    assert response.status == 201, await response.text()
+    payment: dict[str, Any] = await response.json()
+    return payment
+
+
+TEST_CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
+
+
+async def pay(
+    client: TestClient[Any, Any], reference: str, number: str = "4242424242424242", **extra: Any
+) -> Any:
+    return await client.post(
+        f"/api/v1/checkout/{reference}/pay", json={"card": {**TEST_CARD, "number": number}, **extra}
+    )

@@ -7,29 +7,38 @@ adopt it and reply. A command that fails leaves the in-memory state as it was.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
 from mps.actors.context import ActorContext
+from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.payment import Outcome, with_customer
 from mps.actors.runtime import AsyncioActor
 from mps.auth.api_keys import generate_key, parse_key
 from mps.auth.keyring import Keyring
 from mps.auth.scopes import OWNER_ROLE
 from mps.auth.tokens import SESSION_TTL
+from mps.domain import payments as rules
 from mps.domain.clock import iso
 from mps.domain.company import Company
-from mps.domain.ids import new_id
-from mps.errors import Forbidden, NotFound
+from mps.domain.ids import new_id, payment_reference
+from mps.domain.payments import NewPayment
+from mps.errors import FieldError, Forbidden, NotFound, Unprocessable, ValidationFailed
+from mps.persistence.payment_store import customer_statements, event_statements, payment_insert
 from mps.persistence.queries import companies
-from mps.persistence.statements import Statement, insert, versioned_update
+from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
+    "ClaimKey",
     "CompanyActor",
     "CreateApiKey",
     "CreateCompany",
+    "CreatePayment",
     "OpenSession",
+    "ReleaseKey",
     "RevokeApiKey",
     "RevokeSession",
     "UpdateSettings",
@@ -78,6 +87,31 @@ class RevokeApiKey:
 
 
 @dataclass(frozen=True)
+class CreatePayment:
+    """Reply: an Outcome with the new PENDING payment and its payment.created event."""
+
+    mode: str
+    spec: NewPayment
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class ClaimKey:
+    """Reply: a stored response to replay (a row), None to proceed (the key is now in flight),
+    or an asyncio future to await while another request holds the key. 422 on a mismatch."""
+
+    key: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class ReleaseKey:
+    """The request holding the key finished; wake whoever waits for it."""
+
+    key: str
+
+
+@dataclass(frozen=True)
 class UpdateSettings:
     """Reply: the company after the change. `changes` are already validated field values."""
 
@@ -86,12 +120,18 @@ class UpdateSettings:
 
 
 class CompanyActor(AsyncioActor):
-    def __init__(self, company_id: str, context: ActorContext, keyring: Keyring) -> None:
+    def __init__(
+        self, company_id: str, context: ActorContext, keyring: Keyring, public_url: str
+    ) -> None:
         super().__init__()
+        self.public_url = public_url
         self.company_id = company_id
         self.context = context
         self.keyring = keyring
         self.company: Company | None = None
+        # Idempotency keys whose first request is still running, with a future its duplicates
+        # wait on.
+        self.in_flight: dict[str, asyncio.Future[None]] = {}
 
     def __str__(self) -> str:
         return f"CompanyActor({self.company_id})"
@@ -119,6 +159,15 @@ class CompanyActor(AsyncioActor):
                 return await self._create_api_key(message)
             case RevokeApiKey():
                 return await self._revoke_api_key(message)
+            case ClaimKey():
+                return await self._claim_key(message)
+            case ReleaseKey(key=key):
+                waiter = self.in_flight.pop(key, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(None)
+                return None
+            case CreatePayment():
+                return await self._create_payment(message)
             case UpdateSettings():
                 return await self._update_settings(message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
@@ -242,6 +291,66 @@ class CompanyActor(AsyncioActor):
         if not rows[0]:
             raise NotFound("No such API key")
         return rows[0][0]
+
+    def can_passivate(self) -> bool:
+        # The futures of in-flight keys live here; passivating would strand their waiters.
+        return not self.in_flight
+
+    async def _claim_key(self, command: ClaimKey) -> Row | asyncio.Future[None] | None:
+        waiter = self.in_flight.get(command.key)
+        if waiter is not None:
+            return waiter
+        row = await self.context.database.fetchrow(
+            "SELECT * FROM idempotency_keys WHERE company_id = $1 AND idem_key = $2 "
+            "AND expires_at > $3",
+            self.company_id,
+            command.key,
+            iso(self.context.clock()),
+        )
+        if row is not None:
+            if row["fingerprint"] != command.fingerprint:
+                raise Unprocessable(
+                    "This Idempotency-Key was used with a different request; use a new key "
+                    "for a new request"
+                )
+            return row
+        self.in_flight[command.key] = asyncio.get_running_loop().create_future()
+        return None
+
+    async def _create_payment(self, command: CreatePayment) -> Outcome:
+        company = self._require()
+        settings = company.settings[command.mode]
+        spec = command.spec
+        if spec.currency not in settings.supported_currencies:
+            raise ValidationFailed(
+                [
+                    FieldError(
+                        "currency",
+                        f"{spec.currency} is not supported; supported: "
+                        + ", ".join(settings.supported_currencies),
+                    )
+                ]
+            )
+        if command.mode == "live" and settings.kyc_status != "VERIFIED":
+            raise Forbidden("Live payments need a verified account", code="account_not_verified")
+        transition = rules.create(
+            spec,
+            payment_id=new_id("pay"),
+            reference=payment_reference(),
+            company_id=company.id,
+            mode=command.mode,
+            now=self.context.clock(),
+        )
+        payment = with_customer(transition.payment, self.keyring)
+        event_writes, bodies = event_statements(
+            [rules.Event(e.type, payment) for e in transition.events], self.public_url
+        )
+        outcome = Outcome(payment, bodies)
+        statements = [payment_insert(payment), *customer_statements(payment), *event_writes]
+        if command.idempotency is not None:
+            statements.append(command.idempotency.statement(outcome))
+        await self.context.commit(*statements)
+        return outcome
 
     async def _update_settings(self, command: UpdateSettings) -> Company:
         company = self._require()

@@ -15,6 +15,7 @@ from typing import Any
 
 from mps.actors.company import CompanyActor
 from mps.actors.directory import ActorDirectory
+from mps.actors.payment import PaymentActor
 from mps.errors import Unavailable
 
 __all__ = ["Shard", "ShardRouter", "shard_of"]
@@ -24,13 +25,24 @@ def shard_of(company_id: str, shard_count: int) -> int:
     return zlib.crc32(company_id.encode()) % shard_count
 
 
+PaymentKey = tuple[str, str]  # (company id, payment id)
+
+
 class Shard:
-    def __init__(self, index: int, companies: ActorDirectory[str, CompanyActor]) -> None:
+    def __init__(
+        self,
+        index: int,
+        companies: ActorDirectory[str, CompanyActor],
+        payments: ActorDirectory[PaymentKey, PaymentActor],
+    ) -> None:
         self.index = index
         self.companies = companies
+        self.payments = payments
 
     async def close(self) -> None:
+        # Companies ask payments, so payments stop last.
         await self.companies.close()
+        await self.payments.close()
 
 
 class ShardRouter:
@@ -56,13 +68,20 @@ class ShardRouter:
             raise Unavailable(msg)
         return shard
 
+    def owns(self, company_id: str) -> bool:
+        return shard_of(company_id, self.shard_count) in self.owned
+
     async def ask_company(self, company_id: str, message: Any) -> Any:
         return await self.shard(company_id).companies.ask(company_id, message)
+
+    async def ask_payment(self, company_id: str, payment_id: str, message: Any) -> Any:
+        return await self.shard(company_id).payments.ask((company_id, payment_id), message)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
         for shard in self.owned.values():
             self._sweepers.append(loop.create_task(shard.companies.run_sweeper()))
+            self._sweepers.append(loop.create_task(shard.payments.run_sweeper()))
 
     async def close(self) -> None:
         for task in self._sweepers:
@@ -73,3 +92,7 @@ class ShardRouter:
     @property
     def active_companies(self) -> int:
         return sum(len(s.companies) for s in self.owned.values())
+
+    @property
+    def active_payments(self) -> int:
+        return sum(len(s.payments) for s in self.owned.values())

@@ -15,7 +15,7 @@ from typing import Protocol
 import aio_pika
 import aio_pika.abc
 
-from mps.domain.ids import new_id
+from mps.domain.ids import random_base62
 
 __all__ = ["AmqpBroker", "Broker", "Handler", "MemoryBroker", "open_broker"]
 
@@ -126,7 +126,7 @@ class AmqpBroker:
     async def ping(self) -> None:
         channel, exchange = self._parts()
         probe = await channel.declare_queue(exclusive=True, auto_delete=True)
-        key = f"ping.{new_id('png', 12)}"
+        key = f"ping.{random_base62(12)}"
         await probe.bind(exchange, key)
         try:
             await exchange.publish(aio_pika.Message(b"ping"), routing_key=key)

@@ -17,6 +17,18 @@ def _derive(master: bytes, purpose: str) -> bytes:
     return hmac.new(master, b"mps/" + purpose.encode(), hashlib.sha256).digest()
 
 
+_ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _base62(data: bytes) -> str:
+    number = int.from_bytes(data, "big")
+    out = []
+    while number:
+        number, digit = divmod(number, 62)
+        out.append(_ALPHABET[digit])
+    return "".join(out)
+
+
 @dataclass(frozen=True)
 class Keyring:
     session_secret: bytes
@@ -30,6 +42,20 @@ class Keyring:
         return hmac.new(
             _derive(self.session_secret, "otp"), f"{login_id}:{code}".encode(), hashlib.sha256
         ).hexdigest()
+
+    def customer_id(self, company_id: str, mode: str, email: str | None, phone: str | None) -> str:
+        """The id of the customer an email (or, without one, a phone) names in a company's mode.
+
+        Derived rather than drawn so that concurrent payments meeting the same new customer
+        agree on its row; keyed, so it is as opaque as a random id.
+        """
+        key = f"email:{email}" if email else f"phone:{phone}"
+        digest = hmac.new(
+            _derive(self.session_secret, "customer"),
+            f"{company_id}|{mode}|{key}".encode(),
+            hashlib.sha256,
+        ).digest()
+        return "cus_" + _base62(digest)[:24]
 
     def hash_api_key(self, key: str) -> str:
         return hmac.new(

@@ -35,6 +35,14 @@ from mps.errors import (
     Unauthenticated,
     UnsupportedMedia,
 )
+from mps.http.idempotency import (
+    Claim,
+    fingerprint,
+    new_claim,
+    run_idempotent,
+    stored_response,
+    validate_key,
+)
 from mps.http.keys import API_VERSION, EXPLICIT_VERSION, REQUEST_ID, SERVICES
 from mps.http.render import error_response, json_response, reply_body
 from mps.http.replies import Aggregate, Page, Resource
@@ -166,12 +174,16 @@ def endpoint(route: Route) -> Any:
             call.query = validate(route.query, _query_dict(request)) if route.query else {}
             if route.query is None and request.query:
                 raise BadRequest("This route takes no query parameters")
+            raw_body = await _read_body(request) if route.body is not None else None
             if route.body is not None:
-                call.body = validate(route.body, await _read_body(request))
+                call.body = validate(route.body, raw_body)
             elif request.body_exists and (await request.read()).strip():
                 raise BadRequest("This route takes no request body")
-            reply = await route.handler(call)
-            response = _render(reply, route, request)
+            key = request.headers.get("Idempotency-Key")
+            if key is not None and route.idempotent:
+                response = await _run_with_key(call, validate_key(key), raw_body)
+            else:
+                response = _render(await route.handler(call), route, request)
             if verdict is not None:
                 response.headers["RateLimit-Policy"] = verdict.limit.policy_header
                 response.headers["RateLimit"] = verdict.header
@@ -184,6 +196,26 @@ def endpoint(route: Route) -> Any:
 
     handle.__name__ = route.handler.__name__
     return handle
+
+
+async def _run_with_key(call: Call, key: str, raw_body: Any) -> web.StreamResponse:
+    route, request = call.route, call.request
+    if route.idempotency_scope is not None:
+        company_id, namespace, mode = await route.idempotency_scope(call)
+    else:
+        assert call.principal is not None
+        company_id, namespace, mode = call.principal.company_id, "", call.principal.mode
+    digest = fingerprint(request.method, request.path, mode, raw_body)
+    claim = new_claim(
+        call.services, company_id, namespace + key, digest, call.request_id, request[API_VERSION]
+    )
+
+    async def run(claim: Claim) -> web.StreamResponse:
+        call.idempotency = claim
+        reply = await route.handler(call)
+        return stored_response(claim) or _render(reply, route, request)
+
+    return await run_idempotent(call.services, company_id, claim, run)
 
 
 def _render(reply: Any, route: Route, request: web.Request) -> web.StreamResponse:

@@ -20,6 +20,7 @@ from mps.http.schema import Obj, Schema
 from mps.limits import Limit
 
 if TYPE_CHECKING:
+    from mps.http.idempotency import Claim
     from mps.services import Services
 
 __all__ = ["API_PREFIX", "Auth", "Call", "Handler", "LimitRule", "Route"]
@@ -44,6 +45,15 @@ class Call:
     principal: Principal | None
     body: dict[str, Any] = field(default_factory=dict)
     query: dict[str, Any] = field(default_factory=dict)
+    # Set while the request runs under an Idempotency-Key (mps.http.idempotency).
+    idempotency: Claim | None = None
+
+    def idempotent(self, present: Callable[[Any], Reply]) -> Claim | None:
+        """The claim to hand to the command that commits this request's change, told how the
+        command's result is presented to the client; None when the request has no key."""
+        if self.idempotency is not None:
+            self.idempotency.present = present
+        return self.idempotency
 
     @property
     def session(self) -> SessionPrincipal:
@@ -66,6 +76,10 @@ class Call:
 
 
 Handler = Callable[[Call], Awaitable[Reply | web.StreamResponse]]
+# For routes without a principal (checkout): the company that serializes the key, the namespace
+# the key lives in, and the mode that is part of the request.
+IdempotencyScope = Callable[[Call], Awaitable[tuple[str, str, str]]]
+_IDEMPOTENT_PREFIXES = ("/merchant/", "/team/", "/developer/sandbox/")
 
 
 @dataclass(frozen=True)
@@ -97,6 +111,14 @@ class Route:
     # Routes the OpenAPI document leaves out (the dev mailbox, the explorer).
     internal: bool = False
     development_only: bool = False
+    idempotency_scope: IdempotencyScope | None = None
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether the route honours Idempotency-Key (decisions 16)."""
+        if self.idempotency_scope is not None:
+            return True
+        return self.method == "POST" and self.path.startswith(_IDEMPOTENT_PREFIXES)
 
     @property
     def full_path(self) -> str:

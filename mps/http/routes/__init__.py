@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from mps.http.routes import api_keys, auth, dev, developer, health, settings
+from mps.http.routes import (
+    api_keys,
+    auth,
+    checkout,
+    customers,
+    dev,
+    developer,
+    health,
+    payments,
+    sandbox,
+    settings,
+)
 from mps.http.routing import Route
 
 __all__ = ["all_routes"]
@@ -13,7 +24,11 @@ def all_routes(*, development: bool) -> list[Route]:
         *health.ROUTES,
         *auth.build(development),
         *api_keys.ROUTES,
+        *payments.ROUTES,
+        *checkout.build(development),
+        *customers.ROUTES,
         *settings.ROUTES,
         *developer.ROUTES,
+        *sandbox.ROUTES,
         *dev.ROUTES,
     ]

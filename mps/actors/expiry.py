@@ -1,0 +1,77 @@
+"""Payment expiry: PENDING payments past their expiresAt become EXPIRED within seconds.
+
+A loop looks for overdue payments every `interval` seconds (1 s by default) and sends each one's
+actor an `Expire`; the actor re-checks under its own serialization, so a checkout or cancel that
+got there first simply wins. Because the loop reads storage, payments whose expiry passed while
+the service was down are expired on the first pass after start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from mps.actors.payment import Expire
+from mps.actors.shards import ShardRouter
+from mps.domain.clock import Clock, iso
+from mps.errors import ServiceError
+from mps.persistence.database import Database
+
+__all__ = ["PaymentExpiry"]
+
+logger = logging.getLogger(__name__)
+BATCH = 500
+
+
+class PaymentExpiry:
+    def __init__(
+        self, database: Database, shards: ShardRouter, clock: Clock, interval: float
+    ) -> None:
+        self._database = database
+        self._shards = shards
+        self._clock = clock
+        self._interval = interval
+        self._task: asyncio.Task[None] | None = None
+        self.expired = 0
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.run_once()
+            except Exception:
+                logger.exception("expiry pass failed; retrying")
+            await asyncio.sleep(self._interval)
+
+    async def run_once(self) -> int:
+        """Expire what is overdue now; returns how many payments it expired."""
+        rows = await self._database.fetch(
+            "SELECT id, company_id FROM payments WHERE status = 'PENDING' "
+            "AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
+            iso(self._clock()),
+            BATCH,
+        )
+        mine = [r for r in rows if self._shards.owns(r["company_id"])]
+        results = await asyncio.gather(
+            *(self._shards.ask_payment(r["company_id"], r["id"], Expire()) for r in mine),
+            return_exceptions=True,
+        )
+        done = 0
+        for row, result in zip(mine, results, strict=True):
+            if isinstance(result, ServiceError):
+                continue  # someone else's transition won; nothing to do
+            if isinstance(result, BaseException):
+                logger.error("expiring %s failed", row["id"], exc_info=result)
+            elif result is not None:
+                done += 1
+        self.expired += done
+        return done

@@ -1,0 +1,211 @@
+"""The payment actor: one per payment, applying its transitions one at a time.
+
+Because a payment's checkout, cancel, expiry and reversal all arrive here as messages, a race
+between them has exactly one winner: the first to be handled changes the state, the others find
+it no longer PENDING and answer 409. Each transition commits the payment, the customer it names
+and its events in one unit before the actor adopts the new state and replies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from mps.actors.context import ActorContext
+from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.runtime import AsyncioActor
+from mps.adapters.processor import CardInput, Processor
+from mps.auth.keyring import Keyring
+from mps.domain import payments as rules
+from mps.domain.ids import new_id, payment_reference
+from mps.domain.payments import Payment, Transition
+from mps.errors import NotFound, PaymentDeclined, Unavailable
+from mps.persistence.payment_store import (
+    customer_statements,
+    event_statements,
+    payment_from_row,
+    payment_insert,
+    payment_update,
+)
+from mps.persistence.statements import Statement
+
+__all__ = [
+    "Cancel",
+    "Checkout",
+    "CheckoutDeclined",
+    "Expire",
+    "Outcome",
+    "PaymentActor",
+    "Reverse",
+    "with_customer",
+]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a command did: the payment after it (the child, for a multi-use link's checkout)
+    and the events it emitted, as stored."""
+
+    payment: Payment
+    events: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Cancel:
+    mode: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class Expire:
+    """Expire the payment. `due_only`: only if its expiresAt has passed (the scheduler's case);
+    the sandbox forces it."""
+
+    mode: str | None = None
+    due_only: bool = True
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class Reverse:
+    mode: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class Checkout:
+    card: CardInput
+    email: str | None
+    phone: str | None
+    mode: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+class CheckoutDeclined(PaymentDeclined):
+    """402: the card was declined. The attempt and its payment.failed event are committed."""
+
+    def __init__(self, outcome: Outcome, code: str) -> None:
+        reason = "insufficient funds" if code == "insufficient_funds" else "declined"
+        super().__init__(f"The card was {reason}", code=code)
+        self.outcome = outcome
+
+
+def with_customer(payment: Payment, keyring: Keyring) -> Payment:
+    if not (payment.customer_email or payment.customer_phone):
+        return payment
+    customer_id = keyring.customer_id(
+        payment.company_id, payment.mode, payment.customer_email, payment.customer_phone
+    )
+    return replace(payment, customer_id=customer_id)
+
+
+class PaymentActor(AsyncioActor):
+    def __init__(
+        self,
+        payment_id: str,
+        company_id: str,
+        context: ActorContext,
+        keyring: Keyring,
+        processors: dict[str, Processor | None],
+        public_url: str,
+    ) -> None:
+        super().__init__()
+        self.payment_id = payment_id
+        self.company_id = company_id
+        self.context = context
+        self.keyring = keyring
+        self.processors = processors
+        self.public_url = public_url
+        self.payment: Payment | None = None
+
+    def __str__(self) -> str:
+        return f"PaymentActor({self.payment_id})"
+
+    async def on_activate(self) -> None:
+        row = await self.context.database.fetchrow(
+            "SELECT * FROM payments WHERE id = $1 AND company_id = $2",
+            self.payment_id,
+            self.company_id,
+        )
+        self.payment = payment_from_row(row) if row is not None else None
+
+    def _require(self, mode: str | None) -> Payment:
+        # Another mode's payment is as invisible as another company's.
+        if self.payment is None or (mode is not None and self.payment.mode != mode):
+            raise NotFound("No such payment")
+        return self.payment
+
+    async def receive(self, message: Any) -> Any:
+        match message:
+            case Cancel(mode=mode, idempotency=idem):
+                payment = self._require(mode)
+                return await self._apply(rules.cancel(payment, self.context.clock()), idem)
+            case Reverse(mode=mode, idempotency=idem):
+                payment = self._require(mode)
+                return await self._apply(rules.reverse(payment, self.context.clock()), idem)
+            case Expire():
+                return await self._expire(message)
+            case Checkout():
+                return await self._checkout(message)
+        msg = f"PaymentActor does not understand {type(message).__name__}"
+        raise TypeError(msg)
+
+    async def _expire(self, command: Expire) -> Outcome | None:
+        payment = self._require(command.mode)
+        now = self.context.clock()
+        if command.due_only and not payment.is_due_to_expire(now):
+            return None
+        return await self._apply(rules.expire(payment, now), command.idempotency)
+
+    async def _checkout(self, command: Checkout) -> Outcome:
+        payment = self._require(command.mode)
+        now = self.context.clock()
+        if payment.is_due_to_expire(now):
+            # Expiry may not have been applied yet (it runs every second); it wins the race.
+            await self._apply(rules.expire(payment, now), None)
+            payment = self._require(None)
+        rules.check_payable(payment, now)
+        processor = self.processors.get(payment.mode)
+        if processor is None:
+            msg = "Live card processing is not configured"
+            raise Unavailable(msg, code="processor_unavailable")
+        result = await processor.authorize(command.card, payment.amount_minor, payment.currency)
+        now = self.context.clock()
+        if not result.approved:
+            outcome = await self._apply(rules.checkout_declined(payment, now), None)
+            raise CheckoutDeclined(outcome, result.decline_code or "card_declined")
+        transition = rules.checkout_succeeded(
+            payment,
+            now,
+            brand=result.brand,
+            last4=result.last4,
+            email=command.email,
+            phone=command.phone,
+            child_id=new_id("pay"),
+            child_reference=payment_reference(),
+        )
+        return await self._apply(transition, command.idempotency)
+
+    async def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Outcome:
+        before = self._require(None)
+        after = with_customer(transition.payment, self.keyring)
+        statements: list[Statement] = [payment_update(before, after)] if after != before else []
+        if after.customer_id and after.customer_id != before.customer_id:
+            statements += customer_statements(after)
+        result = after
+        if transition.child is not None:
+            result = with_customer(transition.child, self.keyring)
+            statements += [payment_insert(result), *customer_statements(result)]
+        # Events were built before customers were linked; they show the linked snapshots.
+        linked = {after.id: after, result.id: result}
+        events = [
+            rules.Event(e.type, linked.get(e.payment.id, e.payment)) for e in transition.events
+        ]
+        event_writes, bodies = event_statements(events, self.public_url)
+        statements += event_writes
+        outcome = Outcome(result, bodies)
+        if idem is not None:
+            statements.append(idem.statement(outcome))
+        await self.context.commit(*statements)
+        self.payment = after
+        return outcome

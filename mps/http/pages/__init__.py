@@ -1,0 +1,1 @@
+"""HTML pages for people (hosted checkout), served outside /api/v1."""

@@ -1,0 +1,100 @@
+"""Customers, derived from payment activity (decisions 7)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.domain.payments import as_json
+from mps.errors import NotFound
+from mps.http.pagination import PAGE_FIELDS, PageRequest
+from mps.http.replies import Page, Resource
+from mps.http.routes.payments import EMAIL
+from mps.http.routing import Call, Route
+from mps.http.schema import Obj
+from mps.persistence.queries import customers as q
+from mps.persistence.queries import payments as payment_queries
+from mps.persistence.statements import Row
+
+__all__ = ["ROUTES"]
+
+
+def _view(row: Row, totals: tuple[int, list[dict[str, str]]]) -> dict[str, Any]:
+    count, by_currency = totals
+    return {
+        "id": row["id"],
+        "email": row["email"],
+        "phone": row["phone"],
+        "firstSeenAt": row["first_seen_at"],
+        "lastSeenAt": row["last_seen_at"],
+        "paymentCount": count,
+        "totals": by_currency,
+        "createdAt": row["created_at"],
+    }
+
+
+async def list_customers(call: Call) -> Page:
+    session, db = call.session, call.services.database
+    page = PageRequest.from_query(call.query)
+    email = call.query["email"].lower() if call.query.get("email") else None
+    rows = await q.list_customers(db, session.company_id, session.mode, email, page)
+    items, cursor = page.split(rows)
+    totals = await q.customer_totals(db, session.company_id, session.mode, [r["id"] for r in items])
+    return Page([_view(r, totals[r["id"]]) for r in items], cursor)
+
+
+async def _customer(call: Call) -> Row:
+    session = call.session
+    row = await q.get_customer(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if row is None:
+        raise NotFound("No such customer")
+    return row
+
+
+async def get_customer(call: Call) -> Resource:
+    session, row = call.session, await _customer(call)
+    totals = await q.customer_totals(
+        call.services.database, session.company_id, session.mode, [row["id"]]
+    )
+    return Resource(_view(row, totals[row["id"]]))
+
+
+async def customer_payments(call: Call) -> Page:
+    session, row = call.session, await _customer(call)
+    page = PageRequest.from_query(call.query)
+    where = payment_queries.PaymentFilter(session.company_id, session.mode, customer_id=row["id"])
+    payments = await payment_queries.list_payments(call.services.database, where, page)
+    items, cursor = page.split([{"created_at": p.created_at, "id": p.id, "p": p} for p in payments])
+    public_url = call.services.settings.public_url
+    return Page([as_json(i["p"], public_url) for i in items], cursor)
+
+
+ROUTES = [
+    Route(
+        "GET",
+        "/merchant/customers",
+        list_customers,
+        "List customers, newest first",
+        "customers",
+        scope="customers:read",
+        query=Obj({**PAGE_FIELDS, "email": EMAIL}),
+    ),
+    Route(
+        "GET",
+        "/merchant/customers/{id}",
+        get_customer,
+        "Retrieve a customer with totals",
+        "customers",
+        scope="customers:read",
+    ),
+    Route(
+        "GET",
+        "/merchant/customers/{id}/payments",
+        customer_payments,
+        "A customer's payments, newest first",
+        "customers",
+        scope="customers:read",
+        query=Obj(PAGE_FIELDS),
+    ),
+]

@@ -1,0 +1,240 @@
+"""Payments (interface 4, decisions 4): create, list, retrieve, cancel, stats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.actors.company import CreatePayment
+from mps.actors.payment import Cancel, Outcome
+from mps.domain.clock import iso, parse_iso, range_end
+from mps.domain.payments import STATUSES, NewPayment, as_json
+from mps.errors import FieldError, NotFound, ValidationFailed
+from mps.http.pagination import PAGE_FIELDS, PageRequest
+from mps.http.replies import Aggregate, Page, Resource
+from mps.http.routing import Call, Route
+from mps.http.schema import Amount, Anything, Bool, Enum, Int, Map, Obj, Str
+from mps.persistence.queries import payments as q
+
+__all__ = ["CURRENCY", "DATE_RANGE", "EMAIL", "PHONE", "ROUTES", "normalize_phone", "range_filter"]
+
+CURRENCY = Str(pattern=r"[A-Z]{3}", message="must be a three-letter ISO 4217 code")
+EMAIL = Str(max_length=254, format="email")
+PHONE = Str(pattern=r"\+?[0-9 ()\-]{7,20}", message="must be a phone number in E.164 form")
+URL = Str(max_length=2048, format="uri")
+DATE_RANGE = {
+    "from": Str(
+        pattern=r"\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?",
+        message="must be an ISO date or timestamp",
+    ),
+    "to": Str(
+        pattern=r"\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?",
+        message="must be an ISO date or timestamp",
+    ),
+}
+
+
+def normalize_phone(phone: str) -> str:
+    digits = "".join(ch for ch in phone if ch.isdigit())
+    return f"+{digits}"
+
+
+def _metadata_values(body: dict[str, Any]) -> list[FieldError]:
+    errors = []
+    for key, value in (body.get("customMetadata") or {}).items():
+        if isinstance(value, str) and len(value) > 500:
+            errors.append(FieldError(f"customMetadata.{key}", "must be at most 500 characters"))
+        elif not isinstance(value, str | int | float | bool) and value is not None:
+            errors.append(
+                FieldError(f"customMetadata.{key}", "must be a string, number, boolean or null")
+            )
+    return errors
+
+
+def _phone_is_e164(body: dict[str, Any]) -> list[FieldError]:
+    phone = body.get("customerPhone")
+    if phone is not None and not 8 <= len(normalize_phone(phone)) <= 16:
+        return [FieldError("customerPhone", "must be a phone number in E.164 form")]
+    return []
+
+
+CREATE_BODY = Obj(
+    {
+        "amountMinor": Amount(),
+        "currency": CURRENCY,
+        "description": Str(max_length=200),
+        "customerEmail": EMAIL,
+        "customerPhone": PHONE,
+        "expiresInSec": Int(minimum=60, maximum=7_776_000),
+        "noExpiry": Bool(),
+        "allowMultiplePayments": Bool(),
+        "successUrl": URL,
+        "cancelUrl": URL,
+        "webhookUrl": URL,
+        "customMetadata": Map(values=Anything(), max_keys=50, max_key_length=40),
+    },
+    required=["amountMinor", "currency"],
+    rules=[_metadata_values, _phone_is_e164],
+)
+
+
+def range_filter(query: dict[str, Any]) -> tuple[str | None, str | None]:
+    """The createdAt bounds of `from`/`to` as stored strings; both ends included."""
+    try:
+        start = iso(parse_iso(query["from"])) if query.get("from") else None
+        end = iso(range_end(query["to"])) if query.get("to") else None
+    except ValueError as exc:
+        raise ValidationFailed([FieldError("from/to", f"is not a valid date: {exc}")]) from exc
+    if start is not None and end is not None and start > end:
+        raise ValidationFailed([FieldError("from", "must not be after to")])
+    return start, end
+
+
+def _view(call: Call, outcome: Outcome) -> dict[str, Any]:
+    return as_json(outcome.payment, call.services.settings.public_url)
+
+
+async def create_payment(call: Call) -> Resource:
+    session, body = call.session, call.body
+    spec = NewPayment(
+        amount_minor=body["amountMinor"],
+        currency=body["currency"],
+        description=body.get("description"),
+        customer_email=body["customerEmail"].lower() if body.get("customerEmail") else None,
+        customer_phone=normalize_phone(body["customerPhone"])
+        if body.get("customerPhone")
+        else None,
+        expires_in_sec=body.get("expiresInSec"),
+        no_expiry=bool(body.get("noExpiry")),
+        allow_multiple=bool(body.get("allowMultiplePayments")),
+        success_url=body.get("successUrl"),
+        cancel_url=body.get("cancelUrl"),
+        webhook_url=body.get("webhookUrl"),
+        metadata=body.get("customMetadata") or {},
+    )
+    idem = call.idempotent(lambda outcome: Resource(_view(call, outcome), 201))
+    outcome = await call.services.shards.ask_company(
+        session.company_id, CreatePayment(session.mode, spec, idem)
+    )
+    return Resource(_view(call, outcome), 201)
+
+
+async def list_payments(call: Call) -> Page:
+    session, query = call.session, call.query
+    start, end = range_filter(query)
+    where = q.PaymentFilter(
+        session.company_id,
+        session.mode,
+        status=query.get("status"),
+        currency=query.get("currency"),
+        created_from=start,
+        created_to=end,
+        link_payment_id=query.get("linkPaymentId"),
+        customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
+    )
+    page = PageRequest.from_query(query)
+    payments = await q.list_payments(call.services.database, where, page)
+    items, cursor = page.split([{"created_at": p.created_at, "id": p.id, "p": p} for p in payments])
+    public_url = call.services.settings.public_url
+    return Page([as_json(i["p"], public_url) for i in items], cursor)
+
+
+async def get_payment(call: Call) -> Resource:
+    session = call.session
+    payment = await q.get_payment(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if payment is None:
+        raise NotFound("No such payment")
+    return Resource(as_json(payment, call.services.settings.public_url))
+
+
+async def cancel_payment(call: Call) -> Resource:
+    session = call.session
+    idem = call.idempotent(lambda outcome: Resource(_view(call, outcome)))
+    outcome = await call.services.shards.ask_payment(
+        session.company_id, call.param("id"), Cancel(session.mode, idem)
+    )
+    return Resource(_view(call, outcome))
+
+
+async def payment_stats(call: Call) -> Resource | Aggregate:
+    session, query = call.session, call.query
+    start, end = range_filter(query)
+    where = q.PaymentFilter(
+        session.company_id,
+        session.mode,
+        currency=query.get("currency"),
+        created_from=start,
+        created_to=end,
+    )
+    data = await q.stats(call.services.database, where)
+    if query.get("currency"):
+        empty = {
+            "currency": query["currency"],
+            "count": 0,
+            "byStatus": {s: {"count": 0, "amountMinor": "0"} for s in STATUSES},
+            "grossMinor": "0",
+            "refundedMinor": "0",
+            "netMinor": "0",
+        }
+        return Resource(data[0] if data else empty)
+    return Aggregate(data)
+
+
+LIST_QUERY = Obj(
+    {
+        **PAGE_FIELDS,
+        "status": Enum(STATUSES),
+        "currency": CURRENCY,
+        **DATE_RANGE,
+        "linkPaymentId": Str(max_length=64),
+        "customerEmail": EMAIL,
+    }
+)
+
+ROUTES = [
+    Route(
+        "POST",
+        "/merchant/payments",
+        create_payment,
+        "Create a payment link",
+        "payments",
+        scope="payments:write",
+        status=201,
+        body=CREATE_BODY,
+    ),
+    Route(
+        "GET",
+        "/merchant/payments",
+        list_payments,
+        "List payments, newest first",
+        "payments",
+        scope="payments:read",
+        query=LIST_QUERY,
+    ),
+    Route(
+        "GET",
+        "/merchant/payments/stats",
+        payment_stats,
+        "Per-currency payment totals and counts",
+        "payments",
+        scope="payments:read",
+        query=Obj({"currency": CURRENCY, **DATE_RANGE}),
+    ),
+    Route(
+        "GET",
+        "/merchant/payments/{id}",
+        get_payment,
+        "Retrieve a payment",
+        "payments",
+        scope="payments:read",
+    ),
+    Route(
+        "POST",
+        "/merchant/payments/{id}/cancel",
+        cancel_payment,
+        "Cancel a PENDING payment",
+        "payments",
+        scope="payments:write",
+    ),
+]

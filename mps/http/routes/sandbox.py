@@ -1,0 +1,102 @@
+"""The sandbox simulator (decisions 11): test keys trigger the same transitions, with the same
+events, as the real triggers."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mps.actors.payment import Checkout, CheckoutDeclined, Expire, Outcome, Reverse
+from mps.adapters.processor import CardInput
+from mps.domain.payments import as_json
+from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
+from mps.http.replies import Resource
+from mps.http.routing import Auth, Call, Route
+from mps.http.schema import Obj, Str
+
+__all__ = ["ROUTES"]
+
+_APPROVED = CardInput("4242424242424242", 12, 2099, "123")
+_DECLINED = CardInput("4000000000000002", 12, 2099, "123")
+
+
+@dataclass(frozen=True)
+class Kind:
+    scope: str
+    run: Callable[[Call, Any], Awaitable[Outcome]]
+
+
+async def _completed(call: Call, idem: Any) -> Outcome:
+    return await _payment(call, Checkout(_APPROVED, None, None, "test", idem))
+
+
+async def _failed(call: Call, idem: Any) -> Outcome:
+    try:
+        await _payment(call, Checkout(_DECLINED, None, None, "test", idem))
+    except CheckoutDeclined as declined:
+        return declined.outcome
+    msg = "the simulator approved its decline card"
+    raise AssertionError(msg)
+
+
+async def _expired(call: Call, idem: Any) -> Outcome:
+    return await _payment(call, Expire("test", due_only=False, idempotency=idem))
+
+
+async def _reversed(call: Call, idem: Any) -> Outcome:
+    return await _payment(call, Reverse("test", idem))
+
+
+async def _payment(call: Call, message: Any) -> Outcome:
+    key = call.api_key
+    payment_id = call.body.get("paymentId")
+    if not payment_id:
+        raise ValidationFailed([FieldError("paymentId", "is required")])
+    outcome: Outcome = await call.services.shards.ask_payment(key.company_id, payment_id, message)
+    return outcome
+
+
+KINDS: dict[str, Kind] = {
+    "payment.completed": Kind("payments:write", _completed),
+    "payment.failed": Kind("payments:write", _failed),
+    "payment.expired": Kind("payments:write", _expired),
+    "payment.reversed": Kind("payments:write", _reversed),
+}
+
+
+async def simulate(call: Call) -> Resource:
+    key = call.api_key
+    name = call.param("kind")
+    kind = KINDS.get(name)
+    if kind is None:
+        raise NotFound(f"Unknown sandbox kind {name!r}; kinds: {', '.join(sorted(KINDS))}")
+    if key.mode != "test":
+        raise Forbidden("The sandbox takes test keys only", code="test_key_required")
+    if kind.scope not in key.scopes:
+        raise Forbidden(f"This needs the {kind.scope} scope", code="insufficient_scope")
+
+    def present(outcome: Outcome) -> Resource:
+        return Resource(
+            {
+                "kind": name,
+                "object": as_json(outcome.payment, call.services.settings.public_url),
+                "event": outcome.events[-1] if outcome.events else None,
+            }
+        )
+
+    outcome = await kind.run(call, call.idempotent(present))
+    return present(outcome)
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/developer/sandbox/{kind}",
+        simulate,
+        "Simulate an event (test keys)",
+        "developer",
+        Auth.API_KEY,
+        body=Obj({"paymentId": Str(max_length=64)}),
+    ),
+]

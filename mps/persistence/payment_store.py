@@ -1,0 +1,162 @@
+"""Payments and customers as rows: the mapping both ways, and the write statements the payment
+and company actors commit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from mps.domain.payments import Event, Payment, as_json
+from mps.persistence.outbox import event_row
+from mps.persistence.statements import Row, Statement, insert, versioned_update
+
+__all__ = [
+    "customer_statements",
+    "event_statements",
+    "payment_from_row",
+    "payment_insert",
+    "payment_update",
+]
+
+
+def payment_from_row(row: Row) -> Payment:
+    return Payment(
+        id=row["id"],
+        company_id=row["company_id"],
+        mode=row["mode"],
+        version=row["version"],
+        reference=row["reference"],
+        status=row["status"],
+        amount_minor=row["amount_minor"],
+        amount_refunded_minor=row["amount_refunded_minor"],
+        currency=row["currency"],
+        description=row["description"],
+        customer_email=row["customer_email"],
+        customer_phone=row["customer_phone"],
+        customer_id=row["customer_id"],
+        expires_at=row["expires_at"],
+        allow_multiple=bool(row["allow_multiple"]),
+        success_url=row["success_url"],
+        cancel_url=row["cancel_url"],
+        webhook_url=row["webhook_url"],
+        metadata=orjson.loads(row["metadata"]),
+        link_payment_id=row["link_payment_id"],
+        card_brand=row["card_brand"],
+        card_last4=row["card_last4"],
+        declines=tuple(orjson.loads(row["declines"])),
+        paid_at=row["paid_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _columns(payment: Payment) -> dict[str, Any]:
+    return {
+        "status": payment.status,
+        "amount_refunded_minor": payment.amount_refunded_minor,
+        "customer_email": payment.customer_email,
+        "customer_phone": payment.customer_phone,
+        "customer_id": payment.customer_id,
+        "card_brand": payment.card_brand,
+        "card_last4": payment.card_last4,
+        "declines": orjson.dumps(list(payment.declines)).decode(),
+        "paid_at": payment.paid_at,
+        "updated_at": payment.updated_at,
+    }
+
+
+def payment_insert(payment: Payment) -> Statement:
+    row = {
+        "id": payment.id,
+        "company_id": payment.company_id,
+        "mode": payment.mode,
+        "version": payment.version,
+        "reference": payment.reference,
+        "amount_minor": payment.amount_minor,
+        "currency": payment.currency,
+        "description": payment.description,
+        "expires_at": payment.expires_at,
+        "allow_multiple": int(payment.allow_multiple),
+        "success_url": payment.success_url,
+        "cancel_url": payment.cancel_url,
+        "webhook_url": payment.webhook_url,
+        "metadata": orjson.dumps(payment.metadata).decode(),
+        "link_payment_id": payment.link_payment_id,
+        "created_at": payment.created_at,
+        **_columns(payment),
+    }
+    return insert("payments", row)
+
+
+def payment_update(before: Payment, after: Payment) -> Statement:
+    return versioned_update("payments", "id", after.id, before.version, _columns(after))
+
+
+def customer_statements(payment: Payment) -> list[Statement]:
+    """Create the customer the payment names (with its customer.created event) unless it exists,
+    and mark it seen. The payment's customer_id was derived from the same key."""
+    customer_id = payment.customer_id
+    if customer_id is None:
+        return []
+    now = payment.updated_at
+    # Unique per transition, so the event below fires only for the transition that created it.
+    origin = f"{payment.id}:{payment.version}"
+    create = Statement(
+        "INSERT INTO customers (id, origin, company_id, mode, email, phone, first_seen_at, "
+        "last_seen_at, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $7) "
+        "ON CONFLICT (id) DO NOTHING",
+        (
+            customer_id,
+            origin,
+            payment.company_id,
+            payment.mode,
+            payment.customer_email,
+            payment.customer_phone,
+            now,
+        ),
+    )
+    customer = {
+        "id": customer_id,
+        "email": payment.customer_email,
+        "phone": payment.customer_phone,
+        "firstSeenAt": now,
+        "lastSeenAt": now,
+    }
+    row = event_row(
+        company_id=payment.company_id,
+        mode=payment.mode,
+        event_type="customer.created",
+        created_at=now,
+        obj=customer,
+    )
+    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    n = len(row)
+    created_event = Statement(
+        f"INSERT INTO events ({', '.join(row)}) SELECT {marks} WHERE EXISTS "
+        f"(SELECT 1 FROM customers WHERE id = ${n + 1} AND origin = ${n + 2})",
+        (*row.values(), customer_id, origin),
+    )
+    seen = Statement(
+        "UPDATE customers SET last_seen_at = $1, phone = COALESCE(phone, $2) WHERE id = $3",
+        (now, payment.customer_phone, customer_id),
+    )
+    return [create, created_event, seen]
+
+
+def event_statements(
+    events: Iterable[Event], public_url: str
+) -> tuple[list[Statement], list[dict[str, Any]]]:
+    """The outbox inserts for `events`, and the event bodies as a client will see them."""
+    rows = [
+        event_row(
+            company_id=e.payment.company_id,
+            mode=e.payment.mode,
+            event_type=e.type,
+            created_at=e.payment.updated_at,
+            obj=as_json(e.payment, public_url),
+        )
+        for e in events
+    ]
+    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]

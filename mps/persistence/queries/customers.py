@@ -1,0 +1,71 @@
+"""Customer reads, with per-currency totals derived from the customer's payments."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.http.pagination import PageRequest
+from mps.persistence.database import Database
+from mps.persistence.statements import Row
+
+__all__ = ["customer_totals", "get_customer", "list_customers"]
+
+
+async def get_customer(db: Database, company_id: str, mode: str, customer_id: str) -> Row | None:
+    return await db.fetchrow(
+        "SELECT * FROM customers WHERE id = $1 AND company_id = $2 AND mode = $3",
+        customer_id,
+        company_id,
+        mode,
+    )
+
+
+async def list_customers(
+    db: Database, company_id: str, mode: str, email: str | None, page: PageRequest
+) -> list[Row]:
+    conditions = ["company_id = $1", "mode = $2"]
+    params: list[Any] = [company_id, mode]
+    if email is not None:
+        params.append(email)
+        conditions.append(f"email = ${len(params)}")
+    after, after_params = page.where(len(params) + 1)
+    if after:
+        conditions.append(after)
+        params.extend(after_params)
+    params.append(page.limit + 1)
+    return await db.fetch(
+        f"SELECT * FROM customers WHERE {' AND '.join(conditions)} "
+        f"ORDER BY created_at DESC, id DESC LIMIT ${len(params)}",
+        *params,
+    )
+
+
+async def customer_totals(
+    db: Database, company_id: str, mode: str, customer_ids: list[str]
+) -> dict[str, tuple[int, list[dict[str, str]]]]:
+    """Per customer: (payment count, [{currency, paidMinor, refundedMinor}])."""
+    if not customer_ids:
+        return {}
+    marks = ", ".join(f"${i}" for i in range(3, len(customer_ids) + 3))
+    rows = await db.fetch(
+        "SELECT customer_id, currency, COUNT(*) AS n, "
+        "SUM(CASE WHEN status IN ('PAID', 'PARTIAL_REFUND', 'REFUNDED', 'REVERSED') "
+        "THEN amount_minor ELSE 0 END) AS paid, SUM(amount_refunded_minor) AS refunded "
+        f"FROM payments WHERE company_id = $1 AND mode = $2 AND customer_id IN ({marks}) "
+        "GROUP BY customer_id, currency ORDER BY currency",
+        company_id,
+        mode,
+        *customer_ids,
+    )
+    totals: dict[str, tuple[int, list[dict[str, str]]]] = {c: (0, []) for c in customer_ids}
+    for row in rows:
+        count, currencies = totals[row["customer_id"]]
+        currencies.append(
+            {
+                "currency": row["currency"],
+                "paidMinor": str(int(row["paid"])),
+                "refundedMinor": str(int(row["refunded"])),
+            }
+        )
+        totals[row["customer_id"]] = (count + int(row["n"]), currencies)
+    return totals

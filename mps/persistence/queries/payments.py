@@ -1,0 +1,134 @@
+"""Payment reads: one payment, filtered cursor lists, per-currency stats. Always scoped to one
+company and mode in the SQL itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mps.domain.payments import STATUSES, Payment
+from mps.http.pagination import PageRequest
+from mps.persistence.database import Database
+from mps.persistence.payment_store import payment_from_row
+from mps.persistence.statements import Row
+
+__all__ = ["PaymentFilter", "by_reference", "get_payment", "list_payments", "stats"]
+
+# Statuses whose payments collected money at some point.
+COLLECTED = ("PAID", "PARTIAL_REFUND", "REFUNDED", "REVERSED")
+
+
+@dataclass(frozen=True)
+class PaymentFilter:
+    company_id: str
+    mode: str
+    status: str | None = None
+    currency: str | None = None
+    created_from: str | None = None
+    created_to: str | None = None
+    link_payment_id: str | None = None
+    customer_email: str | None = None
+    customer_id: str | None = None
+
+    def where(self) -> tuple[list[str], list[Any]]:
+        conditions = ["company_id = $1", "mode = $2"]
+        params: list[Any] = [self.company_id, self.mode]
+        for column, op, value in (
+            ("status", "=", self.status),
+            ("currency", "=", self.currency),
+            ("created_at", ">=", self.created_from),
+            ("created_at", "<=", self.created_to),
+            ("link_payment_id", "=", self.link_payment_id),
+            ("customer_email", "=", self.customer_email),
+            ("customer_id", "=", self.customer_id),
+        ):
+            if value is not None:
+                params.append(value)
+                conditions.append(f"{column} {op} ${len(params)}")
+        return conditions, params
+
+
+async def get_payment(db: Database, company_id: str, mode: str, payment_id: str) -> Payment | None:
+    row = await db.fetchrow(
+        "SELECT * FROM payments WHERE id = $1 AND company_id = $2 AND mode = $3",
+        payment_id,
+        company_id,
+        mode,
+    )
+    return payment_from_row(row) if row is not None else None
+
+
+async def by_reference(db: Database, reference: str) -> Payment | None:
+    row = await db.fetchrow("SELECT * FROM payments WHERE reference = $1", reference)
+    return payment_from_row(row) if row is not None else None
+
+
+async def list_payments(db: Database, where: PaymentFilter, page: PageRequest) -> list[Payment]:
+    conditions, params = where.where()
+    after, after_params = page.where(len(params) + 1)
+    if after:
+        conditions.append(after)
+        params.extend(after_params)
+    params.append(page.limit + 1)
+    rows = await db.fetch(
+        f"SELECT * FROM payments WHERE {' AND '.join(conditions)} "
+        f"ORDER BY created_at DESC, id DESC LIMIT ${len(params)}",
+        *params,
+    )
+    return [payment_from_row(r) for r in rows]
+
+
+async def stats(db: Database, where: PaymentFilter) -> list[dict[str, Any]]:
+    """Per currency: counts and amounts by status, gross, refunded, net. Never blended."""
+    conditions, params = where.where()
+    rows = await db.fetch(
+        "SELECT currency, status, COUNT(*) AS n, SUM(amount_minor) AS amount, "
+        "SUM(amount_refunded_minor) AS refunded FROM payments "
+        f"WHERE {' AND '.join(conditions)} GROUP BY currency, status ORDER BY currency",
+        *params,
+    )
+    return _shape_stats(rows)
+
+
+def _shape_stats(rows: list[Row]) -> list[dict[str, Any]]:
+    by_currency: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        entry = by_currency.setdefault(
+            row["currency"],
+            {
+                "count": 0,
+                "by": {},
+                "gross": 0,
+                "refunded": 0,
+                "reversed": 0,
+            },
+        )
+        amount, refunded = int(row["amount"]), int(row["refunded"])
+        entry["count"] += int(row["n"])
+        entry["by"][row["status"]] = (int(row["n"]), amount)
+        if row["status"] in COLLECTED:
+            entry["gross"] += amount
+            entry["refunded"] += refunded
+        if row["status"] == "REVERSED":
+            entry["reversed"] += amount - refunded
+    result = []
+    for currency, entry in by_currency.items():
+        by_status = {
+            status: {
+                "count": entry["by"].get(status, (0, 0))[0],
+                "amountMinor": str(entry["by"].get(status, (0, 0))[1]),
+            }
+            for status in STATUSES
+        }
+        net = entry["gross"] - entry["refunded"] - entry["reversed"]
+        result.append(
+            {
+                "currency": currency,
+                "count": entry["count"],
+                "byStatus": by_status,
+                "grossMinor": str(entry["gross"]),
+                "refundedMinor": str(entry["refunded"]),
+                "netMinor": str(net),
+            }
+        )
+    return result
