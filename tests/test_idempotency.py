@@ -1,0 +1,171 @@
+"""Idempotency-Key (decisions 16): one mechanism for every POST."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from mps.http.keys import SERVICES
+from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_up
+
+pytestmark = pytest.mark.both_backends
+
+BODY = {"amountMinor": "2500", "currency": "USD"}
+
+
+async def _count_payments(client: TestClient[Any, Any], company_id: str) -> int:
+    count: int = await client.app[SERVICES].database.fetchval(
+        "SELECT COUNT(*) FROM payments WHERE company_id = $1", company_id
+    )
+    return count
+
+
+async def test_fifty_concurrent_requests_with_one_key_create_one_payment(
+    client: TestClient[Any, Any],
+) -> None:
+    # given
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "order-17"}
+
+    # when
+    responses = await asyncio.gather(
+        *(client.post("/api/v1/merchant/payments", json=BODY, headers=headers) for _ in range(50))
+    )
+
+    # then one payment exists and every answer is its creation, byte for byte
+    assert await _count_payments(client, member.company_id) == 1
+    bodies = {await r.read() for r in responses}
+    assert len(bodies) == 1
+    assert {r.status for r in responses} == {201}
+    assert len({r.headers["X-Request-Id"] for r in responses}) == 1
+    replayed = [r for r in responses if r.headers.get("Idempotent-Replayed") == "true"]
+    assert len(replayed) == 49
+
+
+async def test_replay_returns_the_original_response_and_sends_no_event(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "k1"}
+    first = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+
+    second = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+
+    assert second.status == 201
+    assert await second.read() == await first.read()
+    assert second.headers["X-Request-Id"] == first.headers["X-Request-Id"]
+    assert second.headers["Idempotent-Replayed"] == "true"
+    assert "Idempotent-Replayed" not in first.headers
+    events = await client.app[SERVICES].database.fetchval(
+        "SELECT COUNT(*) FROM events WHERE company_id = $1 AND type = 'payment.created'",
+        member.company_id,
+    )
+    assert events == 1
+
+
+async def test_same_key_with_a_different_request_is_422(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "k1"}
+    await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+
+    response = await client.post(
+        "/api/v1/merchant/payments", json={**BODY, "amountMinor": "9999"}, headers=headers
+    )
+
+    assert response.status == 422
+    assert_envelope(await response.json(), 422, "idempotency_key_reuse")
+    assert await _count_payments(client, member.company_id) == 1
+
+
+async def test_a_failed_attempt_is_not_kept(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "k1"}
+
+    failed = await client.post(
+        "/api/v1/merchant/payments", json={**BODY, "currency": "XAU"}, headers=headers
+    )
+    retried = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+
+    assert failed.status == 400
+    assert retried.status == 201
+    assert "Idempotent-Replayed" not in retried.headers
+
+
+async def test_the_key_is_committed_with_what_it_created(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "k1"}
+
+    response = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+
+    row = await client.app[SERVICES].database.fetchrow(
+        "SELECT * FROM idempotency_keys WHERE company_id = $1 AND idem_key = 'k1'",
+        member.company_id,
+    )
+    assert row is not None
+    assert row["status_code"] == 201
+    assert row["body"].encode() == await response.read()
+
+
+async def test_keys_are_scoped_per_company(client: TestClient[Any, Any]) -> None:
+    one = await sign_up(client)
+    two = await sign_up(client, "two@example.com", "Two")
+
+    a = await client.post(
+        "/api/v1/merchant/payments", json=BODY, headers={**one.headers, "Idempotency-Key": "same"}
+    )
+    b = await client.post(
+        "/api/v1/merchant/payments", json=BODY, headers={**two.headers, "Idempotency-Key": "same"}
+    )
+
+    assert (await a.json())["id"] != (await b.json())["id"]
+
+
+@pytest.mark.parametrize("key", ["", "x" * 256, "caf\u00e9"])
+async def test_a_malformed_key_is_400(client: TestClient[Any, Any], key: str) -> None:
+    member = await sign_up(client)
+
+    response = await client.post(
+        "/api/v1/merchant/payments",
+        json=BODY,
+        headers={**member.headers, "Idempotency-Key": key.encode().decode("latin-1")},
+    )
+
+    assert response.status == 400
+    assert await _count_payments(client, member.company_id) == 0
+
+
+async def test_cancel_with_a_key_replays_instead_of_409(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+    headers = {**member.headers, "Idempotency-Key": "cancel-1"}
+    path = f"/api/v1/merchant/payments/{payment['id']}/cancel"
+
+    first = await client.post(path, headers=headers)
+    second = await client.post(path, headers=headers)
+
+    assert first.status == second.status == 200
+    assert await first.read() == await second.read()
+
+
+async def test_checkout_double_submit_with_one_key_charges_once(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    link = await create_payment(client, member, allowMultiplePayments=True)
+    path = f"/api/v1/checkout/{link['reference']}/pay"
+
+    responses = await asyncio.gather(
+        *(
+            client.post(path, json={"card": TEST_CARD}, headers={"Idempotency-Key": "attempt-1"})
+            for _ in range(5)
+        )
+    )
+
+    assert {r.status for r in responses} == {200}
+    listed = await client.get(
+        "/api/v1/merchant/payments", params={"linkPaymentId": link["id"]}, headers=member.headers
+    )
+    assert len((await listed.json())["data"]) == 1
