@@ -1,0 +1,105 @@
+"""Expiry lands within seconds of expiresAt, also after downtime (decisions 4)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from mps.http.keys import SERVICES
+from tests.conftest import Clock
+from tests.helpers import Member, create_payment, pay, sign_up
+
+pytestmark = pytest.mark.both_backends
+
+
+async def _status_soon(
+    client: TestClient[Any, Any], member: Member, payment_id: str, want: str
+) -> str:
+    status = ""
+    for _ in range(100):
+        got = await client.get(f"/api/v1/merchant/payments/{payment_id}", headers=member.headers)
+        status = (await got.json())["status"]
+        if status == want:
+            break
+        await asyncio.sleep(0.05)
+    return status
+
+
+async def test_a_pending_payment_expires_after_expires_at(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    client: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=0.05))
+    member = await sign_up(client)
+    payment = await create_payment(client, member, expiresInSec=60)
+    untouched = await create_payment(client, member, expiresInSec=600)
+
+    clock.advance(seconds=61)
+
+    assert await _status_soon(client, member, payment["id"], "EXPIRED") == "EXPIRED"
+    got = await client.get(f"/api/v1/merchant/payments/{untouched['id']}", headers=member.headers)
+    assert (await got.json())["status"] == "PENDING"
+    paid_late = await pay(client, payment["reference"])
+    assert paid_late.status == 409
+
+
+async def test_checkout_after_expires_at_loses_to_expiry_even_before_the_sweep(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # the sweep runs rarely here, so only the actor's own check can refuse the late checkout
+    client: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=3600))
+    member = await sign_up(client)
+    payment = await create_payment(client, member, expiresInSec=60)
+
+    clock.advance(seconds=60)
+    response = await pay(client, payment["reference"])
+
+    assert response.status == 409
+    got = await client.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
+    assert (await got.json())["status"] == "EXPIRED"
+
+
+async def test_payments_that_expired_while_the_service_was_down_expire_on_start(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # given a payment created before a shutdown
+    first: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=3600))
+    member = await sign_up(first)
+    payment = await create_payment(first, member, expiresInSec=60)
+    await first.close()
+
+    # when the service starts again after its expiry passed
+    clock.advance(minutes=5)
+    second: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=0.05))
+
+    # then it is expired at once
+    assert await _status_soon(second, member, payment["id"], "EXPIRED") == "EXPIRED"
+
+
+async def test_no_expiry_payments_never_expire(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    client: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=0.05))
+    member = await sign_up(client)
+    payment = await create_payment(client, member, noExpiry=True)
+
+    clock.advance(days=365)
+    await asyncio.sleep(0.3)
+
+    # (from storage: a year later the session itself has long expired)
+    status = await client.app[SERVICES].database.fetchval(
+        "SELECT status FROM payments WHERE id = $1", payment["id"]
+    )
+    assert status == "PENDING"
