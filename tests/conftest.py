@@ -149,3 +149,23 @@ def amqp_url() -> str:
     except OSError:
         _unavailable(f"RabbitMQ at {AMQP_URL}")
     return AMQP_URL
+
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def chromium() -> str:
+    if not Path(CHROMIUM).exists():
+        _unavailable(f"Chromium at {CHROMIUM}")
+    return CHROMIUM

@@ -1,0 +1,114 @@
+"""The hosted checkout page, driven in a real headless Chromium (decisions 4).
+
+A screenshot of the filled-in page is kept in test-artifacts/ for a person to look at.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+from playwright.async_api import async_playwright
+
+from tests.conftest import CHROMIUM_ARGS
+from tests.helpers import create_payment, sign_up
+
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+async def _thanks(request: web.Request) -> web.Response:
+    return web.Response(text="<h1>Thanks for your order</h1>", content_type="text/html")
+
+
+@pytest.fixture
+async def served(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> TestClient[Any, Any]:
+    """The app on a real port that payUrl names, plus a merchant's thank-you page."""
+    port = _free_port()
+    app = make_app(public_url=f"http://127.0.0.1:{port}")
+    app.router.add_get("/shop/thanks", _thanks)
+    client: TestClient[Any, Any] = await aiohttp_client(app, server_kwargs={"port": port})
+    return client
+
+
+async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
+    served: TestClient[Any, Any], chromium: str
+) -> None:
+    # given a payment link with a success URL
+    base = str(served.make_url("")).rstrip("/")
+    member = await sign_up(served, company="Blue Mug Coffee")
+    payment = await create_payment(
+        served,
+        member,
+        amountMinor="1250",
+        description="Two flat whites",
+        successUrl=f"{base}/shop/thanks",
+    )
+
+    # when a customer opens the payUrl, types the test card and submits
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(payment["payUrl"])
+            assert await page.inner_text("#amount") == "12.50 USD"
+            assert "Blue Mug Coffee" in await page.content()
+            await page.fill("#email", "customer@example.com")
+            await page.fill("#number", "4242 4242 4242 4242")
+            await page.fill("#expMonth", "12")
+            await page.fill("#expYear", "2099")
+            await page.fill("#cvc", "123")
+            ARTIFACTS.mkdir(exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "checkout.png"), full_page=True)
+            await page.click("#submit")
+            await page.wait_for_url(f"{base}/shop/thanks", timeout=10_000)
+            landed = await page.inner_text("h1")
+        finally:
+            await browser.close()
+
+    # then the customer is on the success page and the payment is PAID
+    assert landed == "Thanks for your order"
+    got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
+    body = await got.json()
+    assert body["status"] == "PAID"
+    assert body["customerEmail"] == "customer@example.com"
+    assert (ARTIFACTS / "checkout.png").stat().st_size > 10_000
+
+
+async def test_a_declined_card_shows_the_reason_and_the_form_stays(
+    served: TestClient[Any, Any], chromium: str
+) -> None:
+    member = await sign_up(served)
+    payment = await create_payment(served, member)
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            await page.goto(payment["payUrl"])
+            await page.fill("#number", "4000000000000002")
+            await page.fill("#expMonth", "12")
+            await page.fill("#expYear", "2099")
+            await page.fill("#cvc", "123")
+            await page.click("#submit")
+            await page.wait_for_selector("#error:has-text('declined')", timeout=10_000)
+            still_there = await page.is_visible("#submit")
+        finally:
+            await browser.close()
+
+    assert still_there
+    got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
+    assert (await got.json())["status"] == "PENDING"
