@@ -152,3 +152,21 @@ async def test_concurrent_wrong_codes_never_exceed_five_tries(
         "SELECT failed_attempts FROM logins WHERE id = $1", login_id
     )
     assert failed == 5
+
+
+async def test_code_requests_are_limited_per_email_across_logins(
+    client: TestClient[Any, Any],
+) -> None:
+    # given the development limit of 100 code requests per email in 5 minutes
+    await sign_up(client, "ann@example.com")
+    logins = [await _login(client, "ann@example.com") for _ in range(2)]
+    statuses = []
+
+    # when fresh codes are requested through two logins for the same email
+    for n in range(101):
+        response = await client.post("/api/v1/auth/otp/request", json={"loginId": logins[n % 2]})
+        statuses.append(response.status)
+
+    # then the 101st is refused although neither login reached its own limit
+    assert statuses[:100] == [200] * 100
+    assert statuses[100] == 429

@@ -76,6 +76,7 @@ async def test_production_mode_on_postgres_and_rabbitmq(
     # when
     health = await client.get("/api/v1/health")
     mailbox = await client.get("/api/v1/dev/mailbox")
+    explorer = await client.get("/api/docs")
 
     # then the broker round trip went through RabbitMQ and the dev mailbox does not exist
     body = await health.json()
@@ -83,3 +84,4 @@ async def test_production_mode_on_postgres_and_rabbitmq(
     assert body["services"]["broker"]["status"] == "up"
     assert body["services"]["database"]["status"] == "up"
     assert mailbox.status == 404
+    assert explorer.status == 404

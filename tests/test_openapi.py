@@ -39,3 +39,11 @@ async def test_openapi_document_needs_a_session(client: TestClient[Any, Any]) ->
 
     assert anonymous.status == 401
     assert_envelope(await anonymous.json(), 401)
+
+
+async def test_api_explorer_is_served_in_development(client: TestClient[Any, Any]) -> None:
+    response = await client.get("/api/docs")
+
+    assert response.status == 200
+    assert response.headers["Content-Type"].startswith("text/html")
+    assert "/api/v1/developer/openapi.json" in await response.text()

@@ -13,6 +13,7 @@ from typing import Any
 
 from mps.actors.company import CreateCompany, OpenSession, RevokeSession
 from mps.adapters.mail import Mail
+from mps.auth.limits import auth_limits
 from mps.auth.principals import SessionPrincipal
 from mps.auth.scopes import builtin_role
 from mps.auth.tokens import SessionClaims
@@ -106,6 +107,10 @@ async def request_code(services: Services, login_id: str) -> dict[str, Any]:
     login = await q.login_by_id(services.database, login_id)
     if login is None:
         raise NotFound("No such login")
+    # Per email as well as per login, so fresh logins cannot be used to flood one inbox.
+    services.limiter.hit(
+        auth_limits(services.settings.development).otp_request, f"email:{login['email']}"
+    )
     now = services.clock()
     expires = now + CODE_TTL
     usable = (

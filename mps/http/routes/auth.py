@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from mps.auth import signin
+from mps.auth.limits import auth_limits
 from mps.http.replies import Resource
 from mps.http.routing import Auth, Call, LimitRule, Route
 from mps.http.schema import Enum, Obj, Str
-from mps.limits import Limit
 
 __all__ = ["build"]
 
@@ -21,14 +21,6 @@ def _ip(call: Call) -> str:
 def _login_id(call: Call) -> str | None:
     value = call.body.get("loginId") if isinstance(call.body, dict) else None
     return value if isinstance(value, str) else None
-
-
-def _auth_limits(development: bool) -> dict[str, Limit]:
-    return {
-        "signin": Limit("signin", 200 if development else 10, 15 * 60),
-        "otp_request": Limit("otp-request", 100 if development else 10, 5 * 60),
-        "otp_verify": Limit("otp-verify", 200 if development else 20, 5 * 60),
-    }
 
 
 async def signup(call: Call) -> Resource:
@@ -69,8 +61,8 @@ async def session_mode(call: Call) -> Resource:
 
 
 def build(development: bool) -> list[Route]:
-    limits = _auth_limits(development)
-    by_ip = LimitRule(limits["signin"], _ip)
+    limits = auth_limits(development)
+    by_ip = LimitRule(limits.signin_per_ip, _ip)
     return [
         Route(
             "POST",
@@ -107,7 +99,7 @@ def build(development: bool) -> list[Route]:
             "Send a fresh code for a login",
             "auth",
             Auth.PUBLIC,
-            limits=(LimitRule(limits["otp_request"], _login_id),),
+            limits=(LimitRule(limits.otp_request, _login_id),),
             body=Obj({"loginId": Str(min_length=1, max_length=64)}, required=["loginId"]),
         ),
         Route(
@@ -117,7 +109,7 @@ def build(development: bool) -> list[Route]:
             "Exchange a code for a session token",
             "auth",
             Auth.PUBLIC,
-            limits=(LimitRule(limits["otp_verify"], _login_id),),
+            limits=(LimitRule(limits.otp_verify, _login_id),),
             body=Obj(
                 {
                     "loginId": Str(min_length=1, max_length=64),

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import ipaddress
 
+from aiohttp import web
+
 from mps.errors import NotFound
+from mps.http.pages.explorer import EXPLORER_HTML
 from mps.http.replies import Aggregate
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
@@ -23,7 +26,24 @@ async def mailbox(call: Call) -> Aggregate:
     return Aggregate([m.as_json() for m in box.messages(call.query.get("to"))])
 
 
+async def explorer(call: Call) -> web.Response:
+    return web.Response(
+        text=EXPLORER_HTML, content_type="text/html", headers={"X-Content-Type-Options": "nosniff"}
+    )
+
+
 ROUTES = [
+    Route(
+        "GET",
+        "/api/docs",
+        explorer,
+        "Interactive API explorer (development only)",
+        "dev",
+        Auth.PUBLIC,
+        api=False,
+        internal=True,
+        development_only=True,
+    ),
     Route(
         "GET",
         "/dev/mailbox",
