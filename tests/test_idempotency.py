@@ -106,7 +106,24 @@ async def test_the_key_is_committed_with_what_it_created(client: TestClient[Any,
     )
     assert row is not None
     assert row["status_code"] == 201
-    assert row["body"].encode() == await response.read()
+    keyring = client.app[SERVICES].keyring
+    assert keyring.unseal(row["body"], "idempotent-response") == await response.read()
+
+
+async def test_a_stored_response_carrying_a_new_api_key_rests_sealed(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "key-1"}
+    body = {"name": "ci", "scopes": ["analytics:read"]}
+
+    first = await client.post("/api/v1/merchant/api-keys", json=body, headers=headers)
+    again = await client.post("/api/v1/merchant/api-keys", json=body, headers=headers)
+
+    secret = (await first.json())["key"]
+    assert await again.read() == await first.read()
+    rows = await client.app[SERVICES].database.fetch("SELECT body FROM idempotency_keys")
+    assert secret not in str(rows)
 
 
 async def test_keys_are_scoped_per_company(client: TestClient[Any, Any]) -> None:

@@ -6,9 +6,13 @@ of the database alone does not let anyone test guesses offline.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
+import os
 from dataclasses import dataclass
+
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = ["Keyring"]
 
@@ -56,6 +60,19 @@ class Keyring:
             hashlib.sha256,
         ).digest()
         return "cus_" + _base62(digest)[:24]
+
+    def seal(self, plaintext: bytes, purpose: str) -> str:
+        """AES-256-GCM under a key for `purpose`; the purpose is also bound as associated data,
+        so a value sealed for one use cannot be opened as another."""
+        nonce = os.urandom(12)
+        key = _derive(self.encryption_key, f"seal/{purpose}")
+        sealed = AESGCM(key).encrypt(nonce, plaintext, purpose.encode())
+        return "v1:" + base64.b64encode(nonce + sealed).decode()
+
+    def unseal(self, token: str, purpose: str) -> bytes:
+        raw = base64.b64decode(token.removeprefix("v1:"))
+        key = _derive(self.encryption_key, f"seal/{purpose}")
+        return AESGCM(key).decrypt(raw[:12], raw[12:], purpose.encode())
 
     def hash_api_key(self, key: str) -> str:
         return hmac.new(

@@ -35,6 +35,7 @@ from mps.services import Services
 __all__ = ["Claim", "fingerprint", "run_idempotent", "validate_key"]
 
 KEY_TTL = timedelta(hours=24)
+SEAL_PURPOSE = "idempotent-response"
 _PRINTABLE = re.compile(r"[\x20-\x7e]{1,255}")
 # A duplicate waits this long for the first request before giving up with 503.
 WAIT_LIMIT = 30.0
@@ -63,6 +64,7 @@ class Claim:
     version: str
     created_at: str
     expires_at: str
+    seal: Callable[[bytes], str] = field(repr=False)
     present: Callable[[Any], Reply] | None = None
     stored: tuple[int, bytes, dict[str, str]] | None = field(default=None, repr=False)
 
@@ -75,27 +77,28 @@ class Claim:
         raw = orjson.dumps(apply_transforms(body, self.version))
         headers = {"X-Request-Id": self.request_id, **version_headers(self.version)}
         self.stored = (status, raw, headers)
-        return upsert(
-            "idempotency_keys",
-            {
-                "company_id": self.scope,
-                "idem_key": self.key,
-                "fingerprint": self.fingerprint,
-                "status_code": status,
-                "headers": orjson.dumps(headers).decode(),
-                "body": raw.decode(),
-                "created_at": self.created_at,
-                "expires_at": self.expires_at,
-            },
-            key=("company_id", "idem_key"),
-        )
+        return self.row(status, raw, headers)
+
+    def row(self, status: int, raw: bytes, headers: dict[str, str]) -> Statement:
+        # Responses can carry secrets (a new API key is shown once), so they rest sealed.
+        columns = {
+            "company_id": self.scope,
+            "idem_key": self.key,
+            "fingerprint": self.fingerprint,
+            "status_code": status,
+            "headers": orjson.dumps(headers).decode(),
+            "body": self.seal(raw),
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+        }
+        return upsert("idempotency_keys", columns, key=("company_id", "idem_key"))
 
 
-def _replay(row: Row) -> web.Response:
+def _replay(row: Row, services: Services) -> web.Response:
     headers = orjson.loads(row["headers"])
     response = web.Response(
         status=row["status_code"],
-        body=row["body"].encode(),
+        body=services.keyring.unseal(row["body"], SEAL_PURPOSE),
         content_type="application/json",
         headers=headers,
     )
@@ -129,7 +132,7 @@ async def run_idempotent(
                 raise Unavailable(msg) from exc
             continue
         if found is not None:
-            return _replay(found)
+            return _replay(found, services)
         break
     try:
         response = await run(claim)
@@ -143,32 +146,17 @@ async def run_idempotent(
 
 
 async def _store_late(services: Services, claim: Claim, response: web.StreamResponse) -> None:
-    if not isinstance(response, web.Response) or response.body is None:
+    if not isinstance(response, web.Response) or not isinstance(response.body, bytes):
         return
-    raw = response.body if isinstance(response.body, bytes) else b""
     headers = {"X-Request-Id": claim.request_id, **version_headers(claim.version)}
-    await services.actors.commit(
-        upsert(
-            "idempotency_keys",
-            {
-                "company_id": claim.scope,
-                "idem_key": claim.key,
-                "fingerprint": claim.fingerprint,
-                "status_code": response.status,
-                "headers": orjson.dumps(headers).decode(),
-                "body": raw.decode(),
-                "created_at": claim.created_at,
-                "expires_at": claim.expires_at,
-            },
-            key=("company_id", "idem_key"),
-        )
-    )
+    await services.actors.commit(claim.row(response.status, response.body, headers))
 
 
 def new_claim(
     services: Services, scope: str, key: str, digest: str, request_id: str, version: str
 ) -> Claim:
     now = services.clock()
+    keyring = services.keyring
     return Claim(
         scope=scope,
         key=key,
@@ -177,4 +165,5 @@ def new_claim(
         version=version,
         created_at=iso(now),
         expires_at=iso(now + KEY_TTL),
+        seal=lambda raw: keyring.seal(raw, SEAL_PURPOSE),
     )
