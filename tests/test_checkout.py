@@ -221,7 +221,7 @@ async def test_checkout_page_shows_merchant_amount_and_states(
     payment = await create_payment(client, member, amountMinor="123456", description="Blue mug")
     yen = await create_payment(client, member, amountMinor="500", currency="JPY")
 
-    page = await client.get(f"/pay/{payment['reference']}")
+    page = await client.get(f"/pay/{payment['reference']}", params={"utm_source": "mail"})
     yen_page = await client.get(f"/pay/{yen['reference']}")
     await pay(client, payment["reference"])
     paid_page = await client.get(f"/pay/{payment['reference']}")

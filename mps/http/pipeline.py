@@ -172,7 +172,8 @@ def endpoint(route: Route) -> Any:
             call = Call(request, services, route, request_id, principal)
             verdict = _apply_limits(call)
             call.query = validate(route.query, _query_dict(request)) if route.query else {}
-            if route.query is None and request.query:
+            # Pages for people keep whatever a shared link carries (?utm_source=...).
+            if route.query is None and request.query and route.api:
                 raise BadRequest("This route takes no query parameters")
             raw_body = await _read_body(request) if route.body is not None else None
             if route.body is not None:
