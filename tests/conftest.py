@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
@@ -58,20 +59,16 @@ async def database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
         yield f"sqlite:///{tmp_path / 'test.db'}"
         return
     schema = f"t_{secrets.token_hex(6)}"
-    url = f"{PG_URL}?schema={schema}"
-    probe = open_database(PG_URL)
     try:
-        await probe.open()
-    except (OSError, Exception) as exc:
+        # A bare connection: opening a Database would migrate the public schema as a side effect.
+        admin = await asyncpg.connect(PG_URL)
+    except (OSError, asyncpg.PostgresError) as exc:
         _unavailable(f"PostgreSQL at {PG_URL} ({exc})")
     try:
-        yield url
+        yield f"{PG_URL}?schema={schema}"
     finally:
-        from mps.persistence.postgres import PostgresDatabase
-
-        assert isinstance(probe, PostgresDatabase)
-        await probe.fetch(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        await probe.close()
+        await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        await admin.close()
 
 
 @pytest.fixture

@@ -70,6 +70,8 @@ class ActorDirectory(Generic[K, A]):
         raise Unavailable(msg)
 
     async def tell(self, key: K, message: Any) -> None:
+        """Deliver `message` without a reply. Unlike `ask`, it is not re-sent when the incarnation
+        stops before handling it: a told message queued behind a crash is dropped."""
         actor = await self._activate(key)
         actor.actor_ref.tell(message)
 

@@ -19,7 +19,7 @@ from typing import Any
 from pykka._envelope import Envelope
 from pykka.messages import _ActorStop
 
-from mps.actors.runtime import AsyncioActor
+from mps.actors.runtime import ActorDeadError, AsyncioActor
 from mps.errors import StaleWrite, Unavailable
 from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.statements import Statement
@@ -74,6 +74,15 @@ class PersistenceActor(AsyncioActor):
                 if envelope.reply_to is not None:
                     envelope.reply_to.set_exception((Unavailable, error, None))
             return
+        except BaseException as exc:
+            # Cancelled mid-transaction (the loop is shutting down). These envelopes are out of
+            # the inbox, so nothing else will answer them; whether the commit landed is unknown.
+            cancelled = ActorDeadError("the writer was cancelled during a group commit")
+            cancelled.__cause__ = exc
+            for envelope in envelopes:
+                if envelope.reply_to is not None:
+                    envelope.reply_to.set_exception((ActorDeadError, cancelled, None))
+            raise
         finally:
             self.busy = False
         self.commits += 1

@@ -94,6 +94,9 @@ class AsyncioFuture(pykka.Future[T]):
         try:
             return waiter.result(timeout)
         except concurrent.futures.TimeoutError:
+            # Withdraw the waiter, or every timed-out get() would leave a task on the loop until
+            # the future completes, which may be never. The shield keeps the future itself.
+            waiter.cancel()
             raise pykka.Timeout(f"{timeout} seconds") from None
 
     async def _wait(self) -> T:
@@ -279,6 +282,15 @@ class AsyncioActor(pykka.Actor):
             except Exception:
                 logger.exception("%s: on_failure raised", self)
             return False
+        except BaseException as exc:
+            # The actor's task was cancelled mid-message (the loop is shutting down). The envelope
+            # is already out of the inbox, so `_fail_queued` will not reach it: answer it here,
+            # or its caller waits forever. Whether the message took effect is unknown.
+            if envelope.reply_to is not None:
+                error = ActorDeadError(f"{self} was cancelled while handling the message")
+                error.__cause__ = exc
+                envelope.reply_to.set_exception((ActorDeadError, error, None))
+            raise
         else:
             if envelope.reply_to is not None:
                 envelope.reply_to.set(response)

@@ -47,14 +47,24 @@ class PostgresDatabase(Database):
         return {"search_path": self.schema} if self.schema else {}
 
     async def open(self) -> None:
-        settings = self._server_settings()
-        self._writer = await asyncpg.connect(self.url, server_settings=settings)
-        if self.schema:
-            await self._writer.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
-        self._pool = await asyncpg.create_pool(
-            self.url, min_size=1, max_size=self._pool_size, server_settings=settings
-        )
-        await self._migrate()
+        try:
+            self._writer = await self._connect()
+            # `_migrate` creates the schema, under the migration lock: two nodes racing through
+            # CREATE SCHEMA IF NOT EXISTS can both pass the check, and the second then fails.
+            await self._migrate()
+            self._pool = await asyncpg.create_pool(
+                self.url,
+                min_size=1,
+                max_size=self._pool_size,
+                server_settings=self._server_settings(),
+            )
+        except BaseException:
+            # Nobody closes a database whose open() failed; its connections would linger.
+            await self.close()
+            raise
+
+    async def _connect(self) -> asyncpg.Connection:
+        return await asyncpg.connect(self.url, server_settings=self._server_settings())
 
     async def close(self) -> None:
         if self._pool is not None:
@@ -74,6 +84,8 @@ class PostgresDatabase(Database):
         conn = self._w
         await conn.execute("SELECT pg_advisory_lock($1)", _MIGRATION_LOCK)
         try:
+            if self.schema:
+                await conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{self.schema}"')
             await conn.execute(
                 "CREATE TABLE IF NOT EXISTS schema_migrations "
                 "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
@@ -97,17 +109,34 @@ class PostgresDatabase(Database):
             await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
 
     async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
-        conn = self._w
+        conn = await self._writer_connection()
         outcomes: list[UnitOutcome] = []
-        async with conn.transaction():
-            for unit in units:
-                try:
-                    async with conn.transaction():  # nested: a savepoint
-                        outcome: UnitOutcome = [await self._apply(conn, st) for st in unit]
-                except (StaleWrite, IntegrityConflict) as exc:
-                    outcome = exc
-                outcomes.append(outcome)
+        try:
+            async with conn.transaction():
+                for unit in units:
+                    try:
+                        async with conn.transaction():  # nested: a savepoint
+                            outcome: UnitOutcome = [await self._apply(conn, st) for st in unit]
+                    except (StaleWrite, IntegrityConflict) as exc:
+                        outcome = exc
+                    outcomes.append(outcome)
+        except BaseException:
+            # The transaction could not even be rolled back: the session is in an unknown state,
+            # so drop it; the next batch connects afresh instead of inheriting it.
+            if not conn.is_closed() and conn.is_in_transaction():
+                conn.terminate()
+            raise
         return outcomes
+
+    async def _writer_connection(self) -> asyncpg.Connection:
+        conn = self._w
+        if conn.is_closed():
+            # The server ended the session (a restart, a failover, an idle timeout). The batch
+            # that found out was answered Unavailable; this one gets a new session, rather than
+            # every write failing until the process restarts. Should the server still be down,
+            # connecting raises and this batch is answered Unavailable in turn.
+            conn = self._writer = await self._connect()
+        return conn
 
     @staticmethod
     async def _apply(conn: asyncpg.Connection, statement: Statement) -> list[Row]:

@@ -7,6 +7,7 @@ makes each commit durable before `write` returns, which is what lets us acknowle
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -23,10 +24,31 @@ from mps.persistence.statements import Row, Statement, WriteUnit
 __all__ = ["SqliteDatabase"]
 
 _PLACEHOLDER = re.compile(r"\$(\d+)")
+# About five seconds of 10 ms waits, like the busy timeout.
+_WAL_ATTEMPTS = 500
 
 
 def _sqlite_sql(sql: str) -> str:
     return _PLACEHOLDER.sub(r"?\1", sql)
+
+
+async def _enable_wal(conn: aiosqlite.Connection) -> None:
+    """Switch the file to WAL, waiting out another connection doing the same.
+
+    SQLite does not call the busy handler for this switch when another connection holds a lock
+    on a file still in rollback mode (waiting could deadlock), so `busy_timeout` does not cover
+    it. WAL is a property of the file: once the other connection has switched it, we are done.
+    """
+    for _ in range(_WAL_ATTEMPTS - 1):
+        try:
+            await conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            await asyncio.sleep(0.01)
+        else:
+            return
+    await conn.execute("PRAGMA journal_mode=WAL")
 
 
 class SqliteDatabase(Database):
@@ -38,23 +60,32 @@ class SqliteDatabase(Database):
         self._reader: aiosqlite.Connection | None = None
 
     async def open(self) -> None:
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._writer = await self._connect()
-            self._reader = await self._connect()
-        else:
-            # An in-memory database exists per connection, so reads share the writer.
-            self._writer = await self._connect()
-            self._reader = self._writer
-        await self._migrate()
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                self._writer = await self._connect()
+                self._reader = await self._connect()
+            else:
+                # An in-memory database exists per connection, so reads share the writer.
+                self._writer = await self._connect()
+                self._reader = self._writer
+            await self._migrate()
+        except BaseException:
+            # Nobody closes a database whose open() failed; its connection threads would linger.
+            await self.close()
+            raise
 
     async def _connect(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
-        conn.row_factory = sqlite3.Row
-        await conn.execute("PRAGMA journal_mode=WAL")
-        await conn.execute("PRAGMA synchronous=FULL")
-        await conn.execute("PRAGMA busy_timeout=5000")
-        await conn.execute("PRAGMA foreign_keys=ON")
+        try:
+            conn.row_factory = sqlite3.Row
+            await conn.execute("PRAGMA busy_timeout=5000")
+            await _enable_wal(conn)
+            await conn.execute("PRAGMA synchronous=FULL")
+            await conn.execute("PRAGMA foreign_keys=ON")
+        except BaseException:
+            await conn.close()
+            raise
         return conn
 
     async def close(self) -> None:
@@ -84,12 +115,19 @@ class SqliteDatabase(Database):
                 continue
             await conn.execute("BEGIN IMMEDIATE")
             try:
-                for statement in migration.statements():
-                    await conn.execute(statement)
-                await conn.execute(
-                    "INSERT INTO schema_migrations VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
-                    (migration.version, migration.name),
+                # Look again under the write lock: another process opening the same file may
+                # have applied this migration since we read the list.
+                cursor = await conn.execute(
+                    "SELECT 1 FROM schema_migrations WHERE version = ?", (migration.version,)
                 )
+                if await cursor.fetchone() is None:
+                    for statement in migration.statements():
+                        await conn.execute(statement)
+                    await conn.execute(
+                        "INSERT INTO schema_migrations "
+                        "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ'))",
+                        (migration.version, migration.name),
+                    )
             except BaseException:
                 await conn.execute("ROLLBACK")
                 raise

@@ -1,0 +1,243 @@
+"""The company actor against real storage: ordering, crashes and passivation
+(mps.actors.company)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+import orjson
+import pytest
+
+from mps.actors.company import CompanyActor, CreateCompany, UpdateSettings
+from mps.actors.context import ActorContext
+from mps.actors.directory import ActorDirectory
+from mps.actors.persistence import PersistenceActor
+from mps.actors.runtime import ActorRef, ask, stop
+from mps.auth.keyring import Keyring
+from mps.auth.scopes import OWNER_ROLE
+from mps.domain.clock import Clock
+from mps.domain.company import Company
+from mps.errors import NotFound
+from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
+from mps.persistence.statements import Row, Statement, WriteUnit
+
+pytestmark = pytest.mark.both_backends
+
+PATIENCE = 60.0
+PUBLIC_URL = "http://127.0.0.1:8080"
+KEYRING = Keyring(
+    session_secret=b"company-actor-session-secret-0123456789",
+    encryption_key=b"company-actor-encryption-key-0123456789",
+)
+
+
+class FaultyDatabase(Database):
+    """A real database that can make the next write unit fail after all its own statements ran.
+
+    The extra statement breaks a NOT NULL constraint, so the server rejects the unit part-way
+    through, exactly where a crash between two of its statements would leave it.
+    """
+
+    def __init__(self, real: Database) -> None:
+        self.real = real
+        self.break_next_unit = False
+
+    async def open(self) -> None:
+        await self.real.open()
+
+    async def close(self) -> None:
+        await self.real.close()
+
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        if self.break_next_unit and units:
+            self.break_next_unit = False
+            broken = (*units[0], Statement("INSERT INTO companies (id) VALUES (NULL)"))
+            units = [broken, *units[1:]]
+        return await self.real.write(units)
+
+    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+        return await self.real.fetch(sql, *params)
+
+
+class FlakyClock:
+    """The test clock, which can be told to fail once, as any dependency of a command might."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.fail_next = False
+
+    def __call__(self) -> datetime:
+        if self.fail_next:
+            self.fail_next = False
+            msg = "the clock is unreadable"
+            raise OSError(msg)
+        now: datetime = self.clock()
+        return now
+
+
+@pytest.fixture
+def faulty(database: Database) -> FaultyDatabase:
+    return FaultyDatabase(database)
+
+
+@pytest.fixture
+def flaky_clock(clock: Clock) -> FlakyClock:
+    return FlakyClock(clock)
+
+
+@pytest.fixture
+async def context(
+    database: Database, faulty: FaultyDatabase, flaky_clock: FlakyClock
+) -> AsyncIterator[ActorContext]:
+    persistence: ActorRef[PersistenceActor] = PersistenceActor.start(faulty)
+    yield ActorContext(database, persistence, flaky_clock)
+    await stop(persistence)
+
+
+@pytest.fixture
+async def companies(context: ActorContext) -> AsyncIterator[ActorDirectory[str, CompanyActor]]:
+    directory: ActorDirectory[str, CompanyActor] = ActorDirectory(
+        "company",
+        lambda company_id: CompanyActor(company_id, context, KEYRING, public_url=PUBLIC_URL),
+        capacity=10,
+        idle_after=300.0,
+    )
+    yield directory
+    await directory.close()
+
+
+@pytest.fixture
+async def spawn(context: ActorContext) -> AsyncIterator[Callable[[str], ActorRef[CompanyActor]]]:
+    started: list[ActorRef[CompanyActor]] = []
+
+    def start(company_id: str) -> ActorRef[CompanyActor]:
+        ref = CompanyActor.start(company_id, context, KEYRING, public_url=PUBLIC_URL)
+        started.append(ref)
+        return ref
+
+    yield start
+    for ref in started:
+        await stop(ref)
+
+
+async def stored_company(database: Database, company_id: str) -> tuple[int, dict[str, Any]]:
+    row = await database.fetchrow("SELECT version, data FROM companies WHERE id = $1", company_id)
+    assert row is not None
+    return row["version"], orjson.loads(row["data"])
+
+
+async def count(database: Database, table: str) -> int:
+    value: int = await database.fetchval(f"SELECT COUNT(*) FROM {table}")
+    return value
+
+
+def create(name: str = "Acme Ltd") -> CreateCompany:
+    return CreateCompany(name=name, owner_email="owner@example.com", owner_name="Owner")
+
+
+async def test_company_actor_applies_settings_in_order_when_a_thousand_arrive_at_once(
+    database: Database, spawn: Callable[[str], ActorRef[CompanyActor]]
+) -> None:
+    # given
+    ref = spawn("cmp_order")
+    await ask(ref, create())
+
+    # when: every command is queued, in order, before the actor handles the first
+    futures = [
+        ref.ask(UpdateSettings(mode="test", changes={"settlement_delay_sec": i}), block=False)
+        for i in range(1_000)
+    ]
+    async with asyncio.timeout(PATIENCE):
+        replies: list[Company] = await asyncio.gather(*futures)
+
+    # then
+    assert [c.version for c in replies] == list(range(2, 1_002))
+    assert [c.settings["test"].settlement_delay_sec for c in replies] == list(range(1_000))
+    version, data = await stored_company(database, "cmp_order")
+    assert version == 1_001
+    assert data["settings"]["test"]["settlementDelaySec"] == 999
+
+
+async def test_create_company_leaves_no_row_when_its_unit_fails_part_way(
+    database: Database,
+    faulty: FaultyDatabase,
+    companies: ActorDirectory[str, CompanyActor],
+) -> None:
+    # given: the unit writing company, owner and membership is rejected after all three ran
+    faulty.break_next_unit = True
+
+    # when
+    with pytest.raises(IntegrityConflict):
+        await companies.ask("cmp_broken", create())
+
+    # then: nothing of it was stored, and the next incarnation agrees with storage
+    assert await count(database, "companies") == 0
+    assert await count(database, "users") == 0
+    assert await count(database, "members") == 0
+    with pytest.raises(NotFound):
+        await companies.ask("cmp_broken", UpdateSettings(mode="test", changes={}))
+    owner = await companies.ask("cmp_broken", create())
+    member = await database.fetchrow(
+        "SELECT company_id, role_id FROM members WHERE user_id = $1", owner
+    )
+    assert member == {"company_id": "cmp_broken", "role_id": OWNER_ROLE}
+
+
+async def test_company_actor_keeps_the_committed_snapshot_when_a_command_crashes_before_commit(
+    database: Database,
+    flaky_clock: FlakyClock,
+    companies: ActorDirectory[str, CompanyActor],
+) -> None:
+    # given
+    await companies.ask("cmp_crash", create())
+    await companies.ask(
+        "cmp_crash", UpdateSettings(mode="test", changes={"settlement_delay_sec": 5})
+    )
+
+    # when: the new settings are computed, then the command fails before they are committed
+    flaky_clock.fail_next = True
+    with pytest.raises(OSError, match="unreadable"):
+        await companies.ask(
+            "cmp_crash", UpdateSettings(mode="test", changes={"payout_schedule": "daily"})
+        )
+    after = await companies.ask(
+        "cmp_crash", UpdateSettings(mode="test", changes={"settlement_delay_sec": 6})
+    )
+
+    # then: the next command started from version 2, without the change that never committed
+    assert after.version == 3
+    assert after.settings["test"].payout_schedule == "manual"
+    assert after.settings["test"].settlement_delay_sec == 6
+    assert companies.activations == 2
+    version, data = await stored_company(database, "cmp_crash")
+    assert version == 3
+    assert data["settings"]["test"]["payoutSchedule"] == "manual"
+
+
+async def test_company_actor_reloads_its_settings_from_storage_when_reactivated_after_passivation(
+    database: Database, companies: ActorDirectory[str, CompanyActor]
+) -> None:
+    # given: settings changed, then the actor passivated
+    await companies.ask("cmp_idle", create())
+    await companies.ask(
+        "cmp_idle", UpdateSettings(mode="live", changes={"payout_schedule": "weekly"})
+    )
+    companies.passivate("cmp_idle")
+    assert not companies.is_active("cmp_idle")
+
+    # when
+    reply = await companies.ask(
+        "cmp_idle", UpdateSettings(mode="test", changes={"settlement_delay_sec": 60})
+    )
+
+    # then: the new incarnation started from what was stored, version and all
+    assert companies.activations == 2
+    assert reply.version == 3
+    assert reply.settings["live"].payout_schedule == "weekly"
+    assert reply.settings["test"].settlement_delay_sec == 60
+    version, data = await stored_company(database, "cmp_idle")
+    assert version == 3
+    assert data["settings"]["live"]["payoutSchedule"] == "weekly"

@@ -1,0 +1,370 @@
+"""Migrations, unit-by-unit group commits and the persistence actor, on real SQLite and Postgres
+(mps.persistence, mps.actors.persistence)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+
+from mps.actors.persistence import Commit, PersistenceActor
+from mps.actors.runtime import (
+    ActorDeadError,
+    ActorStoppedBeforeHandling,
+    ask,
+    stop,
+)
+from mps.errors import StaleWrite, Unavailable
+from mps.persistence.database import Database, IntegrityConflict, UnitOutcome, open_database
+from mps.persistence.migrations import load_migrations
+from mps.persistence.postgres import PostgresDatabase
+from mps.persistence.statements import Row, Statement, WriteUnit, insert, versioned_update
+
+pytestmark = pytest.mark.both_backends
+
+PATIENCE = 10.0
+NOW = "2026-01-01T00:00:00.000Z"
+
+
+def new_user(user_id: str) -> Statement:
+    return insert(
+        "users", {"id": user_id, "email": f"{user_id}@example.com", "name": None, "created_at": NOW}
+    )
+
+
+def new_user_returning_id(user_id: str) -> Statement:
+    statement = new_user(user_id)
+    return Statement(statement.sql + " RETURNING id", statement.params)
+
+
+def new_company(company_id: str, data: str = "{}") -> Statement:
+    return insert(
+        "companies",
+        {
+            "id": company_id,
+            "version": 1,
+            "name": company_id,
+            "created_at": NOW,
+            "updated_at": NOW,
+            "data": data,
+        },
+    )
+
+
+def rename_missing_user() -> Statement:
+    return Statement(
+        "UPDATE users SET name = $1 WHERE id = $2", ("nobody", "usr_missing"), expect_rows=1
+    )
+
+
+async def user_ids(database: Database) -> list[str]:
+    return [r["id"] for r in await database.fetch("SELECT id FROM users ORDER BY id")]
+
+
+class BreakingDatabase(Database):
+    """A real database whose next group commit fails part-way, as a lost connection would.
+
+    The failure comes from the server, after every unit of the batch has been executed inside the
+    transaction, so what it proves is the backend's rollback, not an early return.
+    """
+
+    def __init__(self, real: Database) -> None:
+        self.real = real
+        self.break_next = False
+        self.writes = 0
+
+    async def open(self) -> None:
+        await self.real.open()
+
+    async def close(self) -> None:
+        await self.real.close()
+
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        self.writes += 1
+        if self.break_next:
+            self.break_next = False
+            # Not a unit's own failure (a constraint or a version), so the whole batch fails.
+            units = [*units, (Statement("SELECT no_such_column FROM users"),)]
+        return await self.real.write(units)
+
+    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+        return await self.real.fetch(sql, *params)
+
+
+class StuckDatabase(BreakingDatabase):
+    """A real database whose writes never finish, as behind a hung network link."""
+
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        self.writes += 1
+        await asyncio.Event().wait()
+        raise AssertionError  # unreachable: the wait above never ends
+
+
+@pytest.fixture
+async def writer(database: Database) -> AsyncIterator[PersistenceActor]:
+    actor = PersistenceActor.launch(database)
+    yield actor
+    await stop(actor.actor_ref)
+
+
+async def test_migrations_are_applied_once_when_the_database_is_reopened(
+    database: Database, database_url: str
+) -> None:
+    # given
+    expected = [m.version for m in load_migrations()]
+
+    # when
+    again = open_database(database_url)
+    await again.open()
+    try:
+        versions = [
+            r["version"]
+            for r in await again.fetch("SELECT version FROM schema_migrations ORDER BY version")
+        ]
+    finally:
+        await again.close()
+
+    # then
+    assert versions == expected
+    assert await database.fetchval("SELECT COUNT(*) FROM companies") == 0
+
+
+async def test_migrations_are_applied_once_when_two_nodes_open_a_new_database_together(
+    database_url: str,
+) -> None:
+    # given: two processes' worth of connections to one database nobody has migrated yet
+    first, second = open_database(database_url), open_database(database_url)
+
+    # when
+    try:
+        async with asyncio.timeout(PATIENCE):
+            await asyncio.gather(first.open(), second.open())
+        versions = [
+            r["version"]
+            for r in await first.fetch("SELECT version FROM schema_migrations ORDER BY version")
+        ]
+    finally:
+        await asyncio.gather(first.close(), second.close())
+
+    # then
+    assert versions == [m.version for m in load_migrations()]
+
+
+async def test_write_rolls_back_only_the_stale_unit_when_its_row_count_does_not_match(
+    database: Database,
+) -> None:
+    # given: the middle unit writes a row, then finds its guarded update matched nothing
+    units = [
+        (new_user("usr_a"),),
+        (new_user("usr_b"), rename_missing_user()),
+        (new_user("usr_c"),),
+    ]
+
+    # when
+    outcomes = await database.write(units)
+
+    # then
+    assert outcomes[0] == [[]] and outcomes[2] == [[]]
+    assert isinstance(outcomes[1], StaleWrite)
+    assert await user_ids(database) == ["usr_a", "usr_c"]
+
+
+async def test_write_rolls_back_only_the_conflicting_unit_when_a_primary_key_is_taken(
+    database: Database,
+) -> None:
+    # given
+    await database.write([(new_user("usr_a"),)])
+    units = [
+        (new_user("usr_b"),),
+        (new_user("usr_c"), new_user("usr_a")),
+        (new_user("usr_d"),),
+    ]
+
+    # when
+    outcomes = await database.write(units)
+
+    # then
+    assert isinstance(outcomes[1], IntegrityConflict)
+    assert not isinstance(outcomes[0], BaseException)
+    assert not isinstance(outcomes[2], BaseException)
+    assert await user_ids(database) == ["usr_a", "usr_b", "usr_d"]
+
+
+async def test_write_returns_the_rows_of_each_statement_when_they_use_returning(
+    database: Database,
+) -> None:
+    # when
+    outcomes = await database.write(
+        [(new_user_returning_id("usr_a"), new_user("usr_b")), (new_user_returning_id("usr_c"),)]
+    )
+
+    # then
+    assert outcomes == [[[{"id": "usr_a"}], []], [[{"id": "usr_c"}]]]
+
+
+async def test_versioned_update_is_refused_when_the_version_is_stale(
+    database: Database,
+) -> None:
+    # given
+    await database.write([(new_company("cmp_a", '{"n": 0}'),)])
+    first = versioned_update("companies", "id", "cmp_a", 1, {"data": '{"n": 1}'})
+    stale = versioned_update("companies", "id", "cmp_a", 1, {"data": '{"n": 2}'})
+
+    # when
+    accepted, refused = await database.write([(first,), (stale,)])
+
+    # then
+    assert accepted == [[]]
+    assert isinstance(refused, StaleWrite)
+    row = await database.fetchrow("SELECT version, data FROM companies WHERE id = $1", "cmp_a")
+    assert row == {"version": 2, "data": '{"n": 1}'}
+
+
+async def test_persistence_actor_groups_commits_when_many_writers_ask_at_once(
+    database: Database, writer: PersistenceActor
+) -> None:
+    # given
+    count = 300
+
+    # when
+    async with asyncio.timeout(PATIENCE):
+        replies = await asyncio.gather(
+            *(
+                ask(writer.actor_ref, Commit((new_user_returning_id(f"usr_{i:04d}"),)))
+                for i in range(count)
+            )
+        )
+
+    # then: each writer got the rows of its own unit, and fewer transactions than writes were paid
+    assert replies == [[[{"id": f"usr_{i:04d}"}]] for i in range(count)]
+    assert writer.units == count
+    assert writer.commits < count
+    assert await user_ids(database) == [f"usr_{i:04d}" for i in range(count)]
+
+
+async def test_persistence_actor_refuses_only_the_stale_writer_when_it_shares_a_group(
+    database: Database, writer: PersistenceActor
+) -> None:
+    # given
+    persistence = writer.actor_ref
+    await ask(persistence, Commit((new_company("cmp_a"),)))
+    commits_before = writer.commits
+
+    # when: three writes queued together, the middle one from an outdated snapshot
+    futures = [
+        persistence.ask(Commit((new_user("usr_a"),)), block=False),
+        persistence.ask(
+            Commit(
+                (new_user("usr_b"), versioned_update("companies", "id", "cmp_a", 7, {"name": "B"}))
+            ),
+            block=False,
+        ),
+        persistence.ask(Commit((new_user("usr_c"),)), block=False),
+    ]
+    async with asyncio.timeout(PATIENCE):
+        first, refused, third = await asyncio.gather(*futures, return_exceptions=True)
+
+    # then
+    assert writer.commits == commits_before + 1
+    assert first == [[]] and third == [[]]
+    assert isinstance(refused, StaleWrite)
+    assert await user_ids(database) == ["usr_a", "usr_c"]
+    assert persistence.is_alive()
+
+
+async def test_acknowledged_commit_is_seen_when_a_new_database_object_opens_the_same_url(
+    database: Database, database_url: str
+) -> None:
+    # given
+    writer = PersistenceActor.start(database)
+    await ask(writer, Commit((new_user("usr_durable"),)))
+    await stop(writer)
+    await database.close()
+
+    # when
+    reopened = open_database(database_url)
+    await reopened.open()
+    try:
+        found = await user_ids(reopened)
+    finally:
+        await reopened.close()
+
+    # then
+    assert found == ["usr_durable"]
+
+
+async def test_group_commit_answers_unavailable_to_every_writer_when_the_database_fails(
+    database: Database,
+) -> None:
+    # given
+    breaking = BreakingDatabase(database)
+    writer = PersistenceActor.start(breaking)
+    breaking.break_next = True
+
+    try:
+        # when
+        futures = [writer.ask(Commit((new_user(f"usr_{i}"),)), block=False) for i in range(5)]
+        async with asyncio.timeout(PATIENCE):
+            outcomes = await asyncio.gather(*futures, return_exceptions=True)
+        later = await ask(writer, Commit((new_user_returning_id("usr_later"),)))
+    finally:
+        await stop(writer)
+
+    # then: one failed transaction, none of it kept, and the writer carried on
+    assert breaking.writes == 2
+    assert all(isinstance(o, Unavailable) for o in outcomes), outcomes
+    assert later == [[{"id": "usr_later"}]]
+    assert await user_ids(database) == ["usr_later"]
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_persistence_actor_recovers_when_the_server_drops_its_connection(
+    database: Database,
+) -> None:
+    # given: the writer's session is killed by the server between two commits
+    writer = PersistenceActor.start(database)
+    try:
+        await ask(writer, Commit((new_user("usr_before"),)))
+        assert isinstance(database, PostgresDatabase)
+        pid = database._w.get_server_pid()
+        assert await database.fetchval("SELECT pg_terminate_backend($1)", pid) is True
+
+        # when: the first commit after the loss may fail; the ones after it must not
+        outcomes: list[Any] = []
+        async with asyncio.timeout(PATIENCE):
+            for i in range(3):
+                try:
+                    outcomes.append(await ask(writer, Commit((new_user(f"usr_after_{i}"),))))
+                except Unavailable as exc:
+                    outcomes.append(exc)
+    finally:
+        await stop(writer)
+
+    # then
+    assert outcomes[1:] == [[[]], [[]]]
+    committed = [o for o in outcomes if not isinstance(o, BaseException)]
+    assert len(await user_ids(database)) == 1 + len(committed)
+
+
+async def test_writers_get_an_error_when_the_persistence_actor_is_cancelled_mid_commit(
+    database: Database,
+) -> None:
+    # given: a group commit in progress and another write queued behind it
+    stuck = StuckDatabase(database)
+    writer = PersistenceActor.launch(stuck)
+    in_commit = writer.actor_ref.ask(Commit((new_user("usr_a"),)), block=False)
+    await asyncio.sleep(0.01)
+    queued = writer.actor_ref.ask(Commit((new_user("usr_b"),)), block=False)
+
+    # when
+    writer.task.cancel()
+
+    # then: nobody is left waiting
+    async with asyncio.timeout(PATIENCE):
+        with pytest.raises(ActorDeadError, match="cancelled during a group commit"):
+            await in_commit
+        with pytest.raises(ActorStoppedBeforeHandling):
+            await queued
+    assert stuck.writes == 1
