@@ -288,3 +288,38 @@ async def test_close_passivates_every_actor_when_the_directory_shuts_down(
     # then
     assert len(counters) == 0
     assert sorted(e[1] for e in storage.log if e[0] == "passivated") == ["a", "b"]
+
+
+class Holding(AsyncioActor):
+    """Holds something storage cannot rebuild while `held` is set."""
+
+    def __init__(self, key: str) -> None:
+        super().__init__()
+        self.held = False
+
+    async def receive(self, message: Any) -> Any:
+        self.held = message == "hold"
+        return message
+
+    def can_passivate(self) -> bool:
+        return not self.held
+
+
+async def test_an_actor_that_cannot_passivate_is_kept_by_idle_sweeps_and_eviction() -> None:
+    # given
+    directory: ActorDirectory[str, Holding] = ActorDirectory(
+        "holding", Holding, capacity=1, idle_after=0.0
+    )
+    await directory.ask("a", "hold")
+
+    # when idle sweeps run and another key crowds it
+    directory.passivate_idle(asyncio.get_running_loop().time() + 10)
+    await directory.ask("b", "free")
+
+    # then the holding actor is still active, and the free one went instead when over capacity
+    assert directory.is_active("a")
+    await directory.ask("c", "free")
+    assert directory.is_active("a")
+    assert directory.is_active("c")
+    assert not directory.is_active("b")
+    await directory.close()

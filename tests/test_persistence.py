@@ -368,3 +368,21 @@ async def test_writers_get_an_error_when_the_persistence_actor_is_cancelled_mid_
         with pytest.raises(ActorStoppedBeforeHandling):
             await queued
     assert stuck.writes == 1
+
+
+async def test_persistence_actor_keeps_serving_after_an_unexpected_message(
+    database: Database,
+) -> None:
+    # given
+    writer = PersistenceActor.start(database)
+    try:
+        # when something it does not understand reaches it
+        with pytest.raises(TypeError):
+            await ask(writer, "not a commit")
+
+        # then the only writer is still alive and commits
+        assert await ask(writer, Commit((new_user("usr_after"),))) == [[]]
+    finally:
+        await stop(writer)
+
+    assert await user_ids(database) == ["usr_after"]

@@ -94,16 +94,23 @@ class ActorDirectory(Generic[K, A]):
         self._live[key] = actor
         self.activations += 1
         actor.task.add_done_callback(lambda _task: self._forget(key, actor))
-        self._evict_over_capacity()
+        self._evict_over_capacity(key)
         return actor
 
     def _forget(self, key: K, actor: A) -> None:
         if self._live.get(key) is actor:
             del self._live[key]
 
-    def _evict_over_capacity(self) -> None:
-        while len(self._live) > self.capacity:
-            key = next(iter(self._live))
+    def _evict_over_capacity(self, keep: K) -> None:
+        excess = len(self._live) - self.capacity
+        if excess <= 0:
+            return
+        # Least recently used first; an actor that cannot be passivated now is skipped, so the
+        # directory may exceed its capacity briefly rather than strand that actor's waiters.
+        evictable = [
+            key for key, actor in self._live.items() if key != keep and actor.can_passivate()
+        ]
+        for key in evictable[:excess]:
             self.passivate(key)
 
     def passivate(self, key: K) -> None:
@@ -128,7 +135,10 @@ class ActorDirectory(Generic[K, A]):
         idle = [
             key
             for key, actor in self._live.items()
-            if not actor.busy and actor.inbox.empty() and now - actor.last_active >= self.idle_after
+            if not actor.busy
+            and actor.inbox.empty()
+            and actor.can_passivate()
+            and now - actor.last_active >= self.idle_after
         ]
         for key in idle:
             self.passivate(key)

@@ -20,8 +20,8 @@ from pykka._envelope import Envelope
 from pykka.messages import _ActorStop
 
 from mps.actors.runtime import ActorDeadError, AsyncioActor
-from mps.errors import StaleWrite, Unavailable
-from mps.persistence.database import Database, IntegrityConflict
+from mps.errors import Unavailable
+from mps.persistence.database import Database
 from mps.persistence.statements import Statement
 
 __all__ = ["Commit", "PersistenceActor"]
@@ -37,7 +37,9 @@ class Commit:
 
 
 class PersistenceActor(AsyncioActor):
-    expected_errors = (StaleWrite, IntegrityConflict, Unavailable)
+    # The writer holds no state a failure could corrupt (a failed transaction is rolled back),
+    # and every write in the process depends on it, so no error stops it: each is an answer.
+    expected_errors = (Exception,)
 
     def __init__(self, database: Database, *, max_batch: int = 512) -> None:
         super().__init__()

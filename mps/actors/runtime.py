@@ -237,6 +237,11 @@ class AsyncioActor(pykka.Actor):
         """Handle one message; the return value is the reply to an ask."""
         raise NotImplementedError
 
+    def can_passivate(self) -> bool:
+        """False while the actor holds something its next incarnation could not rebuild from
+        storage (waiters of an in-flight request); the directory then keeps it active."""
+        return True
+
     # The loop --------------------------------------------------------------------------------
 
     async def _run(self) -> None:
