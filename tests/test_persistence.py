@@ -386,3 +386,21 @@ async def test_persistence_actor_keeps_serving_after_an_unexpected_message(
         await stop(writer)
 
     assert await user_ids(database) == ["usr_after"]
+
+
+async def test_a_batch_without_failures_commits_without_savepoints_and_one_with_falls_back(
+    database: Database,
+) -> None:
+    # given a batch whose units all succeed, and one whose middle unit is stale
+    good = [(new_user(f"usr_{n}"),) for n in range(3)]
+    stale = (Statement("UPDATE users SET name = 'x' WHERE id = 'usr_nobody'", expect_rows=1),)
+
+    # when
+    first = await database.write(good)
+    second = await database.write([(new_user("usr_a"),), stale, (new_user("usr_b"),)])
+
+    # then both commit what they should, unit by unit
+    assert first == [[[]], [[]], [[]]]
+    assert second[0] == [[]] and second[2] == [[]]
+    assert isinstance(second[1], StaleWrite)
+    assert await user_ids(database) == ["usr_0", "usr_1", "usr_2", "usr_a", "usr_b"]

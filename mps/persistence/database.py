@@ -6,6 +6,7 @@ import abc
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from mps.errors import StaleWrite
 from mps.persistence.statements import Row, WriteUnit
 
 __all__ = ["Database", "IntegrityConflict", "UnitOutcome", "open_database"]
@@ -29,14 +30,34 @@ class Database(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
-    @abc.abstractmethod
     async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
-        """Apply every unit in one transaction, each unit inside its own savepoint.
+        """Apply every unit in one transaction, as if each were inside its own savepoint.
 
         A unit that fails (StaleWrite, IntegrityConflict) is rolled back alone and reported in its
         slot; the others commit. When this returns, every unit reported as rows is durable. An
         exception from this method itself (connection lost) means nothing was committed.
+
+        Savepoints cost round trips on every unit, and units almost never fail, so the batch is
+        first tried as one plain transaction; only when a unit fails is it rolled back and run
+        again with a savepoint per unit.
         """
+        try:
+            return list(await self._write_together(units))
+        except (StaleWrite, IntegrityConflict) as exc:
+            if len(units) == 1:
+                return [exc]
+        return await self._write_isolated(units)
+
+    # The two ways of running a batch that `write` chooses between. Backends implement both;
+    # they are not abstract so that a wrapper which overrides `write` itself need not.
+
+    async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
+        """All units in one transaction without savepoints; any failing unit aborts all."""
+        raise NotImplementedError
+
+    async def _write_isolated(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        """All units in one transaction, each in its own savepoint."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     async def fetch(self, sql: str, *params: Any) -> list[Row]: ...

@@ -108,7 +108,24 @@ class PostgresDatabase(Database):
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
+        conn = await self._writer_connection()
+        try:
+            async with conn.transaction():
+                return [[await self._apply(conn, st) for st in unit] for unit in units]
+        except (StaleWrite, IntegrityConflict):
+            raise
+        except BaseException:
+            self._drop_if_stuck(conn)
+            raise
+
+    def _drop_if_stuck(self, conn: asyncpg.Connection) -> None:
+        # The transaction could not even be rolled back: the session is in an unknown state, so
+        # drop it; the next batch connects afresh instead of inheriting it.
+        if not conn.is_closed() and conn.is_in_transaction():
+            conn.terminate()
+
+    async def _write_isolated(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
         conn = await self._writer_connection()
         outcomes: list[UnitOutcome] = []
         try:
@@ -121,10 +138,7 @@ class PostgresDatabase(Database):
                         outcome = exc
                     outcomes.append(outcome)
         except BaseException:
-            # The transaction could not even be rolled back: the session is in an unknown state,
-            # so drop it; the next batch connects afresh instead of inheriting it.
-            if not conn.is_closed() and conn.is_in_transaction():
-                conn.terminate()
+            self._drop_if_stuck(conn)
             raise
         return outcomes
 

@@ -133,7 +133,19 @@ class SqliteDatabase(Database):
                 raise
             await conn.execute("COMMIT")
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
+        conn = self._w
+        await conn.execute("BEGIN IMMEDIATE")
+        try:
+            outcomes = [[await self._apply(conn, st) for st in unit] for unit in units]
+            await conn.execute("COMMIT")
+        except BaseException:
+            if conn.in_transaction:
+                await conn.execute("ROLLBACK")
+            raise
+        return outcomes
+
+    async def _write_isolated(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
         conn = self._w
         outcomes: list[UnitOutcome] = []
         await conn.execute("BEGIN IMMEDIATE")
