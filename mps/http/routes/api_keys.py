@@ -54,10 +54,9 @@ async def create_key(call: Call) -> Resource:
 
 async def list_keys(call: Call) -> Page:
     page = PageRequest.from_query(call.query)
-    rows = await q.list_keys(
+    items, cursor = await q.list_keys(
         call.services.database, call.session.company_id, call.query.get("mode"), page
     )
-    items, cursor = page.split(rows)
     return Page([key_view(r) for r in items], cursor)
 
 
@@ -72,13 +71,12 @@ async def key_logs(call: Call) -> Page:
     db, company_id, key_id = call.services.database, call.session.company_id, call.param("id")
     if not await q.key_exists(db, company_id, key_id):
         raise NotFound("No such API key")
-    rows = await q.key_logs(db, company_id, key_id, page)
-    items, cursor = page.split(rows)
+    items, cursor = await q.key_logs(db, company_id, key_id, page)
     return Page(
         [
             {
                 "id": r["id"],
-                "at": r["created_at"],
+                "at": r["at"],
                 "method": r["method"],
                 "path": r["path"],
                 "statusCode": r["status_code"],

@@ -36,8 +36,7 @@ async def list_customers(call: Call) -> Page:
     session, db = call.session, call.services.database
     page = PageRequest.from_query(call.query)
     email = call.query["email"].lower() if call.query.get("email") else None
-    rows = await q.list_customers(db, session.company_id, session.mode, email, page)
-    items, cursor = page.split(rows)
+    items, cursor = await q.list_customers(db, session.company_id, session.mode, email, page)
     totals = await q.customer_totals(db, session.company_id, session.mode, [r["id"] for r in items])
     return Page([_view(r, totals[r["id"]]) for r in items], cursor)
 
@@ -64,10 +63,9 @@ async def customer_payments(call: Call) -> Page:
     session, row = call.session, await _customer(call)
     page = PageRequest.from_query(call.query)
     where = payment_queries.PaymentFilter(session.company_id, session.mode, customer_id=row["id"])
-    payments = await payment_queries.list_payments(call.services.database, where, page)
-    items, cursor = page.split([{"created_at": p.created_at, "id": p.id, "p": p} for p in payments])
+    payments, cursor = await payment_queries.list_payments(call.services.database, where, page)
     public_url = call.services.settings.public_url
-    return Page([as_json(i["p"], public_url) for i in items], cursor)
+    return Page([as_json(p, public_url) for p in payments], cursor)
 
 
 ROUTES = [

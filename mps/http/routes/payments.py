@@ -132,10 +132,9 @@ async def list_payments(call: Call) -> Page:
         customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
     )
     page = PageRequest.from_query(query)
-    payments = await q.list_payments(call.services.database, where, page)
-    items, cursor = page.split([{"created_at": p.created_at, "id": p.id, "p": p} for p in payments])
+    payments, cursor = await q.list_payments(call.services.database, where, page)
     public_url = call.services.settings.public_url
-    return Page([as_json(i["p"], public_url) for i in items], cursor)
+    return Page([as_json(p, public_url) for p in payments], cursor)
 
 
 async def get_payment(call: Call) -> Resource:

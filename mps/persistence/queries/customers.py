@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from mps.http.pagination import PageRequest
 from mps.persistence.database import Database
+from mps.persistence.queries.paging import Where, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = ["customer_totals", "get_customer", "list_customers"]
@@ -22,22 +21,9 @@ async def get_customer(db: Database, company_id: str, mode: str, customer_id: st
 
 async def list_customers(
     db: Database, company_id: str, mode: str, email: str | None, page: PageRequest
-) -> list[Row]:
-    conditions = ["company_id = $1", "mode = $2"]
-    params: list[Any] = [company_id, mode]
-    if email is not None:
-        params.append(email)
-        conditions.append(f"email = ${len(params)}")
-    after, after_params = page.where(len(params) + 1)
-    if after:
-        conditions.append(after)
-        params.extend(after_params)
-    params.append(page.limit + 1)
-    return await db.fetch(
-        f"SELECT * FROM customers WHERE {' AND '.join(conditions)} "
-        f"ORDER BY created_at DESC, id DESC LIMIT ${len(params)}",
-        *params,
-    )
+) -> tuple[list[Row], str | None]:
+    where = Where().compare("company_id", company_id).compare("mode", mode)
+    return await fetch_page(db, "SELECT * FROM customers", where.compare("email", email), page)
 
 
 async def customer_totals(

@@ -10,6 +10,7 @@ from mps.domain.payments import STATUSES, Payment
 from mps.http.pagination import PageRequest
 from mps.persistence.database import Database
 from mps.persistence.payment_store import payment_from_row
+from mps.persistence.queries.paging import Where, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = ["PaymentFilter", "by_reference", "get_payment", "list_payments", "stats"]
@@ -30,22 +31,19 @@ class PaymentFilter:
     customer_email: str | None = None
     customer_id: str | None = None
 
-    def where(self) -> tuple[list[str], list[Any]]:
-        conditions = ["company_id = $1", "mode = $2"]
-        params: list[Any] = [self.company_id, self.mode]
-        for column, op, value in (
-            ("status", "=", self.status),
-            ("currency", "=", self.currency),
-            ("created_at", ">=", self.created_from),
-            ("created_at", "<=", self.created_to),
-            ("link_payment_id", "=", self.link_payment_id),
-            ("customer_email", "=", self.customer_email),
-            ("customer_id", "=", self.customer_id),
-        ):
-            if value is not None:
-                params.append(value)
-                conditions.append(f"{column} {op} ${len(params)}")
-        return conditions, params
+    def where(self) -> Where:
+        return (
+            Where()
+            .compare("company_id", self.company_id)
+            .compare("mode", self.mode)
+            .compare("status", self.status)
+            .compare("currency", self.currency)
+            .compare("created_at", self.created_from, ">=")
+            .compare("created_at", self.created_to, "<=")
+            .compare("link_payment_id", self.link_payment_id)
+            .compare("customer_email", self.customer_email)
+            .compare("customer_id", self.customer_id)
+        )
 
 
 async def get_payment(db: Database, company_id: str, mode: str, payment_id: str) -> Payment | None:
@@ -63,29 +61,21 @@ async def by_reference(db: Database, reference: str) -> Payment | None:
     return payment_from_row(row) if row is not None else None
 
 
-async def list_payments(db: Database, where: PaymentFilter, page: PageRequest) -> list[Payment]:
-    conditions, params = where.where()
-    after, after_params = page.where(len(params) + 1)
-    if after:
-        conditions.append(after)
-        params.extend(after_params)
-    params.append(page.limit + 1)
-    rows = await db.fetch(
-        f"SELECT * FROM payments WHERE {' AND '.join(conditions)} "
-        f"ORDER BY created_at DESC, id DESC LIMIT ${len(params)}",
-        *params,
-    )
-    return [payment_from_row(r) for r in rows]
+async def list_payments(
+    db: Database, where: PaymentFilter, page: PageRequest
+) -> tuple[list[Payment], str | None]:
+    rows, cursor = await fetch_page(db, "SELECT * FROM payments", where.where(), page)
+    return [payment_from_row(r) for r in rows], cursor
 
 
 async def stats(db: Database, where: PaymentFilter) -> list[dict[str, Any]]:
     """Per currency: counts and amounts by status, gross, refunded, net. Never blended."""
-    conditions, params = where.where()
+    condition = where.where()
     rows = await db.fetch(
         "SELECT currency, status, COUNT(*) AS n, SUM(amount_minor) AS amount, "
         "SUM(amount_refunded_minor) AS refunded FROM payments "
-        f"WHERE {' AND '.join(conditions)} GROUP BY currency, status ORDER BY currency",
-        *params,
+        f"WHERE {condition.sql} GROUP BY currency, status ORDER BY currency",
+        *condition.params,
     )
     return _shape_stats(rows)
 
