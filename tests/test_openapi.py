@@ -8,7 +8,7 @@ from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from mps.http.keys import ROUTE_TABLE
-from tests.helpers import assert_envelope, sign_up
+from tests.helpers import TEST_CARD, assert_envelope, sign_up
 
 
 async def test_openapi_document_is_valid_and_covers_every_route(
@@ -47,3 +47,121 @@ async def test_api_explorer_is_served_in_development(client: TestClient[Any, Any
     assert response.status == 200
     assert response.headers["Content-Type"].startswith("text/html")
     assert "/api/v1/developer/openapi.json" in await response.text()
+
+
+async def test_responses_match_the_schemas_the_document_publishes(
+    client: TestClient[Any, Any],
+) -> None:
+    """Every response below is checked against its route's published response schema."""
+    from openapi_schema_validator import OAS30Validator
+
+    member = await sign_up(client)
+    document = await (
+        await client.get("/api/v1/developer/openapi.json", headers=member.headers)
+    ).json()
+    checked: list[str] = []
+
+    async def check(method: str, template: str, path: str | None = None, **kwargs: Any) -> Any:
+        response = await client.request(method, path or template, **kwargs)
+        body = await response.json()
+        assert response.status < 300, body
+        operation = document["paths"][template][method.lower()]
+        schema = operation["responses"][str(response.status)]["content"]["application/json"]
+        OAS30Validator(schema["schema"]).validate(body)
+        checked.append(f"{method} {template}")
+        return body
+
+    h = member.headers
+    key = await check(
+        "POST",
+        "/api/v1/merchant/api-keys",
+        headers=h,
+        json={"name": "k", "scopes": ["analytics:read", "payments:write"]},
+    )
+    key_headers = {"Authorization": f"Bearer {key['key']}"}
+    await check("GET", "/api/v1/developer/ping", headers=key_headers)
+    await check("GET", "/api/v1/merchant/api-keys", headers=h)
+    payment = await check(
+        "POST",
+        "/api/v1/merchant/payments",
+        headers=h,
+        json={"amountMinor": "500", "currency": "USD", "customerEmail": "c@example.com"},
+    )
+    other = await check(
+        "POST",
+        "/api/v1/merchant/payments",
+        headers=h,
+        json={"amountMinor": "700", "currency": "EUR"},
+    )
+    await check(
+        "POST",
+        "/api/v1/checkout/{reference}/pay",
+        f"/api/v1/checkout/{payment['reference']}/pay",
+        json={"card": TEST_CARD},
+    )
+    await check(
+        "POST",
+        "/api/v1/developer/sandbox/{kind}",
+        "/api/v1/developer/sandbox/payment.failed",
+        headers=key_headers,
+        json={"paymentId": other["id"]},
+    )
+    await check(
+        "POST",
+        "/api/v1/merchant/payments/{id}/cancel",
+        f"/api/v1/merchant/payments/{other['id']}/cancel",
+        headers=h,
+    )
+    await check("GET", "/api/v1/merchant/payments", headers=h)
+    await check(
+        "GET",
+        "/api/v1/merchant/payments/{id}",
+        f"/api/v1/merchant/payments/{payment['id']}",
+        headers=h,
+    )
+    await check("GET", "/api/v1/merchant/payments/stats", headers=h)
+    await check(
+        "GET",
+        "/api/v1/merchant/payments/stats",
+        "/api/v1/merchant/payments/stats",
+        params={"currency": "USD"},
+        headers=h,
+    )
+    customers = await check("GET", "/api/v1/merchant/customers", headers=h)
+    customer_id = customers["data"][0]["id"]
+    await check(
+        "GET",
+        "/api/v1/merchant/customers/{id}",
+        f"/api/v1/merchant/customers/{customer_id}",
+        headers=h,
+    )
+    await check(
+        "GET",
+        "/api/v1/merchant/customers/{id}/payments",
+        f"/api/v1/merchant/customers/{customer_id}/payments",
+        headers=h,
+    )
+    await check(
+        "GET",
+        "/api/v1/merchant/api-keys/{id}/logs",
+        f"/api/v1/merchant/api-keys/{key['id']}/logs",
+        headers=h,
+    )
+    await check(
+        "POST",
+        "/api/v1/merchant/api-keys/{id}/revoke",
+        f"/api/v1/merchant/api-keys/{key['id']}/revoke",
+        headers=h,
+    )
+    await check("GET", "/api/v1/merchant/settings", headers=h)
+    await check("PATCH", "/api/v1/merchant/settings", headers=h, json={"payoutSchedule": "weekly"})
+    await check("GET", "/api/v1/auth/me", headers=h)
+    await check("GET", "/api/v1/developer/versions")
+    await check("GET", "/api/v1/health")
+    await check("GET", "/api/v1/health/live")
+    await check("GET", "/api/v1/health/ready")
+    login = await check("POST", "/api/v1/auth/login", json={"email": member.email})
+    await check("POST", "/api/v1/auth/otp/request", json={"loginId": login["loginId"]})
+    await check("POST", "/api/v1/auth/session/mode", headers=h, json={"mode": "live"})
+
+    assert len(checked) == 27

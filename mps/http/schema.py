@@ -24,6 +24,7 @@ __all__ = [
     "Int",
     "Map",
     "Obj",
+    "OneOf",
     "Schema",
     "Str",
     "validate",
@@ -340,3 +341,24 @@ class Obj(Schema):
         if not self.allow_unknown:
             schema["additionalProperties"] = False
         return self._doc(schema)
+
+
+@dataclass
+class OneOf(Schema):
+    """Exactly one of several shapes (a response whose shape depends on a filter)."""
+
+    options: Sequence[Schema] = ()
+    description: str = ""
+    nullable: bool = False
+
+    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+        for option in self.options:
+            attempt: list[FieldError] = []
+            cleaned = option.check(value, path, attempt)
+            if not attempt:
+                return cleaned
+        errors.append(FieldError(path, "does not match any allowed shape"))
+        return None
+
+    def json_schema(self) -> JSON:
+        return self._doc({"oneOf": [o.json_schema() for o in self.options]})

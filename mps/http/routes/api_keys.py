@@ -11,6 +11,7 @@ from mps.auth.scopes import ALL_SCOPES
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, PageRequest
 from mps.http.replies import Page, Resource
+from mps.http.resources import API_KEY, API_KEY_FIELDS, API_KEY_LOG, page, resource
 from mps.http.routing import Call, LimitRule, Route
 from mps.http.schema import Array, Enum, Obj, Str
 from mps.limits import Limit
@@ -103,6 +104,7 @@ ROUTES = [
         scope="settings:write",
         status=201,
         limits=(LimitRule(Limit("api-key-create", 10, 60), _user),),
+        response=resource({**API_KEY_FIELDS, "key": Str()}),
         body=Obj(
             {
                 "name": Str(min_length=1, max_length=100),
@@ -121,6 +123,7 @@ ROUTES = [
         "api-keys",
         scope="settings:read",
         query=Obj({**PAGE_FIELDS, "mode": Enum(["test", "live"])}),
+        response=page(API_KEY),
     ),
     Route(
         "POST",
@@ -129,6 +132,7 @@ ROUTES = [
         "Revoke an API key at once",
         "api-keys",
         scope="settings:write",
+        response=resource(API_KEY_FIELDS),
     ),
     Route(
         "GET",
@@ -138,5 +142,6 @@ ROUTES = [
         "api-keys",
         scope="settings:read",
         query=Obj(PAGE_FIELDS),
+        response=page(API_KEY_LOG),
     ),
 ]

@@ -5,13 +5,16 @@ from __future__ import annotations
 from mps.auth import signin
 from mps.auth.limits import auth_limits
 from mps.http.replies import Resource
+from mps.http.resources import MEMBER_FIELDS, SESSION, resource
 from mps.http.routing import Auth, Call, LimitRule, Route
-from mps.http.schema import Enum, Obj, Str
+from mps.http.schema import Array, Bool, Enum, Obj, Str
 
 __all__ = ["build"]
 
 _EMAIL = Str(min_length=3, max_length=254, format="email")
 _MODE = Enum(["test", "live"])
+_TIME = Str(format="date-time")
+_LOGIN = resource({"loginId": Str(), "expiresAt": _TIME})
 
 
 def _ip(call: Call) -> str:
@@ -73,6 +76,7 @@ def build(development: bool) -> list[Route]:
             Auth.PUBLIC,
             status=201,
             limits=(by_ip,),
+            response=resource({"loginId": Str(), "companyId": Str(), "expiresAt": _TIME}),
             body=Obj(
                 {
                     "companyName": Str(min_length=1, max_length=200),
@@ -90,6 +94,7 @@ def build(development: bool) -> list[Route]:
             "auth",
             Auth.PUBLIC,
             limits=(by_ip,),
+            response=_LOGIN,
             body=Obj({"email": _EMAIL}, required=["email"]),
         ),
         Route(
@@ -100,6 +105,7 @@ def build(development: bool) -> list[Route]:
             "auth",
             Auth.PUBLIC,
             limits=(LimitRule(limits.otp_request, _login_id),),
+            response=_LOGIN,
             body=Obj({"loginId": Str(min_length=1, max_length=64)}, required=["loginId"]),
         ),
         Route(
@@ -110,6 +116,7 @@ def build(development: bool) -> list[Route]:
             "auth",
             Auth.PUBLIC,
             limits=(LimitRule(limits.otp_verify, _login_id),),
+            response=resource(SESSION),
             body=Obj(
                 {
                     "loginId": Str(min_length=1, max_length=64),
@@ -120,14 +127,29 @@ def build(development: bool) -> list[Route]:
                 required=["loginId", "code"],
             ),
         ),
-        Route("POST", "/auth/logout", logout, "Revoke this session", "auth"),
-        Route("GET", "/auth/me", me, "The session's user, company, role, scopes and mode", "auth"),
+        Route(
+            "POST",
+            "/auth/logout",
+            logout,
+            "Revoke this session",
+            "auth",
+            response=resource({"loggedOut": Bool()}),
+        ),
+        Route(
+            "GET",
+            "/auth/me",
+            me,
+            "The session's user, company, role, scopes and mode",
+            "auth",
+            response=resource({**MEMBER_FIELDS, "scopes": Array(Str())}),
+        ),
         Route(
             "POST",
             "/auth/session/mode",
             session_mode,
             "Switch the session to test or live",
             "auth",
+            response=resource(SESSION),
             body=Obj({"mode": _MODE}, required=["mode"]),
         ),
     ]

@@ -14,6 +14,7 @@ from mps.domain.payments import Payment
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pages.checkout import render_checkout_page
 from mps.http.replies import Resource
+from mps.http.resources import resource
 from mps.http.routes.payments import EMAIL, PHONE, normalize_phone
 from mps.http.routing import Auth, Call, LimitRule, Route
 from mps.http.schema import Int, Obj, Str
@@ -138,6 +139,20 @@ def build(development: bool) -> list[Route]:
             body=PAY_BODY,
             limits=(LimitRule(per_ip, lambda call: call.ip),),
             idempotency_scope=_scope,
+            response=resource(
+                {
+                    "reference": Str(),
+                    "status": Str(),
+                    "amountMinor": Str(),
+                    "currency": Str(),
+                    "paidAt": Str(format="date-time", nullable=True),
+                    "paymentMethod": Obj(
+                        {"brand": Str(nullable=True), "last4": Str(nullable=True)},
+                        allow_unknown=True,
+                    ),
+                    "redirectUrl": Str(nullable=True),
+                }
+            ),
         ),
         Route(
             "GET",

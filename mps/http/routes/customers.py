@@ -8,6 +8,7 @@ from mps.domain.payments import as_json
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, PageRequest
 from mps.http.replies import Page, Resource
+from mps.http.resources import CUSTOMER, PAYMENT, page, resource
 from mps.http.routes.payments import EMAIL
 from mps.http.routing import Call, Route
 from mps.http.schema import Obj
@@ -77,6 +78,7 @@ ROUTES = [
         "customers",
         scope="customers:read",
         query=Obj({**PAGE_FIELDS, "email": EMAIL}),
+        response=page(CUSTOMER),
     ),
     Route(
         "GET",
@@ -85,6 +87,7 @@ ROUTES = [
         "Retrieve a customer with totals",
         "customers",
         scope="customers:read",
+        response=resource(dict(CUSTOMER.fields), list(CUSTOMER.required)),
     ),
     Route(
         "GET",
@@ -94,5 +97,6 @@ ROUTES = [
         "customers",
         scope="customers:read",
         query=Obj(PAGE_FIELDS),
+        response=page(PAYMENT),
     ),
 ]

@@ -8,8 +8,9 @@ from aiohttp import web
 from mps.http.keys import ROUTE_TABLE
 from mps.http.openapi import build_openapi
 from mps.http.replies import Resource
+from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
-from mps.http.schema import Array, Bool, Obj, Str
+from mps.http.schema import Anything, Array, Bool, Enum, Obj, Str
 from mps.http.versions import CURRENT, VERSIONS
 
 __all__ = ["ROUTES"]
@@ -48,17 +49,42 @@ ROUTES = [
         "developer",
         Auth.API_KEY,
         scope="analytics:read",
-        response=Obj(
+        response=resource({"companyId": Str(), "livemode": Bool(), "scopes": Array(Str())}),
+    ),
+    Route(
+        "GET",
+        "/developer/versions",
+        versions,
+        "API versions",
+        "developer",
+        Auth.PUBLIC,
+        response=resource(
             {
-                "ok": Bool(),
-                "requestId": Str(),
-                "companyId": Str(),
-                "livemode": Bool(),
-                "scopes": Array(Str()),
-            },
+                "current": Str(),
+                "default": Str(),
+                "versions": Array(
+                    Obj(
+                        {
+                            "version": Str(),
+                            "status": Enum(["current", "deprecated"]),
+                            "sunsetAt": Str(format="date-time"),
+                        },
+                        required=["version", "status"],
+                    )
+                ),
+            }
+        ),
+    ),
+    Route(
+        "GET",
+        "/developer/openapi.json",
+        openapi,
+        "This OpenAPI document",
+        "developer",
+        response=Obj(
+            {"openapi": Str(), "paths": Anything()},
+            required=["openapi", "paths"],
             allow_unknown=True,
         ),
     ),
-    Route("GET", "/developer/versions", versions, "API versions", "developer", Auth.PUBLIC),
-    Route("GET", "/developer/openapi.json", openapi, "This OpenAPI document", "developer"),
 ]

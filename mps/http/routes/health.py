@@ -10,10 +10,14 @@ from typing import Any
 
 from aiohttp import web
 
+from mps.auth.authenticate import authenticate_session, bearer_token, is_api_key
+from mps.errors import ServiceError
 from mps.http.keys import API_VERSION
 from mps.http.render import json_response
 from mps.http.replies import Resource
+from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
+from mps.http.schema import Enum, Int, Map, Obj, Str
 from mps.services import Services
 
 __all__ = ["ROUTES"]
@@ -36,6 +40,19 @@ def _is_loopback(call: Call) -> bool:
         return ipaddress.ip_address(call.ip).is_loopback
     except ValueError:
         return False
+
+
+async def _has_session(call: Call) -> bool:
+    """Details are for signed-in members and loopback callers only (decisions 14)."""
+    services = call.services
+    try:
+        token = bearer_token(call.request.headers.get("Authorization"))
+        if token is None or is_api_key(token):
+            return False
+        await authenticate_session(token, services.tokens, services.database, services.clock)
+    except ServiceError:
+        return False
+    return True
 
 
 async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
@@ -71,7 +88,7 @@ async def health(call: Call) -> web.Response:
         )
     else:
         overall = "down"
-    if not _is_loopback(call) and call.request.headers.get("Authorization") is None:
+    if not _is_loopback(call) and not await _has_session(call):
         states = {name: {"status": s["status"]} for name, s in states.items()}
     body = {
         "ok": overall != "down",
@@ -103,11 +120,31 @@ async def ready(call: Call) -> web.Response:
     return json_response(200 if is_ready else 503, body, call.request_id, call.request[API_VERSION])
 
 
+_STATE = Obj(
+    {"status": Enum(["up", "degraded", "down", "disabled"]), "detail": Str()}, required=["status"]
+)
+
 ROUTES = [
     Route(
-        "GET", "/health", health, "State of every service, from real probes", "health", Auth.PUBLIC
+        "GET",
+        "/health",
+        health,
+        "State of every service, from real probes",
+        "health",
+        Auth.PUBLIC,
+        response=resource(
+            {"status": Enum(["up", "degraded", "down"]), "services": Map(values=_STATE)}
+        ),
     ),
-    Route("GET", "/health/live", live, "Liveness: the event loop answers", "health", Auth.PUBLIC),
+    Route(
+        "GET",
+        "/health/live",
+        live,
+        "Liveness: the event loop answers",
+        "health",
+        Auth.PUBLIC,
+        response=resource({"status": Str()}),
+    ),
     Route(
         "GET",
         "/health/ready",
@@ -115,5 +152,6 @@ ROUTES = [
         "Readiness: database and broker connected, shards owned",
         "health",
         Auth.PUBLIC,
+        response=resource({"status": Enum(["ready", "not_ready"]), "shards": Int()}),
     ),
 ]

@@ -11,8 +11,9 @@ from mps.domain.payments import STATUSES, NewPayment, as_json
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, PageRequest
 from mps.http.replies import Aggregate, Page, Resource
+from mps.http.resources import PAYMENT, PAYMENT_FIELDS, PAYMENT_STATS, aggregate, page, resource
 from mps.http.routing import Call, Route
-from mps.http.schema import Amount, Anything, Bool, Enum, Int, Map, Obj, Str
+from mps.http.schema import Amount, Anything, Array, Bool, Enum, Int, Map, Obj, OneOf, Str
 from mps.persistence.queries import payments as q
 
 __all__ = ["CURRENCY", "DATE_RANGE", "EMAIL", "PHONE", "ROUTES", "normalize_phone", "range_filter"]
@@ -201,6 +202,7 @@ ROUTES = [
         scope="payments:write",
         status=201,
         body=CREATE_BODY,
+        response=resource(PAYMENT_FIELDS),
     ),
     Route(
         "GET",
@@ -210,6 +212,7 @@ ROUTES = [
         "payments",
         scope="payments:read",
         query=LIST_QUERY,
+        response=page(PAYMENT),
     ),
     Route(
         "GET",
@@ -219,6 +222,13 @@ ROUTES = [
         "payments",
         scope="payments:read",
         query=Obj({"currency": CURRENCY, **DATE_RANGE}),
+        response=OneOf(
+            [
+                aggregate(Array(PAYMENT_STATS)),
+                resource(dict(PAYMENT_STATS.fields), list(PAYMENT_STATS.required)),
+            ],
+            description="Per currency; one object when a currency is given.",
+        ),
     ),
     Route(
         "GET",
@@ -227,6 +237,7 @@ ROUTES = [
         "Retrieve a payment",
         "payments",
         scope="payments:read",
+        response=resource(PAYMENT_FIELDS),
     ),
     Route(
         "POST",
@@ -235,5 +246,6 @@ ROUTES = [
         "Cancel a PENDING payment",
         "payments",
         scope="payments:write",
+        response=resource(PAYMENT_FIELDS),
     ),
 ]

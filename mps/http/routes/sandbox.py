@@ -12,6 +12,7 @@ from mps.adapters.processor import CardInput
 from mps.domain.payments import as_json
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
+from mps.http.resources import PAYMENT, resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
 
@@ -98,5 +99,12 @@ ROUTES = [
         "developer",
         Auth.API_KEY,
         body=Obj({"paymentId": Str(max_length=64)}),
+        response=resource(
+            {
+                "kind": Str(),
+                "object": PAYMENT,
+                "event": Obj({"id": Str(), "type": Str()}, nullable=True, allow_unknown=True),
+            }
+        ),
     ),
 ]

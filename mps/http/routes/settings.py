@@ -9,6 +9,7 @@ from mps.domain.company import Company
 from mps.domain.money import KNOWN_CURRENCIES
 from mps.errors import FieldError
 from mps.http.replies import Resource
+from mps.http.resources import SETTINGS, resource
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Enum, Int, Obj
 from mps.persistence.queries import companies as q
@@ -56,6 +57,7 @@ ROUTES = [
         "The company's settings for this mode",
         "settings",
         scope="settings:read",
+        response=resource(SETTINGS),
     ),
     Route(
         "PATCH",
@@ -64,6 +66,7 @@ ROUTES = [
         "Change settings for this mode",
         "settings",
         scope="settings:write",
+        response=resource(SETTINGS),
         body=Obj(
             {
                 "supportedCurrencies": Array(

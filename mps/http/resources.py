@@ -1,0 +1,174 @@
+"""Response schemas of the resources, for the route table and so for the OpenAPI document.
+
+They describe what handlers send; `tests/test_openapi.py` checks real responses against them.
+"""
+
+from __future__ import annotations
+
+from mps.domain.payments import STATUSES
+from mps.http.schema import Anything, Array, Bool, Enum, Int, Map, Obj, Schema, Str
+
+__all__ = [
+    "API_KEY",
+    "API_KEY_LOG",
+    "CUSTOMER",
+    "PAYMENT",
+    "PAYMENT_STATS",
+    "SESSION",
+    "SETTINGS",
+    "aggregate",
+    "page",
+    "resource",
+]
+
+_TIME = Str(format="date-time")
+_MONEY = Str(pattern=r"-?[0-9]+", description="Minor units, as a string.")
+_NULL_STR = Str(nullable=True)
+
+
+def resource(fields: dict[str, Schema], required: list[str] | None = None) -> Obj:
+    """A single resource: its fields next to ok and requestId."""
+    return Obj(
+        {"ok": Bool(), "requestId": Str(), **fields},
+        required=["ok", "requestId", *(required if required is not None else list(fields))],
+        allow_unknown=True,
+    )
+
+
+def page(item: Obj) -> Obj:
+    return Obj(
+        {
+            "ok": Bool(),
+            "requestId": Str(),
+            "data": Array(item),
+            "nextCursor": _NULL_STR,
+            "hasMore": Bool(),
+        },
+        required=["ok", "requestId", "data", "nextCursor", "hasMore"],
+        allow_unknown=True,
+    )
+
+
+def aggregate(data: Schema) -> Obj:
+    return Obj(
+        {"ok": Bool(), "requestId": Str(), "data": data},
+        required=["ok", "requestId", "data"],
+        allow_unknown=True,
+    )
+
+
+PAYMENT_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "reference": Str(),
+    "payUrl": Str(format="uri"),
+    "status": Enum(STATUSES),
+    "amountMinor": _MONEY,
+    "currency": Str(),
+    "createdAt": _TIME,
+    "description": _NULL_STR,
+    "customerEmail": _NULL_STR,
+    "customerPhone": _NULL_STR,
+    "customerId": _NULL_STR,
+    "expiresAt": Str(format="date-time", nullable=True),
+    "allowMultiplePayments": Bool(),
+    "successUrl": _NULL_STR,
+    "cancelUrl": _NULL_STR,
+    "webhookUrl": _NULL_STR,
+    "customMetadata": Map(values=Anything()),
+    "livemode": Bool(),
+    "paidAt": Str(format="date-time", nullable=True),
+    "amountRefundedMinor": _MONEY,
+    "linkPaymentId": _NULL_STR,
+    "paymentMethod": Obj({"brand": Str(), "last4": Str()}, nullable=True, allow_unknown=True),
+    "updatedAt": _TIME,
+}
+PAYMENT = Obj(PAYMENT_FIELDS, required=list(PAYMENT_FIELDS), allow_unknown=True)
+
+_STATUS_TOTAL = Obj({"count": Int(), "amountMinor": _MONEY}, required=["count", "amountMinor"])
+PAYMENT_STATS = Obj(
+    {
+        "currency": Str(),
+        "count": Int(),
+        "byStatus": Obj(dict.fromkeys(STATUSES, _STATUS_TOTAL), required=list(STATUSES)),
+        "grossMinor": _MONEY,
+        "refundedMinor": _MONEY,
+        "netMinor": _MONEY,
+    },
+    required=["currency", "count", "byStatus", "grossMinor", "refundedMinor", "netMinor"],
+    allow_unknown=True,
+)
+
+CUSTOMER = Obj(
+    {
+        "id": Str(),
+        "email": _NULL_STR,
+        "phone": _NULL_STR,
+        "firstSeenAt": _TIME,
+        "lastSeenAt": _TIME,
+        "paymentCount": Int(),
+        "totals": Array(
+            Obj(
+                {"currency": Str(), "paidMinor": _MONEY, "refundedMinor": _MONEY},
+                required=["currency", "paidMinor", "refundedMinor"],
+            )
+        ),
+        "createdAt": _TIME,
+    },
+    required=["id", "email", "phone", "firstSeenAt", "lastSeenAt", "paymentCount", "totals"],
+    allow_unknown=True,
+)
+
+API_KEY_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "name": Str(),
+    "type": Enum(["secret", "publishable"]),
+    "mode": Enum(["test", "live"]),
+    "livemode": Bool(),
+    "scopes": Array(Str()),
+    "prefix": Str(),
+    "last4": Str(),
+    "createdAt": _TIME,
+    "lastUsedAt": Str(format="date-time", nullable=True),
+    "revokedAt": Str(format="date-time", nullable=True),
+}
+API_KEY = Obj(API_KEY_FIELDS, required=list(API_KEY_FIELDS), allow_unknown=True)
+
+API_KEY_LOG = Obj(
+    {
+        "id": Str(),
+        "at": _TIME,
+        "method": Str(),
+        "path": Str(),
+        "statusCode": Int(),
+        "ip": _NULL_STR,
+        "requestId": Str(),
+    },
+    required=["id", "at", "method", "path", "statusCode", "ip", "requestId"],
+)
+
+_USER = Obj(
+    {"id": Str(), "email": Str(), "name": _NULL_STR, "createdAt": _TIME},
+    required=["id", "email", "name", "createdAt"],
+)
+_COMPANY = Obj(
+    {"id": Str(), "name": Str(), "createdAt": _TIME}, required=["id", "name", "createdAt"]
+)
+_ROLE = Obj({"id": Str(), "name": Str()}, required=["id", "name"])
+MEMBER_FIELDS: dict[str, Schema] = {
+    "user": _USER,
+    "company": _COMPANY,
+    "role": _ROLE,
+    "mode": Enum(["test", "live"]),
+    "livemode": Bool(),
+}
+SESSION: dict[str, Schema] = {"sessionToken": Str(), "expiresAt": _TIME, **MEMBER_FIELDS}
+
+SETTINGS: dict[str, Schema] = {
+    "name": Str(),
+    "mode": Enum(["test", "live"]),
+    "supportedCurrencies": Array(Str()),
+    "payoutSchedule": Enum(["manual", "daily", "weekly"]),
+    "settlementDelaySec": Int(),
+    "defaultApiVersion": Enum(["v1", "v2"]),
+    "kycStatus": Enum(["UNVERIFIED", "PENDING", "VERIFIED", "REJECTED"]),
+}
