@@ -235,3 +235,16 @@ async def test_checkout_page_shows_merchant_amount_and_states(
     assert "500 JPY" in await yen_page.text()
     assert "Already paid" in await paid_page.text()
     assert missing.status == 404
+
+
+async def test_public_routes_ignore_an_unrelated_authorization_header(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+
+    page = await client.get(
+        f"/pay/{payment['reference']}", headers={"Authorization": "Basic dXNlcjpwYXNz"}
+    )
+
+    assert page.status == 200

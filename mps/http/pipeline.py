@@ -92,9 +92,9 @@ def _generic_code(status: int) -> str:
 
 
 async def _principal(route: Route, request: web.Request, services: Services) -> Principal | None:
-    token = bearer_token(request.headers.get("Authorization"))
     if route.auth is Auth.PUBLIC:
         return None
+    token = bearer_token(request.headers.get("Authorization"))
     if token is None:
         raise Unauthenticated("Authentication required: send Authorization: Bearer <token>")
     if route.auth is Auth.SESSION:
