@@ -17,6 +17,7 @@ from mps.actors.company import CompanyActor
 from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
 from mps.actors.expiry import PaymentExpiry
+from mps.actors.housekeeping import Housekeeping
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
@@ -101,6 +102,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         )
         broker = open_broker(settings.broker_url)
         expiry: PaymentExpiry | None = None
+        housekeeping: Housekeeping | None = None
         mailer: Mailer = extra.mailer or (
             DevMailbox()
             if settings.development or not settings.smtp_url
@@ -111,6 +113,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             shards.start()
             expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
             expiry.start()
+            housekeeping = Housekeeping(context, settings.housekeeping_interval)
+            housekeeping.start()
             app[SERVICES] = Services(
                 settings=settings,
                 clock=extra.clock,
@@ -129,6 +133,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             )
             yield
         finally:
+            if housekeeping is not None:
+                await housekeeping.close()
             if expiry is not None:
                 await expiry.close()
             await shards.close()

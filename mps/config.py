@@ -46,6 +46,8 @@ class Settings:
     payment_actor_capacity: int = 100_000
     # How often overdue PENDING payments are looked for; expiry lands within this of expiresAt.
     expiry_interval: float = 1.0
+    # How often expired idempotency keys and old sign-in attempts are deleted.
+    housekeeping_interval: float = 600.0
 
     @property
     def development(self) -> bool:

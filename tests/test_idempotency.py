@@ -9,6 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
+from tests.conftest import Clock
 from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_up
 
 pytestmark = pytest.mark.both_backends
@@ -186,3 +187,29 @@ async def test_checkout_double_submit_with_one_key_charges_once(
         "/api/v1/merchant/payments", params={"linkPaymentId": link["id"]}, headers=member.headers
     )
     assert len((await listed.json())["data"]) == 1
+
+
+async def test_keys_older_than_a_day_are_deleted_and_can_be_used_again(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    from mps.actors.company import ClaimKey, ReleaseKey
+    from mps.actors.housekeeping import Housekeeping
+
+    # given a key used a day ago
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "old"}
+    first = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+    clock.advance(hours=24, seconds=1)
+
+    # when housekeeping runs
+    services = client.app[SERVICES]
+    deleted = await Housekeeping(services.actors, 600).run_once()
+
+    # then the key's row is gone and the company lets a new request claim it
+    assert first.status == 201
+    assert deleted[0] == 1
+    remaining = await services.database.fetchval("SELECT COUNT(*) FROM idempotency_keys")
+    assert remaining == 0
+    claim = await services.shards.ask_company(member.company_id, ClaimKey("old", "any"))
+    assert claim is None
+    await services.shards.ask_company(member.company_id, ReleaseKey("old"))
