@@ -17,6 +17,7 @@ from mps.actors.runtime import (
     ActorStoppedBeforeHandling,
     AsyncioActor,
     AsyncioFuture,
+    Detached,
     ask,
     stop,
 )
@@ -356,3 +357,71 @@ async def test_actors_are_not_registered_when_started(
     # then
     assert replies == [0, 1, 2]
     assert pykka.ActorRegistry.get_all() == []
+
+
+class Deferring(AsyncioActor):
+    """Replies to ("later", gate, value) once the gate opens, without holding up its mailbox."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.handled: list[Any] = []
+
+    async def receive(self, message: Any) -> Any:
+        self.handled.append(message[0])
+        if message[0] == "later":
+            _, gate, value = message
+            return Detached(self._after(gate, value))
+        return message[1]
+
+    @staticmethod
+    async def _after(gate: asyncio.Event, value: Any) -> Any:
+        await gate.wait()
+        if isinstance(value, Exception):
+            raise value
+        return value
+
+
+async def test_detached_work_replies_later_while_the_actor_takes_its_next_messages() -> None:
+    # given an actor whose first message's work waits on a gate
+    actor = Deferring.launch()
+    gate = asyncio.Event()
+    later = asyncio.ensure_future(ask(actor.actor_ref, ("later", gate, "done")))
+
+    # when a second message arrives, it is answered while the first is still pending
+    now = await asyncio.wait_for(ask(actor.actor_ref, ("now", "quick")), 1)
+    assert now == "quick" and not later.done()
+    assert not actor.can_passivate()
+
+    # then opening the gate answers the first caller
+    gate.set()
+    assert await asyncio.wait_for(later, 1) == "done"
+    assert actor.can_passivate()
+    await stop(actor.actor_ref)
+
+
+async def test_an_error_in_detached_work_goes_to_its_caller_and_the_actor_lives_on() -> None:
+    actor = Deferring.launch()
+    gate = asyncio.Event()
+    gate.set()
+
+    with pytest.raises(Conflict):
+        await ask(actor.actor_ref, ("later", gate, Conflict("taken")))
+
+    assert actor.is_alive()
+    assert await ask(actor.actor_ref, ("now", 1)) == 1
+    await stop(actor.actor_ref)
+
+
+async def test_stop_waits_for_detached_work_and_answers_its_caller() -> None:
+    actor = Deferring.launch()
+    gate = asyncio.Event()
+    later = asyncio.ensure_future(ask(actor.actor_ref, ("later", gate, "finished")))
+    await asyncio.sleep(0)
+    stopping = asyncio.ensure_future(stop(actor.actor_ref))
+    await asyncio.sleep(0.05)
+    assert not stopping.done()
+
+    gate.set()
+
+    assert await asyncio.wait_for(later, 1) == "finished"
+    assert await asyncio.wait_for(stopping, 1) is True

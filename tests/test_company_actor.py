@@ -241,3 +241,38 @@ async def test_company_actor_reloads_its_settings_from_storage_when_reactivated_
     version, data = await stored_company(database, "cmp_idle")
     assert version == 3
     assert data["settings"]["live"]["payoutSchedule"] == "weekly"
+
+
+async def test_a_burst_of_payment_creates_for_one_company_shares_group_commits(
+    database: Database, clock: Any
+) -> None:
+    from mps.actors.company import CreatePayment
+    from mps.domain.payments import NewPayment
+
+    # given a company
+    writer = PersistenceActor.launch(database)
+    context = ActorContext(database, writer.actor_ref, clock)
+    keyring = Keyring(b"s" * 32, b"e" * 32)
+    company = CompanyActor.launch("co_burst", context, keyring, public_url="http://x")
+    try:
+        await ask(company.actor_ref, CreateCompany("Burst", "burst@example.com", None))
+        commits_before = writer.commits
+
+        # when 100 creates arrive at once
+        outcomes = await asyncio.gather(
+            *(
+                ask(company.actor_ref, CreatePayment("test", NewPayment(100 + n, "USD")))
+                for n in range(100)
+            )
+        )
+
+        # then each got its own committed payment, in fewer transactions than payments
+        assert len({o.payment.id for o in outcomes}) == 100
+        stored = await database.fetchval(
+            "SELECT COUNT(*) FROM payments WHERE company_id = 'co_burst'"
+        )
+        assert stored == 100
+        assert writer.commits - commits_before < 100
+    finally:
+        await stop(company.actor_ref)
+        await stop(writer.actor_ref)

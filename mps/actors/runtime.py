@@ -32,7 +32,8 @@ import logging
 import sys
 import threading
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Coroutine, Generator
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self, TypeVar, cast
 
 import pykka
@@ -48,12 +49,27 @@ __all__ = [
     "ActorStoppedBeforeHandling",
     "AsyncioActor",
     "AsyncioFuture",
+    "Detached",
     "ask",
     "stop",
 ]
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Detached:
+    """What `receive` returns to reply later without holding up the mailbox: the reply is the
+    result (or error) of `work`, which runs while the actor takes its next messages.
+
+    Only for work that changes no state of the actor, such as committing a new payment whose
+    rules were already checked: the actor's next message must not depend on it. A stop waits
+    for detached work before the actor ends; an error in it goes to its caller only, and never
+    stops the actor.
+    """
+
+    work: Coroutine[Any, Any, Any]
 
 
 class ActorStoppedBeforeHandling(ActorDeadError):
@@ -228,6 +244,7 @@ class AsyncioActor(pykka.Actor):
         flag = cast("threading.Event", _StoppedFlag())
         self.actor_stopped = self._actor_ref.actor_stopped = flag
         self._task: asyncio.Task[None] | None = None
+        self._detached: set[asyncio.Task[Any]] = set()
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
 
@@ -283,8 +300,9 @@ class AsyncioActor(pykka.Actor):
 
     def can_passivate(self) -> bool:
         """False while the actor holds something its next incarnation could not rebuild from
-        storage (waiters of an in-flight request); the directory then keeps it active."""
-        return True
+        storage (waiters of an in-flight request, detached work); the directory then keeps it
+        active. Subclasses extend it with `and super().can_passivate()`."""
+        return not self._detached
 
     # The loop --------------------------------------------------------------------------------
 
@@ -341,15 +359,43 @@ class AsyncioActor(pykka.Actor):
                 envelope.reply_to.set_exception((ActorDeadError, error, None))
             raise
         else:
-            if envelope.reply_to is not None:
+            if isinstance(response, Detached):
+                self._detach(response, envelope)
+            elif envelope.reply_to is not None:
                 envelope.reply_to.set(response)
             return True
         finally:
             self.busy = False
             self.last_active = asyncio.get_running_loop().time()
 
+    def _detach(self, detached: Detached, envelope: Envelope[Any]) -> None:
+        task = asyncio.get_running_loop().create_task(detached.work)
+        self._detached.add(task)
+
+        def settle(done: asyncio.Task[Any]) -> None:
+            self._detached.discard(done)
+            self.last_active = asyncio.get_running_loop().time()
+            if envelope.reply_to is None:
+                if not done.cancelled() and done.exception() is not None:
+                    logger.warning(
+                        "%s: detached work for a tell failed", self, exc_info=done.exception()
+                    )
+                return
+            if done.cancelled():
+                error = ActorDeadError(f"{self} was stopped before its work finished")
+                envelope.reply_to.set_exception((ActorDeadError, error, None))
+            elif (exc := done.exception()) is not None:
+                envelope.reply_to.set_exception((type(exc), exc, exc.__traceback__))
+            else:
+                envelope.reply_to.set(done.result())
+
+        task.add_done_callback(settle)
+
     async def _stop_async(self, envelope: Envelope[Any]) -> None:
         self.actor_stopped.set()
+        if self._detached:
+            # Work already handed out finishes (and answers its callers) before the actor goes.
+            await asyncio.gather(*self._detached, return_exceptions=True)
         try:
             await self.on_passivate()
         except Exception:
