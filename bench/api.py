@@ -17,7 +17,6 @@ import asyncio
 import os
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -99,11 +98,12 @@ async def main(args: argparse.Namespace) -> None:
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory() as data_dir:
         env = {**os.environ, "MPS_PORT": str(port), "MPS_DATA_DIR": data_dir}
-        server = subprocess.Popen(
-            [sys.executable, str(ROOT / "run.py")],
+        server = await asyncio.create_subprocess_exec(
+            sys.executable,
+            str(ROOT / "run.py"),
             env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
         )
         try:
             connector = aiohttp.TCPConnector(limit=args.concurrency)
@@ -135,7 +135,7 @@ async def main(args: argparse.Namespace) -> None:
                 _report(f"{len(many)} companies", elapsed, latencies)
         finally:
             server.terminate()
-            server.wait(timeout=10)
+            await asyncio.wait_for(server.wait(), 10)
 
 
 if __name__ == "__main__":
