@@ -23,6 +23,17 @@ async def test_success_body_has_ok_and_request_id_matching_the_header(
     assert response.headers["X-Request-Id"] == body["requestId"]
 
 
+async def test_responses_are_never_cached_or_sniffed(client: TestClient[Any, Any]) -> None:
+    ok = await client.get("/api/v1/health/live")
+    missing = await client.get("/api/v1/nowhere")
+    bad_version = await client.get("/api/v1/health/live", headers={"X-Api-Version": "9"})
+
+    for response in (ok, missing, bad_version):
+        assert response.headers["Cache-Control"] == "no-store"
+        assert response.headers["X-Content-Type-Options"] == "nosniff"
+        assert response.headers["X-Request-Id"].startswith("req_")
+
+
 async def test_request_ids_differ_between_requests(client: TestClient[Any, Any]) -> None:
     first = await client.get("/api/v1/health/live")
     second = await client.get("/api/v1/health/live")

@@ -16,6 +16,11 @@ from mps.http.versions import CURRENT, parse_version, version_headers
 __all__ = ["envelope_middleware"]
 
 
+# Responses carry session tokens, one-time API keys and payment data: never cached by a shared
+# cache or a browser, never content-sniffed.
+_SAFETY_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
+
+
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
     rid = request_id()
@@ -25,14 +30,18 @@ async def envelope_middleware(request: web.Request, handler: Handler) -> web.Str
     except BadRequest as exc:
         request[EXPLICIT_VERSION] = None
         request[API_VERSION] = CURRENT
-        return error_response(exc, rid, CURRENT)
+        return _finish(error_response(exc, rid, CURRENT), rid, CURRENT)
     request[EXPLICIT_VERSION] = explicit
     request[API_VERSION] = explicit or CURRENT
     try:
         response = await handler(request)
     except Exception as exc:
-        return error_response(to_service_error(exc, request), rid, request[API_VERSION])
+        response = error_response(to_service_error(exc, request), rid, request[API_VERSION])
+    return _finish(response, rid, request[API_VERSION])
+
+
+def _finish(response: web.StreamResponse, rid: str, version: str) -> web.StreamResponse:
     response.headers.setdefault("X-Request-Id", rid)
-    for name, value in version_headers(request[API_VERSION]).items():
+    for name, value in {**version_headers(version), **_SAFETY_HEADERS}.items():
         response.headers.setdefault(name, value)
     return response
