@@ -85,3 +85,51 @@ async def test_production_mode_on_postgres_and_rabbitmq(
     assert body["services"]["database"]["status"] == "up"
     assert mailbox.status == 404
     assert explorer.status == 404
+
+
+async def _health_from(client: TestClient[Any, Any], peer: str, token: str | None) -> Any:
+    """Serve GET /api/v1/health to a request that appears to come from `peer`, through the real
+    app's middleware and route, without any network traffic."""
+    from unittest.mock import Mock
+
+    import orjson
+    from aiohttp.test_utils import make_mocked_request
+
+    from mps.http.middlewares import envelope_middleware
+
+    transport = Mock()
+    transport.get_extra_info.side_effect = lambda name, default=None: (
+        (peer, 40000) if name == "peername" else default
+    )
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    probe = make_mocked_request("GET", "/api/v1/health", app=client.app)
+    match = await client.app.router.resolve(probe)
+    match.add_app(client.app)
+    request = make_mocked_request(
+        "GET",
+        "/api/v1/health",
+        headers=headers,
+        app=client.app,
+        transport=transport,
+        match_info=match,
+    )
+    response = await envelope_middleware(request, match.handler)
+    return orjson.loads(response.body)
+
+
+async def test_health_details_only_for_loopback_or_a_valid_session(
+    client: TestClient[Any, Any],
+) -> None:
+    from tests.helpers import sign_up
+
+    member = await sign_up(client)
+
+    stranger = await _health_from(client, "203.0.113.5", None)
+    forged = await _health_from(client, "203.0.113.5", "not-a-token")
+    signed_in = await _health_from(client, "203.0.113.5", member.token)
+    local = await _health_from(client, "127.0.0.1", None)
+
+    assert "detail" not in stranger["services"]["database"]
+    assert "detail" not in forged["services"]["database"]
+    assert signed_in["services"]["database"]["detail"] == "probe succeeded"
+    assert local["services"]["database"]["detail"] == "probe succeeded"
