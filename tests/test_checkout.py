@@ -248,3 +248,20 @@ async def test_public_routes_ignore_an_unrelated_authorization_header(
     )
 
     assert page.status == 200
+
+
+async def test_events_are_kept_for_thirty_days(client: TestClient[Any, Any], clock: Any) -> None:
+    from mps.actors.housekeeping import Housekeeping
+
+    member = await sign_up(client)
+    await create_payment(client, member)
+    keeper = Housekeeping(client.app[SERVICES].actors, 600)
+
+    clock.advance(days=29)
+    kept = await keeper.run_once()
+    clock.advance(days=1, seconds=1)
+    dropped = await keeper.run_once()
+
+    assert kept[2] == 0
+    assert dropped[2] == 1
+    assert await _events(client, member) == []

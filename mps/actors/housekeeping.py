@@ -1,7 +1,8 @@
 """Housekeeping: rows whose purpose has passed are deleted, so tables stay bounded.
 
 - idempotency keys past their 24 h (decisions 16);
-- sign-in attempts a day old: a code lives 10 minutes and a login an hour, so nothing can use them.
+- sign-in attempts a day old: a code lives 10 minutes and a login an hour, so nothing can use them;
+- events past their 30 days of retention (decisions 10).
 
 Deletes go through the persistence actor like every other write. A pass runs at start and then
 every `interval` seconds.
@@ -22,6 +23,7 @@ __all__ = ["Housekeeping"]
 
 logger = logging.getLogger(__name__)
 LOGIN_RETENTION = timedelta(days=1)
+EVENT_RETENTION = timedelta(days=30)
 
 
 class Housekeeping:
@@ -47,8 +49,8 @@ class Housekeeping:
                 logger.exception("housekeeping pass failed; retrying later")
             await asyncio.sleep(self._interval)
 
-    async def run_once(self) -> tuple[int, int]:
-        """Delete what has expired; returns (idempotency keys, logins) deleted."""
+    async def run_once(self) -> tuple[int, int, int]:
+        """Delete what has expired; returns (idempotency keys, logins, events) deleted."""
         now = self._context.clock()
         rows = await self._context.commit(
             Statement(
@@ -59,5 +61,9 @@ class Housekeeping:
                 "DELETE FROM logins WHERE created_at <= $1 RETURNING id",
                 (iso(now - LOGIN_RETENTION),),
             ),
+            Statement(
+                "DELETE FROM events WHERE created_at <= $1 RETURNING id",
+                (iso(now - EVENT_RETENTION),),
+            ),
         )
-        return len(rows[0]), len(rows[1])
+        return len(rows[0]), len(rows[1]), len(rows[2])
