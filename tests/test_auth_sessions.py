@@ -25,7 +25,8 @@ def _claims(member: Member, **changes: Any) -> dict[str, Any]:
 
 
 def _signing_key(client: TestClient[Any, Any]) -> bytes:
-    return client.app[SERVICES].keyring.jwt_key
+    key: bytes = client.app[SERVICES].keyring.jwt_key
+    return key
 
 
 async def _me(client: TestClient[Any, Any], token: str) -> Any:
@@ -54,7 +55,7 @@ async def test_no_credential_is_401_unauthenticated(client: TestClient[Any, Any]
 
 async def test_alg_none_token_is_refused(client: TestClient[Any, Any]) -> None:
     member = await sign_up(client)
-    forged = jwt.encode(_claims(member), key=None, algorithm="none")
+    forged = jwt.encode(_claims(member), key="", algorithm="none")
 
     response = await _me(client, forged)
 

@@ -114,6 +114,7 @@ async def _health_from(client: TestClient[Any, Any], peer: str, token: str | Non
         match_info=match,
     )
     response = await envelope_middleware(request, match.handler)
+    assert isinstance(response, web.Response) and isinstance(response.body, bytes)
     return orjson.loads(response.body)
 
 
