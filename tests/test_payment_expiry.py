@@ -103,3 +103,35 @@ async def test_no_expiry_payments_never_expire(
         "SELECT status FROM payments WHERE id = $1", payment["id"]
     )
     assert status == "PENDING"
+
+
+async def test_a_backlog_larger_than_one_batch_is_drained_without_waiting(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    from mps.actors.expiry import PaymentExpiry
+
+    # given 25 overdue payments and an expiry loop that takes 10 at a time and otherwise
+    # sleeps for an hour
+    member = await sign_up(client)
+    payments = [await create_payment(client, member, expiresInSec=60) for _ in range(25)]
+    clock.advance(seconds=61)
+    services = client.app[SERVICES]
+    expiry = PaymentExpiry(services.database, services.shards, clock, interval=3600, batch=10)
+
+    # when it starts
+    expiry.start()
+    try:
+        for _ in range(100):
+            if expiry.expired == 25:
+                break
+            await asyncio.sleep(0.02)
+    finally:
+        await expiry.close()
+
+    # then every payment expired in the first passes, none waited for the hour
+    assert expiry.expired == 25
+    statuses = await services.database.fetch(
+        "SELECT DISTINCT status FROM payments WHERE company_id = $1", member.company_id
+    )
+    assert [r["status"] for r in statuses] == ["EXPIRED"]
+    assert len(payments) == 25
