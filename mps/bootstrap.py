@@ -128,8 +128,15 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 tokens=SessionTokens(keyring.jwt_key),
                 limiter=RateLimiter(),
             )
+            # The scheme only: a database URL may carry a password.
             logger.info(
-                "serving in %s mode on %s", settings.mode, settings.database_url.split(":")[0]
+                "%s mode on %s, listening on http://%s:%d (public URL %s)%s",
+                settings.mode,
+                settings.database_url.split(":")[0],
+                settings.host,
+                settings.port,
+                settings.public_url,
+                f"; API explorer at {settings.public_url}/api/docs" if settings.development else "",
             )
             yield
         finally:
