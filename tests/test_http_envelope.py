@@ -216,6 +216,26 @@ class TestVersions:
         )
         assert explicit.headers["X-Api-Version"] == "v2"
 
+    async def test_versions_default_is_the_pinned_version_for_a_session(
+        self, client: TestClient[Any, Any]
+    ) -> None:
+        member = await sign_up(client)
+        await client.patch(
+            "/api/v1/merchant/settings", json={"defaultApiVersion": "v1"}, headers=member.headers
+        )
+
+        anonymous = await client.get("/api/v1/developer/versions")
+        pinned = await client.get("/api/v1/developer/versions", headers=member.headers)
+        forged = await client.get(
+            "/api/v1/developer/versions", headers={"Authorization": "Bearer forged"}
+        )
+
+        assert (await anonymous.json())["default"] == "v2"
+        assert (await pinned.json())["default"] == "v1"
+        assert pinned.headers["X-Api-Version"] == "v1"
+        assert forged.status == 200
+        assert (await forged.json())["default"] == "v2"
+
     async def test_versions_route_lists_both(self, client: TestClient[Any, Any]) -> None:
         response = await client.get("/api/v1/developer/versions")
 

@@ -48,7 +48,8 @@ BUILTIN_ROLES: dict[str, Role] = {
                 in {"payments", "refunds", "payouts", "invoices", "customers", "analytics"}
             ),
         ),
-        Role("role_developer", "developer", frozenset({*_READ, "settings:write"} - {"audit:read"})),
+        # "Read scopes, plus settings:write": only the viewer is said to lack audit:read.
+        Role("role_developer", "developer", frozenset({*_READ, "settings:write"})),
         Role("role_viewer", "viewer", frozenset(set(_READ) - {"audit:read"})),
     )
 }

@@ -52,6 +52,8 @@ def _operation(route: Route) -> dict[str, Any]:
         op["security"] = [{"sessionToken": []}]
     elif route.auth is Auth.API_KEY:
         op["security"] = [{"apiKey": []}]
+    elif route.auth is Auth.OPTIONAL_SESSION:
+        op["security"] = [{}, {"sessionToken": []}]
     else:
         op["security"] = []
     if route.scope:

@@ -94,6 +94,8 @@ def _generic_code(status: int) -> str:
 async def _principal(route: Route, request: web.Request, services: Services) -> Principal | None:
     if route.auth is Auth.PUBLIC:
         return None
+    if route.auth is Auth.OPTIONAL_SESSION:
+        return await _optional_session(request, services)
     token = bearer_token(request.headers.get("Authorization"))
     if token is None:
         raise Unauthenticated("Authentication required: send Authorization: Bearer <token>")
@@ -106,6 +108,16 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
     if not is_api_key(token):
         raise Unauthenticated("This route needs an API key", code="api_key_required")
     return await authenticate_api_key(token, services.keyring, services.database)
+
+
+async def _optional_session(request: web.Request, services: Services) -> Principal | None:
+    try:
+        token = bearer_token(request.headers.get("Authorization"))
+        if token is None or is_api_key(token):
+            return None
+        return await authenticate_session(token, services.tokens, services.database, services.clock)
+    except Unauthenticated:
+        return None
 
 
 def _authorize(route: Route, principal: Principal | None) -> None:

@@ -30,6 +30,9 @@ API_PREFIX = "/api/v1"
 
 class Auth(enum.Enum):
     PUBLIC = "public"
+    # Public, but a valid dashboard session, when sent, is recognised (and any other
+    # credential ignored): the versions route then names the company's pinned version.
+    OPTIONAL_SESSION = "optional_session"
     SESSION = "session"
     API_KEY = "api_key"
 

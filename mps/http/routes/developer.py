@@ -28,8 +28,9 @@ async def ping(call: Call) -> Resource:
 
 
 async def versions(call: Call) -> Resource:
-    # Without a session there is no company whose pinned version could apply.
-    return Resource({"current": CURRENT, "default": CURRENT, "versions": VERSIONS})
+    # With a session, the default is the company's pinned version; without one, the current.
+    pinned = call.principal.api_version if call.principal is not None else CURRENT
+    return Resource({"current": CURRENT, "default": pinned, "versions": VERSIONS})
 
 
 async def openapi(call: Call) -> web.Response:
@@ -57,7 +58,7 @@ ROUTES = [
         versions,
         "API versions",
         "developer",
-        Auth.PUBLIC,
+        Auth.OPTIONAL_SESSION,
         response=resource(
             {
                 "current": Str(),

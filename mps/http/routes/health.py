@@ -10,8 +10,6 @@ from typing import Any
 
 from aiohttp import web
 
-from mps.auth.authenticate import authenticate_session, bearer_token, is_api_key
-from mps.errors import ServiceError
 from mps.http.keys import API_VERSION
 from mps.http.render import json_response
 from mps.http.replies import Resource
@@ -40,19 +38,6 @@ def _is_loopback(call: Call) -> bool:
         return ipaddress.ip_address(call.ip).is_loopback
     except ValueError:
         return False
-
-
-async def _has_session(call: Call) -> bool:
-    """Details are for signed-in members and loopback callers only (decisions 14)."""
-    services = call.services
-    try:
-        token = bearer_token(call.request.headers.get("Authorization"))
-        if token is None or is_api_key(token):
-            return False
-        await authenticate_session(token, services.tokens, services.database, services.clock)
-    except ServiceError:
-        return False
-    return True
 
 
 async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
@@ -88,7 +73,8 @@ async def health(call: Call) -> web.Response:
         )
     else:
         overall = "down"
-    if not _is_loopback(call) and not await _has_session(call):
+    # Details are for signed-in members and loopback callers only (decisions 14).
+    if not _is_loopback(call) and call.principal is None:
         states = {name: {"status": s["status"]} for name, s in states.items()}
     body = {
         "ok": overall != "down",
@@ -131,7 +117,7 @@ ROUTES = [
         health,
         "State of every service, from real probes",
         "health",
-        Auth.PUBLIC,
+        Auth.OPTIONAL_SESSION,
         response=resource(
             {"status": Enum(["up", "degraded", "down"]), "services": Map(values=_STATE)}
         ),
