@@ -172,3 +172,29 @@ async def test_code_requests_are_limited_per_email_across_logins(
     # then the 101st is refused although neither login reached its own limit
     assert statuses[:100] == [200] * 100
     assert statuses[100] == 429
+
+
+async def test_a_wrong_company_id_does_not_spend_the_code(client: TestClient[Any, Any]) -> None:
+    # given a member of two companies and a stranger's company
+    first = await sign_up(client, "ann@example.com", "First")
+    second = await sign_up(client, "ann@example.com", "Second")
+    stranger = await sign_up(client, "bob@example.com", "Bob's")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    # when the code is first sent with a company she is not in
+    refused = await client.post(
+        "/api/v1/auth/otp/verify",
+        json={"loginId": login_id, "code": code, "companyId": stranger.company_id},
+    )
+
+    # then it is refused without spending the code, which then opens the company she names
+    assert refused.status == 403
+    assert_envelope(await refused.json(), 403, "not_a_member")
+    chosen = await client.post(
+        "/api/v1/auth/otp/verify",
+        json={"loginId": login_id, "code": code, "companyId": second.company_id},
+    )
+    assert chosen.status == 200
+    assert (await chosen.json())["company"]["id"] == second.company_id
+    assert first.company_id != second.company_id

@@ -134,6 +134,9 @@ async def request_code(services: Services, login_id: str) -> dict[str, Any]:
 async def verify_code(
     services: Services, login_id: str, code: str, company_id: str | None, mode: str | None
 ) -> dict[str, Any]:
+    if company_id is not None:
+        # Checked before the code is spent, so a wrong companyId costs a retry, not the login.
+        await _require_membership(services, login_id, company_id)
     now = iso(services.clock())
     rows = await services.actors.commit(
         Statement(
@@ -155,6 +158,16 @@ async def verify_code(
     user_id: str = rows[0][0]["user_id"]
     chosen = company_id or rows[0][0]["company_id"] or await _first_company(services, user_id)
     return await _open_session(services, user_id, chosen, mode or "test")
+
+
+async def _require_membership(services: Services, login_id: str, company_id: str) -> None:
+    login = await q.login_by_id(services.database, login_id)
+    user_id = login["user_id"] if login is not None else None
+    if user_id is None:
+        return  # no account: the code check below fails the same way as for anyone
+    found = await q.memberships(services.database, user_id)
+    if company_id not in {m["company_id"] for m in found}:
+        raise Forbidden("You are not a member of that company", code="not_a_member")
 
 
 async def _first_company(services: Services, user_id: str) -> str:
