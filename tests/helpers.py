@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,3 +81,11 @@ async def pay(
     return await client.post(
         f"/api/v1/checkout/{reference}/pay", json={"card": {**TEST_CARD, "number": number}, **extra}
     )
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on right now, for a server a test starts itself."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,14 +13,9 @@ from urllib.request import Request, urlopen
 
 import orjson
 
+from tests.helpers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _call(port: int, method: str, path: str, body: Any = None, token: str | None = None) -> Any:
@@ -55,7 +49,7 @@ def _start(port: int, data_dir: Path) -> subprocess.Popen[bytes]:
 
 def test_acknowledged_writes_survive_sigkill(tmp_path: Path) -> None:
     # given a running server with a signed-in merchant
-    port = _free_port()
+    port = free_port()
     server = _start(port, tmp_path)
     try:
         signup = _call(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -15,15 +14,10 @@ from urllib.request import Request, urlopen
 
 import orjson
 
+from tests.helpers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _call(port: int, path: str, body: Any = None, token: str | None = None) -> Any:
@@ -38,7 +32,7 @@ def _call(port: int, path: str, body: Any = None, token: str | None = None) -> A
 
 def test_generated_requests_never_get_a_server_error(tmp_path: Path) -> None:
     # given a running service and a signed-in owner
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MPS_PORT": str(port), "MPS_DATA_DIR": str(tmp_path / "var")}
     log = (tmp_path / "server.log").open("wb")
     server = subprocess.Popen(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -12,18 +11,13 @@ from urllib.request import urlopen
 
 import orjson
 
+from tests.helpers import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_run_py_serves_development_mode_and_refuses_bad_production(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "MPS_PORT": str(port), "MPS_DATA_DIR": str(tmp_path / "var")}
     server = subprocess.Popen(
         [sys.executable, str(ROOT / "run.py")],

@@ -10,10 +10,10 @@ expiry passed while the service was down are expired on the first passes after s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
 from mps.actors.payment import Expire
+from mps.actors.periodic import Periodic
 from mps.actors.shards import ShardRouter
 from mps.domain.clock import Clock, iso
 from mps.errors import ServiceError
@@ -25,7 +25,7 @@ logger = logging.getLogger(__name__)
 BATCH = 500
 
 
-class PaymentExpiry:
+class PaymentExpiry(Periodic):
     def __init__(
         self,
         database: Database,
@@ -34,34 +34,19 @@ class PaymentExpiry:
         interval: float,
         batch: int = BATCH,
     ) -> None:
+        super().__init__(interval)
         self._database = database
         self._shards = shards
         self._clock = clock
-        self._interval = interval
         self._batch = batch
-        self._task: asyncio.Task[None] | None = None
         self.expired = 0
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
-        while True:
-            found, before = 0, self.expired
-            try:
-                found = await self.run_once()
-            except Exception:
-                logger.exception("expiry pass failed; retrying")
-            # Straight on only while passes fill up and make progress: a batch of rows that
-            # keep failing must not turn this into a busy loop.
-            if found < self._batch or self.expired == before:
-                await asyncio.sleep(self._interval)
+    async def tick(self) -> bool:
+        before = self.expired
+        found = await self.run_once()
+        # Straight on only while passes fill up and make progress: a batch of rows that keep
+        # failing must not turn this into a busy loop.
+        return found == self._batch and self.expired > before
 
     async def run_once(self) -> int:
         """Expire up to one batch of what is overdue now; returns how many overdue payments it

@@ -10,44 +10,27 @@ every `interval` seconds.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import logging
 from datetime import timedelta
 
 from mps.actors.context import ActorContext
+from mps.actors.periodic import Periodic
 from mps.domain.clock import iso
 from mps.persistence.statements import Statement
 
 __all__ = ["Housekeeping"]
 
-logger = logging.getLogger(__name__)
 LOGIN_RETENTION = timedelta(days=1)
 EVENT_RETENTION = timedelta(days=30)
 
 
-class Housekeeping:
+class Housekeeping(Periodic):
     def __init__(self, context: ActorContext, interval: float) -> None:
+        super().__init__(interval)
         self._context = context
-        self._interval = interval
-        self._task: asyncio.Task[None] | None = None
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run())
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.run_once()
-            except Exception:
-                logger.exception("housekeeping pass failed; retrying later")
-            await asyncio.sleep(self._interval)
+    async def tick(self) -> bool:
+        await self.run_once()
+        return False
 
     async def run_once(self) -> tuple[int, int, int]:
         """Delete what has expired; returns (idempotency keys, logins, events) deleted."""

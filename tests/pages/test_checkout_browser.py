@@ -5,7 +5,6 @@ A screenshot of the filled-in page is kept in test-artifacts/ for a person to lo
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,16 +15,9 @@ from aiohttp.test_utils import TestClient
 from playwright.async_api import async_playwright
 
 from tests.conftest import CHROMIUM_ARGS
-from tests.helpers import create_payment, sign_up
+from tests.helpers import create_payment, free_port, sign_up
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def _thanks(request: web.Request) -> web.Response:
@@ -37,7 +29,7 @@ async def served(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
 ) -> TestClient[Any, Any]:
     """The app on a real port that payUrl names, plus a merchant's thank-you page."""
-    port = _free_port()
+    port = free_port()
     app = make_app(public_url=f"http://127.0.0.1:{port}")
     app.router.add_get("/shop/thanks", _thanks)
     client: TestClient[Any, Any] = await aiohttp_client(app, server_kwargs={"port": port})
