@@ -126,8 +126,14 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 mailer=mailer,
                 keyring=keyring,
                 tokens=SessionTokens(keyring.jwt_key),
-                limiter=RateLimiter(),
+                limiter=RateLimiter(scale=settings.rate_limit_scale),
             )
+            if settings.rate_limit_scale != 1 and not settings.development:
+                logger.warning(
+                    "rate limits are scaled by %g (MPS_RATE_LIMIT_SCALE)%s",
+                    settings.rate_limit_scale,
+                    "; 0 turns them off" if settings.rate_limit_scale == 0 else "",
+                )
             # The scheme only: a database URL may carry a password.
             logger.info(
                 "%s mode on %s, listening on http://%s:%d (public URL %s)%s",

@@ -37,6 +37,8 @@ class Settings:
     session_secret: bytes = field(default=b"", repr=False)
     encryption_key: bytes = field(default=b"", repr=False)
     webhook_retry_scale: float = 1.0
+    # Multiplies every request rate limit (decisions 15); 0 turns limiting off (load tests).
+    rate_limit_scale: float = 1.0
     smtp_url: str | None = None
     mail_from: str = "Merchant Payments <no-reply@localhost>"
     shard_count: int = 64
@@ -64,6 +66,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--mode", choices=["development", "production"], help="(MPS_MODE)")
     parser.add_argument("--public-url", help="base of payUrl and email links (MPS_PUBLIC_URL)")
     parser.add_argument("--node-id", help="this node's name in a cluster (MPS_NODE_ID)")
+    parser.add_argument(
+        "--rate-limit-scale",
+        type=float,
+        help="multiply every rate limit; 0 turns them off (MPS_RATE_LIMIT_SCALE, default 1)",
+    )
     return parser
 
 
@@ -95,6 +102,19 @@ def _development_secrets(data_dir: Path) -> dict[str, bytes]:
         "session": stored["sessionSecret"].encode(),
         "encryption": stored["encryptionKey"].encode(),
     }
+
+
+def _scale(value: float | str | None, name: str) -> float:
+    if value is None or value == "":
+        return 1.0
+    try:
+        scale = float(value)
+    except ValueError:
+        scale = -1.0
+    if not scale >= 0 or scale == float("inf"):
+        msg = f"{name} must be a number, 0 or more"
+        raise ConfigError(msg)
+    return scale
 
 
 def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
@@ -148,6 +168,12 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         session_secret=session_secret,
         encryption_key=encryption_key,
         webhook_retry_scale=float(env.get("MPS_WEBHOOK_RETRY_SCALE") or 1),
+        rate_limit_scale=_scale(
+            args.rate_limit_scale
+            if args.rate_limit_scale is not None
+            else env.get("MPS_RATE_LIMIT_SCALE"),
+            "MPS_RATE_LIMIT_SCALE",
+        ),
         smtp_url=env.get("MPS_SMTP_URL") or None,
         mail_from=env.get("MPS_MAIL_FROM") or Settings.mail_from,
     )

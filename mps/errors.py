@@ -106,6 +106,10 @@ class MethodNotAllowed(ServiceError):
     status = 405
     code = "method_not_allowed"
 
+    def __init__(self, message: str, allowed: frozenset[str] = frozenset()) -> None:
+        super().__init__(message)
+        self.allowed = allowed
+
 
 class Conflict(ServiceError):
     status = 409

@@ -7,6 +7,13 @@ request moves the window's end out by one emission interval (`period / limit`, a
 
 State is in memory on this node. The developer-key limit is per node by contract; the others are
 per node for now too (see README, "Limits").
+
+`scale` multiplies every limit (MPS_RATE_LIMIT_SCALE), so a load test can raise them without
+editing code; a scale of 0 turns limiting off, and `hit` then returns None.
+
+The table of windows is swept of ended windows at most once per `sweep_every` seconds when it
+reaches its key cap, so a full table costs O(1) per request rather than a scan each time; past
+the cap, new keys share one overflow window per limit until the sweep frees room.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 
 from mps.errors import RateLimited
 
-__all__ = ["Limit", "RateLimiter", "Verdict"]
+__all__ = ["Limit", "RateLimiter", "Verdict", "scaled"]
 
 
 @dataclass(frozen=True)
@@ -51,23 +58,58 @@ class _Window:
         self.ends = ends
 
 
+def scaled(limit: Limit, scale: float) -> Limit:
+    """`limit` with its count multiplied by `scale` (at least 1), the window unchanged."""
+    if scale == 1:
+        return limit
+    return Limit(limit.name, max(1, round(limit.limit * scale)), limit.period)
+
+
 class RateLimiter:
     def __init__(
-        self, clock: Callable[[], float] = time.monotonic, max_keys: int = 200_000
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        max_keys: int = 200_000,
+        *,
+        scale: float = 1.0,
+        sweep_every: float = 1.0,
     ) -> None:
+        if scale < 0:
+            msg = "the rate limit scale cannot be negative"
+            raise ValueError(msg)
         self._clock = clock
         self._windows: dict[tuple[str, str], _Window] = {}
         self._max_keys = max_keys
+        self._scale = scale
+        self._scaled: dict[Limit, Limit] = {}
+        self._sweep_every = sweep_every
+        self._next_sweep = -math.inf
 
-    def hit(self, limit: Limit, key: str) -> Verdict:
-        """Count one request; raises RateLimited when over the limit."""
+    @property
+    def enabled(self) -> bool:
+        return self._scale > 0
+
+    def hit(self, limit: Limit, key: str) -> Verdict | None:
+        """Count one request; raises RateLimited when over the limit. None when limits are off."""
+        if not self._scale:
+            return None
+        effective = self._scaled.get(limit)
+        if effective is None:
+            effective = self._scaled[limit] = scaled(limit, self._scale)
+        limit = effective
         now = self._clock()
         slot = (limit.name, key)
         window = self._windows.get(slot)
         if window is None or now >= window.ends:
             if len(self._windows) >= self._max_keys:
                 self._sweep(now)
-            window = self._windows[slot] = _Window(now + limit.period)
+                if len(self._windows) >= self._max_keys:
+                    # Still full of live windows: count this key in its limit's overflow window
+                    # rather than grow without bound or scan again.
+                    slot = (limit.name, "\0overflow")
+                    window = self._windows.get(slot)
+            if window is None or now >= window.ends:
+                window = self._windows[slot] = _Window(now + limit.period)
         if window.count >= limit.limit:
             window.ends = min(
                 max(window.ends, now) + limit.period / limit.limit, now + limit.period
@@ -77,5 +119,8 @@ class RateLimiter:
         return Verdict(limit, limit.limit - window.count, window.ends - now)
 
     def _sweep(self, now: float) -> None:
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + self._sweep_every
         for slot in [s for s, w in self._windows.items() if now >= w.ends]:
             del self._windows[slot]

@@ -75,3 +75,17 @@ def test_production_starts_with_everything_explicit(tmp_path: Path) -> None:
 def test_short_secrets_are_refused(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         load_settings(["--data-dir", str(tmp_path)], {"MPS_SESSION_SECRET": "short"})
+
+
+def test_rate_limit_scale_comes_from_the_option_or_the_environment(tmp_path: Path) -> None:
+    env = {"MPS_DATA_DIR": str(tmp_path), "MPS_RATE_LIMIT_SCALE": "0"}
+
+    assert load_settings([], {"MPS_DATA_DIR": str(tmp_path)}).rate_limit_scale == 1
+    assert load_settings([], env).rate_limit_scale == 0
+    assert load_settings(["--rate-limit-scale", "10"], env).rate_limit_scale == 10
+
+
+@pytest.mark.parametrize("value", ["-1", "fast", "nan", "inf"])
+def test_rate_limit_scale_must_be_a_number_zero_or_more(tmp_path: Path, value: str) -> None:
+    with pytest.raises(ConfigError, match="MPS_RATE_LIMIT_SCALE"):
+        load_settings([], {"MPS_DATA_DIR": str(tmp_path), "MPS_RATE_LIMIT_SCALE": value})

@@ -12,6 +12,12 @@ from mps.limits import Limit, RateLimiter
 from tests.helpers import assert_envelope, sign_up
 
 
+def remaining(limiter: RateLimiter, limit: Limit, key: str) -> int:
+    verdict = limiter.hit(limit, key)
+    assert verdict is not None
+    return verdict.remaining
+
+
 class FakeTime:
     def __init__(self) -> None:
         self.now = 1000.0
@@ -25,14 +31,14 @@ def test_limiter_allows_up_to_the_limit_then_refuses_until_the_window_ends() -> 
     limiter = RateLimiter(clock=time)
     limit = Limit("t", 3, 60)
 
-    remaining = [limiter.hit(limit, "k").remaining for _ in range(3)]
+    left = [remaining(limiter, limit, "k") for _ in range(3)]
     with pytest.raises(RateLimited) as refused:
         limiter.hit(limit, "k")
 
-    assert remaining == [2, 1, 0]
+    assert left == [2, 1, 0]
     assert refused.value.retry_after == 60
     time.now += 61
-    assert limiter.hit(limit, "k").remaining == 2
+    assert remaining(limiter, limit, "k") == 2
 
 
 def test_limiter_counts_each_key_apart() -> None:
@@ -41,7 +47,7 @@ def test_limiter_counts_each_key_apart() -> None:
 
     limiter.hit(limit, "a")
 
-    assert limiter.hit(limit, "b").remaining == 0
+    assert remaining(limiter, limit, "b") == 0
 
 
 def test_retrying_while_throttled_pushes_the_window_out() -> None:
@@ -60,6 +66,43 @@ def test_retrying_while_throttled_pushes_the_window_out() -> None:
 
     assert waits == [40, 60, 60]  # +30 s each, never beyond one period from now
     assert waits[0] > 10
+
+
+def test_scale_multiplies_every_limit() -> None:
+    limiter = RateLimiter(clock=FakeTime(), scale=2.5)
+    limit = Limit("t", 2, 60)
+
+    counts = [remaining(limiter, limit, "k") for _ in range(5)]
+
+    assert counts == [4, 3, 2, 1, 0]
+    with pytest.raises(RateLimited):
+        limiter.hit(limit, "k")
+
+
+def test_scale_zero_turns_limiting_off() -> None:
+    limiter = RateLimiter(clock=FakeTime(), scale=0)
+    limit = Limit("t", 1, 60)
+
+    verdicts = [limiter.hit(limit, "k") for _ in range(1000)]
+
+    assert verdicts == [None] * 1000
+    assert not limiter.enabled
+
+
+def test_a_full_table_counts_new_keys_together_instead_of_growing() -> None:
+    time = FakeTime()
+    limiter = RateLimiter(clock=time, max_keys=3)
+    limit = Limit("t", 2, 60)
+    for key in ("a", "b", "c"):
+        limiter.hit(limit, key)
+
+    limiter.hit(limit, "d")
+    limiter.hit(limit, "e")
+
+    with pytest.raises(RateLimited):
+        limiter.hit(limit, "f")  # d, e and f share the overflow window
+    time.now += 61
+    assert remaining(limiter, limit, "g") == 1  # the sweep freed the ended windows
 
 
 async def test_api_key_creation_is_limited_to_ten_a_minute_per_user(

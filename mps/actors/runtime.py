@@ -204,9 +204,6 @@ class AsyncioInbox:
     def empty(self) -> bool:
         return not self._items
 
-    def qsize(self) -> int:
-        return len(self._items) if self._items else 0
-
 
 class _StoppedFlag:
     """What pykka reads of `actor_stopped` (`is_set`, `set`), without the Condition, Lock and

@@ -88,11 +88,3 @@ class ShardRouter:
             task.cancel()
         await asyncio.gather(*self._sweepers, return_exceptions=True)
         await asyncio.gather(*(shard.close() for shard in self.owned.values()))
-
-    @property
-    def active_companies(self) -> int:
-        return sum(len(s.companies) for s in self.owned.values())
-
-    @property
-    def active_payments(self) -> int:
-        return sum(len(s.payments) for s in self.owned.values())

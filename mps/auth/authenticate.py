@@ -10,7 +10,7 @@ from typing import Any
 
 import orjson
 
-from mps.auth.api_keys import looks_like_api_key, parse_key
+from mps.auth.api_keys import parse_key
 from mps.auth.keyring import Keyring
 from mps.auth.principals import ApiKeyPrincipal, SessionPrincipal
 from mps.auth.scopes import builtin_role
@@ -87,7 +87,3 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
         scopes=frozenset(orjson.loads(row["scopes"])),
         api_version=_api_version(row["data"], row["mode"]),
     )
-
-
-def is_api_key(token: str) -> bool:
-    return looks_like_api_key(token)

@@ -15,12 +15,8 @@ import orjson
 from aiohttp import web
 
 from mps.actors.persistence import Commit
-from mps.auth.authenticate import (
-    authenticate_api_key,
-    authenticate_session,
-    bearer_token,
-    is_api_key,
-)
+from mps.auth.api_keys import looks_like_api_key
+from mps.auth.authenticate import authenticate_api_key, authenticate_session, bearer_token
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
 from mps.auth.scopes import OWNER_ROLE
 from mps.domain.clock import iso
@@ -69,9 +65,8 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
         if exc.status == 404:
             return NotFound(f"No route for {request.method} {request.path}")
         if exc.status == 405:
-            error = MethodNotAllowed(f"{request.method} is not allowed on {request.path}")
-            error.allowed = getattr(exc, "allowed_methods", set())  # type: ignore[attr-defined]
-            return error
+            allowed = frozenset(getattr(exc, "allowed_methods", ()))
+            return MethodNotAllowed(f"{request.method} is not allowed on {request.path}", allowed)
         if exc.status == 413:
             return PayloadTooLarge("The request body is larger than 1 MiB")
         generic = ServiceError(exc.reason or "Request failed", code=_generic_code(exc.status))
@@ -100,12 +95,12 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
     if token is None:
         raise Unauthenticated("Authentication required: send Authorization: Bearer <token>")
     if route.auth is Auth.SESSION:
-        if is_api_key(token):
+        if looks_like_api_key(token):
             raise Unauthenticated(
                 "This route needs a dashboard session, not an API key", code="session_required"
             )
         return await authenticate_session(token, services.tokens, services.database, services.clock)
-    if not is_api_key(token):
+    if not looks_like_api_key(token):
         raise Unauthenticated("This route needs an API key", code="api_key_required")
     return await authenticate_api_key(token, services.keyring, services.database)
 
@@ -113,7 +108,7 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
 async def _optional_session(request: web.Request, services: Services) -> Principal | None:
     try:
         token = bearer_token(request.headers.get("Authorization"))
-        if token is None or is_api_key(token):
+        if token is None or looks_like_api_key(token):
             return None
         return await authenticate_session(token, services.tokens, services.database, services.clock)
     except Unauthenticated:
@@ -132,18 +127,22 @@ def _authorize(route: Route, principal: Principal | None) -> None:
 def _apply_limits(call: Call) -> Verdict | None:
     """Count the request against every limit that applies; the tightest verdict is reported."""
     services, route, principal = call.services, call.route, call.principal
-    verdicts = []
+    limiter = services.limiter
+    if not limiter.enabled:
+        return None
+    verdicts: list[Verdict | None] = []
     if isinstance(principal, SessionPrincipal):
-        verdicts.append(services.limiter.hit(STANDARD_LIMIT, principal.rate_key))
+        verdicts.append(limiter.hit(STANDARD_LIMIT, principal.rate_key))
     elif isinstance(principal, ApiKeyPrincipal):
-        verdicts.append(services.limiter.hit(DEVELOPER_LIMIT, principal.rate_key))
+        verdicts.append(limiter.hit(DEVELOPER_LIMIT, principal.rate_key))
     for rule in route.limits:
         key = rule.key(call)
         if key is not None:
-            verdicts.append(services.limiter.hit(rule.limit, key))
-    if not verdicts:
+            verdicts.append(limiter.hit(rule.limit, key))
+    counted = [v for v in verdicts if v is not None]
+    if not counted:
         return None
-    return min(verdicts, key=lambda v: v.remaining / v.limit.limit)
+    return min(counted, key=lambda v: v.remaining / v.limit.limit)
 
 
 async def _read_body(request: web.Request) -> Any:

@@ -8,7 +8,7 @@ import orjson
 from aiohttp import web
 
 from mps.domain.clock import iso, utcnow
-from mps.errors import RateLimited, ServiceError, ValidationFailed
+from mps.errors import MethodNotAllowed, RateLimited, ServiceError, ValidationFailed
 from mps.http.replies import Aggregate, Page, Reply, Resource
 from mps.http.versions import apply_transforms, version_headers
 
@@ -57,6 +57,6 @@ def error_response(error: ServiceError, request_id: str, version: str) -> web.Re
     response = json_response(error.status, error_body(error, request_id), request_id, version)
     if isinstance(error, RateLimited):
         response.headers["Retry-After"] = str(error.retry_after)
-    if error.status == 405 and (allowed := getattr(error, "allowed", None)):
-        response.headers["Allow"] = ", ".join(sorted(allowed))
+    if isinstance(error, MethodNotAllowed) and error.allowed:
+        response.headers["Allow"] = ", ".join(sorted(error.allowed))
     return response

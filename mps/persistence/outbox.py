@@ -7,9 +7,8 @@ from typing import Any
 import orjson
 
 from mps.domain.ids import new_id
-from mps.persistence.statements import Statement, insert
 
-__all__ = ["event_row", "event_statement"]
+__all__ = ["event_row"]
 
 API_VERSION = "v2"
 
@@ -35,14 +34,3 @@ def event_row(
         "data": orjson.dumps(body).decode(),
         "dispatched_at": None,
     }
-
-
-def event_statement(
-    *, company_id: str, mode: str, event_type: str, created_at: str, obj: dict[str, Any]
-) -> Statement:
-    return insert(
-        "events",
-        event_row(
-            company_id=company_id, mode=mode, event_type=event_type, created_at=created_at, obj=obj
-        ),
-    )

@@ -25,10 +25,18 @@ from mps.persistence.queries import payments as q
 __all__ = ["build"]
 
 
+# The link as read for this request: the idempotency scope and the handler both need it.
+_LINK: web.RequestKey[Payment] = web.RequestKey("checkout_link")
+
+
 async def _payment(call: Call) -> Payment:
+    cached: Payment | None = call.request.get(_LINK)
+    if cached is not None:
+        return cached
     payment = await q.by_reference(call.services.database, call.param("reference"))
     if payment is None or payment.link_payment_id is not None:
         raise NotFound("No such payment link")
+    call.request[_LINK] = payment
     return payment
 
 
