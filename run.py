@@ -20,6 +20,7 @@ from aiohttp import web
 from mps.bootstrap import build_app
 from mps.config import ConfigError, load_settings
 from mps.http.access_log import BatchedAccessLog
+from mps.logs import install_redaction
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:
@@ -39,6 +40,7 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    install_redaction()  # no log line holds a token, key, code, card number or email (mps.logs)
     try:
         settings = load_settings(argv, os.environ)
     except ConfigError as exc:

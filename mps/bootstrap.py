@@ -25,6 +25,7 @@ from mps.actors.shards import PaymentKey, Shard, ShardRouter
 from mps.adapters.broker import open_broker
 from mps.adapters.mail import DevMailbox, Mailer, SmtpMailer
 from mps.adapters.processor import Processor, SimulatorProcessor
+from mps.auth.credentials import Credentials
 from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
 from mps.config import Settings
@@ -33,7 +34,7 @@ from mps.http.app import create_app
 from mps.http.keys import ROUTE_TABLE, SERVICES
 from mps.http.routes import all_routes
 from mps.limits import RateLimiter
-from mps.persistence.database import open_database
+from mps.persistence.database import Database, open_database
 from mps.services import Services
 
 __all__ = ["Overrides", "build_app"]
@@ -48,6 +49,8 @@ class Overrides:
     clock: Clock = field(default=utcnow)
     mailer: Mailer | None = None
     live_processor: Processor | None = None
+    # Wraps the opened database: a test's way to add latency or faults to every round trip.
+    wrap_database: Callable[[Database], Database] | None = None
 
 
 def _processors(settings: Settings, extra: Overrides) -> dict[str, Processor | None]:
@@ -94,6 +97,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
     async def services_ctx(app: web.Application) -> AsyncIterator[None]:
         database = open_database(settings.database_url)
         await database.open()
+        if extra.wrap_database is not None:
+            database = extra.wrap_database(database)
         persistence = PersistenceActor.start(database)
         keyring = Keyring(settings.session_secret, settings.encryption_key)
         context = ActorContext(database, persistence, extra.clock)
@@ -108,8 +113,11 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             if settings.development or not settings.smtp_url
             else SmtpMailer(settings.smtp_url, settings.mail_from)
         )
+        tokens = SessionTokens(keyring.jwt_key)
+        credentials = Credentials(tokens, keyring, database, extra.clock)
         try:
             await broker.connect()
+            await credentials.attach(broker)
             shards.start()
             expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
             expiry.start()
@@ -125,8 +133,9 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 broker=broker,
                 mailer=mailer,
                 keyring=keyring,
-                tokens=SessionTokens(keyring.jwt_key),
+                tokens=tokens,
                 limiter=RateLimiter(scale=settings.rate_limit_scale),
+                credentials=credentials,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
                 logger.warning(

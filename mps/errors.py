@@ -16,7 +16,9 @@
     └── Unavailable         503        unavailable, processor_unavailable
 
     StaleWrite                         a snapshot was written from an older version (our own bug or
-                                       a concurrent writer); never reaches a client as such
+    │                                  a concurrent writer); never reaches a client as such
+    └── KeyAlreadyStored               an Idempotency-Key's response was stored by another request
+                                       first; the pipeline replays that response instead
 
 Anything else raised while serving a request is our fault: the client sees 500 internal_error and
 the log has the traceback with the request id.
@@ -31,6 +33,7 @@ __all__ = [
     "Conflict",
     "FieldError",
     "Forbidden",
+    "KeyAlreadyStored",
     "MethodNotAllowed",
     "NotFound",
     "PayloadTooLarge",
@@ -148,3 +151,9 @@ class Unavailable(ServiceError):
 class StaleWrite(Exception):
     """A versioned write found a different version than it expected, or a conditional write
     matched no row. The actor that issued it must reload its snapshot before trying again."""
+
+
+class KeyAlreadyStored(StaleWrite):
+    """The request's Idempotency-Key already holds a live stored response (another request under
+    the same key committed first). The unit rolled back; the pipeline replays what is stored.
+    Not a sign of a broken actor, so actors answer it instead of crashing."""

@@ -11,6 +11,7 @@ from mps.actors.persistence import PersistenceActor
 from mps.actors.shards import ShardRouter
 from mps.adapters.broker import Broker
 from mps.adapters.mail import DevMailbox, Mailer
+from mps.auth.credentials import Credentials
 from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
 from mps.config import Settings
@@ -34,6 +35,7 @@ class Services:
     keyring: Keyring
     tokens: SessionTokens
     limiter: RateLimiter
+    credentials: Credentials
 
     @property
     def dev_mailbox(self) -> DevMailbox | None:

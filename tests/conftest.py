@@ -20,6 +20,7 @@ from aiohttp.test_utils import TestClient
 from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
 from mps.persistence.database import Database, open_database
+from tests.log_guard import LogGuard, watch
 
 PG_URL = os.environ.get("MPS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/mps_test")
 AMQP_URL = os.environ.get("MPS_TEST_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/")
@@ -28,6 +29,8 @@ REQUIRE_SERVICES = os.environ.get("MPS_REQUIRE_SERVICES") == "1"
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_backends: run the test on SQLite and on Postgres")
+    # The whole run's log, redacted as run.py redacts it, must hold no secret the run used.
+    config.pluginmanager.register(LogGuard(), "log_guard")
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -120,10 +123,14 @@ def clock() -> Clock:
 
 @pytest.fixture
 def make_app(settings: Settings, clock: Clock) -> Callable[..., web.Application]:
-    def make(**changes: Any) -> web.Application:
+    def make(overrides: Overrides | None = None, **changes: Any) -> web.Application:
+        """The app on these settings with `changes`; `overrides` replace the default fakes
+        (the test clock is used unless they name another)."""
         from dataclasses import replace
 
-        return build_app(replace(settings, **changes), Overrides(clock=clock))
+        app = build_app(replace(settings, **changes), overrides or Overrides(clock=clock))
+        watch(app)  # the log guard remembers the secrets this app hands out and receives
+        return app
 
     return make
 

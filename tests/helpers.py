@@ -89,3 +89,18 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+async def sign_in(client: TestClient[Any, Any], member: Member) -> Member:
+    """A fresh session for an existing member, through the real login flow."""
+    response = await client.post("/api/v1/auth/login", json={"email": member.email})
+    assert response.status == 200, await response.text()
+    login_id = (await response.json())["loginId"]
+    code = await latest_code(client, member.email)
+    response = await client.post(
+        "/api/v1/auth/otp/verify",
+        json={"loginId": login_id, "code": code, "companyId": member.company_id},
+    )
+    assert response.status == 200, await response.text()
+    token = (await response.json())["sessionToken"]
+    return Member(token, member.company_id, member.user_id, member.email)

@@ -210,24 +210,12 @@ async def test_switching_mode_issues_a_new_session_and_revokes_the_old(
 async def _add_member(
     client: TestClient[Any, Any], owner: Member, email: str, role_id: str
 ) -> Member:
-    """Seed a teammate directly through the writer (invitations arrive with the team feature),
-    then sign them in through the real login flow."""
-    from mps.persistence.statements import insert
+    """Add a teammate through the company actor (invitations will arrive with the team
+    feature and accept the same way), then sign them in through the real login flow."""
+    from mps.actors.company import AddMember
 
     services = client.app[SERVICES]
-    now = "2026-01-01T00:00:00.000Z"
-    await services.actors.commit(
-        insert("users", {"id": f"usr_{role_id}", "email": email, "name": None, "created_at": now}),
-        insert(
-            "members",
-            {
-                "company_id": owner.company_id,
-                "user_id": f"usr_{role_id}",
-                "role_id": role_id,
-                "created_at": now,
-            },
-        ),
-    )
+    user_id = await services.shards.ask_company(owner.company_id, AddMember(email, None, role_id))
     login = await client.post("/api/v1/auth/login", json={"email": email})
     login_id = (await login.json())["loginId"]
     from tests.helpers import latest_code
@@ -237,6 +225,4 @@ async def _add_member(
         "/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code}
     )
     assert verified.status == 200, await verified.text()
-    return Member(
-        (await verified.json())["sessionToken"], owner.company_id, f"usr_{role_id}", email
-    )
+    return Member((await verified.json())["sessionToken"], owner.company_id, user_id, email)

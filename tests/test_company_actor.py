@@ -58,7 +58,7 @@ class FaultyDatabase(Database):
             units = [broken, *units[1:]]
         return await self.real.write(units)
 
-    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         return await self.real.fetch(sql, *params)
 
 

@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_up
+from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_in, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -192,7 +192,6 @@ async def test_checkout_double_submit_with_one_key_charges_once(
 async def test_keys_older_than_a_day_are_deleted_and_can_be_used_again(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    from mps.actors.company import ClaimKey, ReleaseKey
     from mps.actors.housekeeping import Housekeeping
 
     # given a key used a day ago
@@ -205,11 +204,36 @@ async def test_keys_older_than_a_day_are_deleted_and_can_be_used_again(
     services = client.app[SERVICES]
     deleted = await Housekeeping(services.actors, 600).run_once()
 
-    # then the key's row is gone and the company lets a new request claim it
+    # then the key's row is gone and the key serves a new, different request
     assert first.status == 201
     assert deleted[0] == 1
     remaining = await services.database.fetchval("SELECT COUNT(*) FROM idempotency_keys")
     assert remaining == 0
-    claim = await services.shards.ask_company(member.company_id, ClaimKey("old", "any"))
-    assert claim is None
-    await services.shards.ask_company(member.company_id, ReleaseKey("old"))
+    headers = {**(await sign_in(client, member)).headers, "Idempotency-Key": "old"}
+    other = {**BODY, "amountMinor": "2501"}
+    again = await client.post("/api/v1/merchant/payments", json=other, headers=headers)
+    assert again.status == 201
+    assert (await again.json())["id"] != (await first.json())["id"]
+
+
+async def test_a_key_past_its_day_serves_a_new_request_before_housekeeping_deletes_it(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    # given a key used a day ago whose row housekeeping has not deleted yet
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": "stale"}
+    first = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+    clock.advance(hours=24, seconds=1)
+    headers = {**(await sign_in(client, member)).headers, "Idempotency-Key": "stale"}
+
+    # when a different request uses the key
+    other = {**BODY, "amountMinor": "2501"}
+    again = await client.post("/api/v1/merchant/payments", json=other, headers=headers)
+    replay = await client.post("/api/v1/merchant/payments", json=other, headers=headers)
+
+    # then it runs (no 422), its response replaces the expired one, and replays from then on
+    assert first.status == 201
+    assert again.status == 201
+    assert (await again.json())["amountMinor"] == other["amountMinor"]
+    assert replay.headers.get("Idempotent-Replayed") == "true"
+    assert await replay.read() == await again.read()

@@ -89,7 +89,7 @@ class BreakingDatabase(Database):
             units = [*units, (Statement("SELECT no_such_column FROM users"),)]
         return await self.real.write(units)
 
-    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         return await self.real.fetch(sql, *params)
 
 

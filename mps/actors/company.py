@@ -1,8 +1,13 @@
 """The company actor: one per company, serializing changes to its settings, members and keys.
 
-It loads the company's snapshot when activated and applies each command in turn: compute the new
-state with pure rules, commit it (with its events) through the persistence actor, and only then
-adopt it and reply. A command that fails leaves the in-memory state as it was.
+It loads the company's snapshot and its members when activated and applies each command in
+turn: decide from memory with pure rules, hand the commit (with its events and the request's
+idempotency record) to the persistence actor, and only then adopt the new state and reply. A
+command that fails leaves the in-memory state as it was.
+
+A turn never awaits a read: whatever a command needs that the actor does not hold is read by
+the caller before it asks (the key row a revoke shows, the stored response of an idempotency
+key), so one merchant's traffic never queues behind database round trips.
 """
 
 from __future__ import annotations
@@ -26,12 +31,15 @@ from mps.domain.clock import iso
 from mps.domain.company import Company
 from mps.domain.ids import new_id, payment_reference
 from mps.domain.payments import NewPayment
-from mps.errors import FieldError, Forbidden, NotFound, Unprocessable, ValidationFailed
+from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
+from mps.persistence import company_store as store
+from mps.persistence.database import IntegrityConflict
 from mps.persistence.payment_store import customer_statements, event_statements, payment_insert
 from mps.persistence.queries import companies
-from mps.persistence.statements import Row, Statement, insert, versioned_update
+from mps.persistence.statements import Row, Statement
 
 __all__ = [
+    "AddMember",
     "ClaimKey",
     "CompanyActor",
     "CreateApiKey",
@@ -52,6 +60,16 @@ class CreateCompany:
     name: str
     owner_email: str
     owner_name: str | None
+
+
+@dataclass(frozen=True)
+class AddMember:
+    """Reply: the member's user id. Creates the user when the email has no account yet; 409
+    when they are a member already. (Invitations accept through this.)"""
+
+    email: str
+    name: str | None
+    role_id: str
 
 
 @dataclass(frozen=True)
@@ -77,13 +95,16 @@ class CreateApiKey:
     type: str
     mode: str
     scopes: tuple[str, ...]
+    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
 class RevokeApiKey:
-    """Reply: the key's row after revocation."""
+    """Reply: the key's row after revocation. `key` is the row as the caller read it (404 before
+    asking when there is none), so the turn can present the result without a read."""
 
-    key_id: str
+    key: Row
+    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -97,11 +118,11 @@ class CreatePayment:
 
 @dataclass(frozen=True)
 class ClaimKey:
-    """Reply: a stored response to replay (a row), None to proceed (the key is now in flight),
-    or an asyncio future to await while another request holds the key. 422 on a mismatch."""
+    """Reply: None when the key is now in flight for the caller, who must look for a stored
+    response (outside this actor) before running, and release the key when done; or an asyncio
+    future to await while another request holds the key, then claim again."""
 
     key: str
-    fingerprint: str
 
 
 @dataclass(frozen=True)
@@ -129,6 +150,8 @@ class CompanyActor(AsyncioActor):
         self.context = context
         self.keyring = keyring
         self.company: Company | None = None
+        # user id -> role id: who may open a session, decided without a read.
+        self.members: dict[str, str] = {}
         # Idempotency keys whose first request is still running, with a future its duplicates
         # wait on.
         self.in_flight: dict[str, asyncio.Future[None]] = {}
@@ -141,6 +164,8 @@ class CompanyActor(AsyncioActor):
             self.company = await companies.company(self.context.database, self.company_id)
         except NotFound:
             self.company = None
+            return
+        self.members = await companies.member_roles(self.context.database, self.company_id)
 
     def _require(self) -> Company:
         if self.company is None:
@@ -151,6 +176,8 @@ class CompanyActor(AsyncioActor):
         match message:
             case CreateCompany():
                 return await self._create(message)
+            case AddMember():
+                return await self._add_member(message)
             case OpenSession():
                 return await self._open_session(message)
             case RevokeSession():
@@ -159,8 +186,8 @@ class CompanyActor(AsyncioActor):
                 return await self._create_api_key(message)
             case RevokeApiKey():
                 return await self._revoke_api_key(message)
-            case ClaimKey():
-                return await self._claim_key(message)
+            case ClaimKey(key=key):
+                return self._claim_key(key)
             case ReleaseKey(key=key):
                 waiter = self.in_flight.pop(key, None)
                 if waiter is not None and not waiter.done():
@@ -179,56 +206,43 @@ class CompanyActor(AsyncioActor):
             raise RuntimeError(msg)
         now = iso(self.context.clock())
         company = Company(id=self.company_id, name=command.name, version=1, created_at=now)
-        email = command.owner_email
-        existing = await self.context.database.fetchval(
-            "SELECT id FROM users WHERE email = $1", email
-        )
-        user_id = existing or new_id("usr")
+        # A fresh id is harmless when the email already has an account: that user is kept, and
+        # the membership names whichever user holds the email.
         statements = [
-            insert(
-                "companies",
-                {
-                    "id": company.id,
-                    "version": 1,
-                    "name": company.name,
-                    "created_at": now,
-                    "updated_at": now,
-                    "data": orjson.dumps(company.data_json()).decode(),
-                },
-            ),
-            # A concurrent signup may have created the same user first: keep theirs.
-            Statement(
-                "INSERT INTO users (id, email, name, created_at) VALUES ($1, $2, $3, $4) "
-                "ON CONFLICT (email) DO NOTHING",
-                (user_id, email, command.owner_name, now),
-            ),
-            Statement(
-                "INSERT INTO members (company_id, user_id, role_id, created_at) "
-                "SELECT $1, id, $2, $3 FROM users WHERE email = $4 RETURNING user_id",
-                (company.id, OWNER_ROLE, now, email),
-                expect_rows=1,
+            store.company_insert(company),
+            *store.membership(
+                company.id, new_id("usr"), command.owner_email, command.owner_name, OWNER_ROLE, now
             ),
         ]
         rows = await self.context.commit(*statements)
+        owner: str = rows[-1][0]["user_id"]
         self.company = company
-        owner: str = rows[2][0]["user_id"]
+        self.members = {owner: OWNER_ROLE}
         return owner
+
+    async def _add_member(self, command: AddMember) -> str:
+        self._require()
+        now = iso(self.context.clock())
+        statements = store.membership(
+            self.company_id, new_id("usr"), command.email, command.name, command.role_id, now
+        )
+        try:
+            rows = await self.context.commit(*statements)
+        except IntegrityConflict as exc:
+            raise Conflict("That person is a member already", code="already_member") from exc
+        user_id: str = rows[-1][0]["user_id"]
+        self.members[user_id] = command.role_id
+        return user_id
 
     async def _open_session(self, command: OpenSession) -> tuple[str, Any]:
         self._require()
-        member = await self.context.database.fetchval(
-            "SELECT role_id FROM members WHERE company_id = $1 AND user_id = $2",
-            self.company_id,
-            command.user_id,
-        )
-        if member is None:
+        if command.user_id not in self.members:
             raise Forbidden("You are not a member of this company", code="not_a_member")
         now = self.context.clock()
         session_id = new_id("ses")
         expires_at = now + SESSION_TTL
         await self.context.commit(
-            insert(
-                "sessions",
+            store.session_insert(
                 {
                     "id": session_id,
                     "user_id": command.user_id,
@@ -237,19 +251,14 @@ class CompanyActor(AsyncioActor):
                     "created_at": iso(now),
                     "expires_at": iso(expires_at),
                     "revoked_at": None,
-                },
+                }
             )
         )
         return session_id, expires_at
 
     async def _revoke_session(self, command: RevokeSession) -> None:
-        await self.context.commit(
-            Statement(
-                "UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND company_id = $3 "
-                "AND revoked_at IS NULL",
-                (iso(self.context.clock()), command.session_id, self.company_id),
-            )
-        )
+        now = iso(self.context.clock())
+        await self.context.commit(store.session_revoke(self.company_id, command.session_id, now))
 
     async def _create_api_key(self, command: CreateApiKey) -> tuple[dict[str, Any], str]:
         self._require()
@@ -276,45 +285,39 @@ class CompanyActor(AsyncioActor):
             "last_used_at": None,
             "revoked_at": None,
         }
-        await self.context.commit(insert("api_keys", row))
-        return row, key
+        result = (row, key)
+        statements = [store.api_key_insert(row)]
+        if command.idempotency is not None:
+            statements.append(command.idempotency.statement(result))
+        await self.context.commit(*statements)
+        return result
 
-    async def _revoke_api_key(self, command: RevokeApiKey) -> dict[str, Any]:
+    async def _revoke_api_key(self, command: RevokeApiKey) -> Row:
         now = iso(self.context.clock())
-        rows = await self.context.commit(
-            Statement(
-                "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $1) "
-                "WHERE id = $2 AND company_id = $3 RETURNING *",
-                (now, command.key_id, self.company_id),
-            )
-        )
+        before = command.key
+        after = {**before, "revoked_at": before["revoked_at"] or now}
+        statements = [store.api_key_revoke(self.company_id, before["id"], now)]
+        if command.idempotency is not None:
+            statements.append(command.idempotency.statement(after))
+        rows = await self.context.commit(*statements)
         if not rows[0]:
             raise NotFound("No such API key")
-        return rows[0][0]
+        revoked: Row = {**after, **rows[0][0]}
+        return revoked
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters.
         return not self.in_flight and super().can_passivate()
 
-    async def _claim_key(self, command: ClaimKey) -> Row | asyncio.Future[None] | None:
-        waiter = self.in_flight.get(command.key)
+    def _claim_key(self, key: str) -> asyncio.Future[None] | None:
+        """Decided in memory: the key is marked in flight before anything is looked up, so a
+        duplicate arriving meanwhile waits on it. The stored-response lookup is the caller's,
+        outside this turn; the key's row, written in the same unit as the change, is the final
+        guard should two requests ever run under one key (a crash between claim and commit)."""
+        waiter = self.in_flight.get(key)
         if waiter is not None:
             return waiter
-        row = await self.context.database.fetchrow(
-            "SELECT * FROM idempotency_keys WHERE company_id = $1 AND idem_key = $2 "
-            "AND expires_at > $3",
-            self.company_id,
-            command.key,
-            iso(self.context.clock()),
-        )
-        if row is not None:
-            if row["fingerprint"] != command.fingerprint:
-                raise Unprocessable(
-                    "This Idempotency-Key was used with a different request; use a new key "
-                    "for a new request"
-                )
-            return row
-        self.in_flight[command.key] = asyncio.get_running_loop().create_future()
+        self.in_flight[key] = asyncio.get_running_loop().create_future()
         return None
 
     async def _create_payment(self, command: CreatePayment) -> Detached:
@@ -365,17 +368,7 @@ class CompanyActor(AsyncioActor):
         updated = company.with_settings(
             command.mode, replace(company.settings[command.mode], **command.changes)
         )
-        await self.context.commit(
-            versioned_update(
-                "companies",
-                "id",
-                company.id,
-                company.version,
-                {
-                    "updated_at": iso(self.context.clock()),
-                    "data": orjson.dumps(updated.data_json()).decode(),
-                },
-            )
-        )
+        now = iso(self.context.clock())
+        await self.context.commit(store.company_update(company, updated, now))
         self.company = replace(updated, version=company.version + 1)
         return self.company

@@ -8,12 +8,13 @@ and its events in one unit before the actor adopts the new state and replies.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, replace
 from typing import Any
 
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
-from mps.actors.runtime import AsyncioActor
+from mps.actors.runtime import AsyncioActor, Detached
 from mps.adapters.processor import CardInput, Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
@@ -23,13 +24,16 @@ from mps.errors import NotFound, PaymentDeclined, Unavailable
 from mps.persistence.payment_store import (
     customer_statements,
     event_statements,
-    payment_from_row,
+    load_payment,
     payment_insert,
     payment_update,
 )
 from mps.persistence.statements import Statement
 
+PROCESSOR_DEADLINE = 10.0
+
 __all__ = [
+    "PROCESSOR_DEADLINE",
     "Cancel",
     "Checkout",
     "CheckoutDeclined",
@@ -122,12 +126,7 @@ class PaymentActor(AsyncioActor):
         return f"PaymentActor({self.payment_id})"
 
     async def on_activate(self) -> None:
-        row = await self.context.database.fetchrow(
-            "SELECT * FROM payments WHERE id = $1 AND company_id = $2",
-            self.payment_id,
-            self.company_id,
-        )
-        self.payment = payment_from_row(row) if row is not None else None
+        self.payment = await load_payment(self.context.database, self.company_id, self.payment_id)
 
     def _require(self, mode: str | None) -> Payment:
         # Another mode's payment is as invisible as another company's.
@@ -157,7 +156,7 @@ class PaymentActor(AsyncioActor):
             return None
         return await self._apply(rules.expire(payment, now), command.idempotency)
 
-    async def _checkout(self, command: Checkout) -> Outcome:
+    async def _checkout(self, command: Checkout) -> Outcome | Detached:
         payment = self._require(command.mode)
         now = self.context.clock()
         if payment.is_due_to_expire(now):
@@ -169,7 +168,16 @@ class PaymentActor(AsyncioActor):
         if processor is None:
             msg = "Live card processing is not configured"
             raise Unavailable(msg, code="processor_unavailable")
-        result = await processor.authorize(command.card, payment.amount_minor, payment.currency)
+        try:
+            # The only awaited call in a payment's turn that is not its own commit: bounded, so
+            # a processor that hangs cannot hold the payment (and its shopper) indefinitely.
+            async with asyncio.timeout(PROCESSOR_DEADLINE):
+                result = await processor.authorize(
+                    command.card, payment.amount_minor, payment.currency
+                )
+        except TimeoutError as exc:
+            msg = "The card processor did not answer in time; try again"
+            raise Unavailable(msg, code="processor_timeout") from exc
         now = self.context.clock()
         if not result.approved:
             outcome = await self._apply(rules.checkout_declined(payment, now), None)
@@ -184,9 +192,27 @@ class PaymentActor(AsyncioActor):
             child_id=new_id("pay"),
             child_reference=payment_reference(),
         )
-        return await self._apply(transition, command.idempotency)
+        after, outcome, statements = self._plan(transition, command.idempotency)
+        if after == payment:
+            # Only a child was made (a multi-use link): nothing this actor holds changes, so
+            # the next shopper need not wait for this commit, and a burst on one link shares
+            # group commits.
+            return Detached(self._commit(outcome, statements))
+        await self.context.commit(*statements)
+        self.payment = after
+        return outcome
 
     async def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Outcome:
+        """Commit the transition, then adopt its state and reply."""
+        after, outcome, statements = self._plan(transition, idem)
+        await self.context.commit(*statements)
+        self.payment = after
+        return outcome
+
+    def _plan(
+        self, transition: Transition, idem: IdempotencyRecord | None
+    ) -> tuple[Payment, Outcome, list[Statement]]:
+        """The payment after the transition, the reply, and the unit that commits both."""
         before = self._require(None)
         after = with_customer(transition.payment, self.keyring)
         statements: list[Statement] = [payment_update(before, after)] if after != before else []
@@ -206,6 +232,8 @@ class PaymentActor(AsyncioActor):
         outcome = Outcome(result, bodies)
         if idem is not None:
             statements.append(idem.statement(outcome))
+        return after, outcome, statements
+
+    async def _commit(self, outcome: Outcome, statements: list[Statement]) -> Outcome:
         await self.context.commit(*statements)
-        self.payment = after
         return outcome

@@ -41,7 +41,7 @@ from pykka import ActorDeadError, ActorRef
 from pykka._envelope import Envelope
 from pykka.messages import _ActorStop
 
-from mps.errors import ServiceError
+from mps.errors import KeyAlreadyStored, ServiceError
 
 __all__ = [
     "ActorDeadError",
@@ -229,8 +229,10 @@ class AsyncioActor(pykka.Actor):
     (awaited when the actor is stopped on purpose, not after a crash).
     """
 
-    # Exceptions that are answers to the caller, not signs of a broken actor.
-    expected_errors: ClassVar[tuple[type[BaseException], ...]] = (ServiceError,)
+    # Exceptions that are answers to the caller, not signs of a broken actor: the contract's
+    # errors, and a unit refused because its Idempotency-Key was stored first (nothing of the
+    # actor's state was adopted, so there is nothing to reload).
+    expected_errors: ClassVar[tuple[type[BaseException], ...]] = (ServiceError, KeyAlreadyStored)
 
     # Running actors, held strongly: the event loop keeps only weak references to tasks, and an
     # ActorRef holds its actor weakly, so without this an idle actor could be collected.

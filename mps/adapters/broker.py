@@ -34,6 +34,17 @@ class Broker(Protocol):
 
     async def subscribe(self, queue: str, routing_key: str, handler: Handler) -> None: ...
 
+    async def subscribe_broadcast(self, routing_key: str, handler: Handler) -> None:
+        """Every node gets every message of `routing_key` (a queue of this node's own, gone with
+        its connection). For notices such as revocations, not for work: a node that is down
+        misses them, so a subscriber must cope (see `on_reconnect`)."""
+        ...
+
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        """Call `callback` after the connection to the broker was lost and made again: broadcast
+        messages sent meanwhile were missed."""
+        ...
+
     async def ping(self) -> None:
         """Publish to ourselves and wait for it to come back; raises when the broker is down.
         Callers bound the wait with `asyncio.timeout`."""
@@ -75,6 +86,13 @@ class MemoryBroker:
                 logger.exception("broker handler failed; the message is redelivered")
                 inbox.put_nowait(body)
                 await asyncio.sleep(0.1)
+
+    async def subscribe_broadcast(self, routing_key: str, handler: Handler) -> None:
+        await self.subscribe(f"broadcast.{random_base62(12)}", routing_key, handler)
+
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        # One process: the connection cannot be lost.
+        return None
 
     async def ping(self) -> None:
         return None
@@ -122,6 +140,25 @@ class AmqpBroker:
                 await handler(message.body)
 
         await declared.consume(consume)
+
+    async def subscribe_broadcast(self, routing_key: str, handler: Handler) -> None:
+        channel, exchange = self._parts()
+        # Server-named, exclusive, deleted with the connection: this node's own copy of each
+        # message. The robust connection declares it again after a reconnect.
+        declared = await channel.declare_queue(exclusive=True, auto_delete=True)
+        await declared.bind(exchange, routing_key)
+
+        async def consume(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+            async with message.process(requeue=False):
+                await handler(message.body)
+
+        await declared.consume(consume)
+
+    def on_reconnect(self, callback: Callable[[], None]) -> None:
+        if self._connection is None:
+            msg = "broker is not connected"
+            raise RuntimeError(msg)
+        self._connection.reconnect_callbacks.add(lambda *_args: callback())
 
     async def ping(self) -> None:
         channel, exchange = self._parts()

@@ -1,11 +1,13 @@
-"""Turn an `Authorization: Bearer …` header into a principal, or refuse with 401.
+"""Turn a bearer token into a principal, or refuse with 401: the full check, one read each.
 
-Sessions are checked against the sessions table on every request, so a logout or a member's
-removal takes effect at once on every node that shares the database.
+`mps.auth.credentials` caches what these return, so they run once per token (and again after a
+revocation or the cache's revalidation period), not once per request.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -15,11 +17,19 @@ from mps.auth.keyring import Keyring
 from mps.auth.principals import ApiKeyPrincipal, SessionPrincipal
 from mps.auth.scopes import builtin_role
 from mps.auth.tokens import SessionTokens
-from mps.domain.clock import Clock, iso
+from mps.domain.clock import Clock, iso, parse_iso
 from mps.errors import Unauthenticated
 from mps.persistence.database import Database
+from mps.persistence.queries import credentials as q
 
-__all__ = ["authenticate_api_key", "authenticate_session", "bearer_token"]
+__all__ = ["VerifiedSession", "authenticate_api_key", "authenticate_session", "bearer_token"]
+
+
+@dataclass(frozen=True)
+class VerifiedSession:
+    principal: SessionPrincipal
+    # The earlier of the token's and the session row's expiry.
+    expires_at: datetime
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -39,25 +49,17 @@ def _api_version(company_data: str, mode: str) -> str:
 
 async def authenticate_session(
     token: str, tokens: SessionTokens, database: Database, clock: Clock
-) -> SessionPrincipal:
-    claims = tokens.decode(token)
-    row = await database.fetchrow(
-        "SELECT s.revoked_at, s.expires_at, m.role_id, c.data "
-        "FROM sessions s "
-        "JOIN members m ON m.company_id = s.company_id AND m.user_id = s.user_id "
-        "JOIN companies c ON c.id = s.company_id "
-        "WHERE s.id = $1 AND s.user_id = $2 AND s.company_id = $3 AND s.mode = $4",
-        claims.session_id,
-        claims.user_id,
-        claims.company_id,
-        claims.mode,
+) -> VerifiedSession:
+    claims = tokens.decode(token, clock())
+    row = await q.session_with_member(
+        database, claims.session_id, claims.user_id, claims.company_id, claims.mode
     )
     if row is None or row["revoked_at"] is not None or row["expires_at"] <= iso(clock()):
         raise Unauthenticated("The session has ended; sign in again")
     role = builtin_role(row["role_id"])
     if role is None:
         raise Unauthenticated("The session's role no longer exists; sign in again")
-    return SessionPrincipal(
+    principal = SessionPrincipal(
         user_id=claims.user_id,
         company_id=claims.company_id,
         session_id=claims.session_id,
@@ -66,17 +68,14 @@ async def authenticate_session(
         scopes=role.scopes,
         api_version=_api_version(row["data"], claims.mode),
     )
+    return VerifiedSession(principal, min(claims.expires_at, parse_iso(row["expires_at"])))
 
 
 async def authenticate_api_key(token: str, keyring: Keyring, database: Database) -> ApiKeyPrincipal:
     shape = parse_key(token)
     if shape is None:
         raise Unauthenticated("The API key is not valid")
-    row = await database.fetchrow(
-        "SELECT k.id, k.company_id, k.mode, k.type, k.scopes, k.revoked_at, c.data "
-        "FROM api_keys k JOIN companies c ON c.id = k.company_id WHERE k.secret_hash = $1",
-        keyring.hash_api_key(token),
-    )
+    row = await q.api_key_by_hash(database, keyring.hash_api_key(token))
     if row is None or row["revoked_at"] is not None:
         raise Unauthenticated("The API key is not valid or has been revoked")
     return ApiKeyPrincipal(

@@ -134,19 +134,25 @@ async def request_code(services: Services, login_id: str) -> dict[str, Any]:
 async def verify_code(
     services: Services, login_id: str, code: str, company_id: str | None, mode: str | None
 ) -> dict[str, Any]:
-    if company_id is not None:
-        # Checked before the code is spent, so a wrong companyId costs a retry, not the login.
-        await _require_membership(services, login_id, company_id)
+    """Spend the login's code and open a session in the chosen company.
+
+    Nothing about the account shows without the right code: a wrong code costs one of the
+    login's tries and answers the same 400 whatever `companyId` names (a company of the user's,
+    a stranger's, none at all) and whether or not the email has an account. Membership is looked
+    at only with the right code: naming a company the user is not in is then 403 `not_a_member`,
+    and the code stays usable (and no try is counted), so the person who holds it can name
+    another company. Both checks are conditional updates, safe however many requests race.
+    """
     now = iso(services.clock())
-    rows = await services.actors.commit(
-        Statement(
-            "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL "
-            "AND failed_attempts < $3 AND code_hash = $4 AND code_expires_at > $1 "
-            "RETURNING user_id, company_id",
-            (now, login_id, MAX_FAILED_CODES, services.keyring.hash_code(login_id, code)),
-        )
-    )
+    code_hash = services.keyring.hash_code(login_id, code)
+    rows = await services.actors.commit(_spend_code(login_id, code_hash, now, company_id))
     if not rows[0]:
+        # Was only the company wrong? Answered only to the holder of the right code, who could
+        # sign in and see their companies anyway, so the 403 tells a prober nothing.
+        if company_id is not None and await q.code_is_usable(
+            services.database, login_id, code_hash, now, MAX_FAILED_CODES
+        ):
+            raise Forbidden("You are not a member of that company", code="not_a_member")
         await services.actors.commit(
             Statement(
                 "UPDATE logins SET failed_attempts = failed_attempts + 1 "
@@ -160,14 +166,21 @@ async def verify_code(
     return await _open_session(services, user_id, chosen, mode or "test")
 
 
-async def _require_membership(services: Services, login_id: str, company_id: str) -> None:
-    login = await q.login_by_id(services.database, login_id)
-    user_id = login["user_id"] if login is not None else None
-    if user_id is None:
-        return  # no account: the code check below fails the same way as for anyone
-    found = await q.memberships(services.database, user_id)
-    if company_id not in {m["company_id"] for m in found}:
-        raise Forbidden("You are not a member of that company", code="not_a_member")
+def _spend_code(login_id: str, code_hash: str, now: str, company_id: str | None) -> Statement:
+    """Consume the code if it is right, unexpired and the login has tries left, and, when a
+    company is named, only if the login's user is a member of it."""
+    sql = (
+        "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL "
+        "AND failed_attempts < $3 AND code_hash = $4 AND code_expires_at > $1"
+    )
+    params: tuple[Any, ...] = (now, login_id, MAX_FAILED_CODES, code_hash)
+    if company_id is not None:
+        sql += (
+            " AND EXISTS (SELECT 1 FROM members m "
+            "WHERE m.user_id = logins.user_id AND m.company_id = $5)"
+        )
+        params += (company_id,)
+    return Statement(sql + " RETURNING user_id, company_id", params)
 
 
 async def _first_company(services: Services, user_id: str) -> str:
@@ -230,6 +243,7 @@ async def me(services: Services, session: SessionPrincipal) -> dict[str, Any]:
 
 async def logout(services: Services, session: SessionPrincipal) -> None:
     await services.shards.ask_company(session.company_id, RevokeSession(session.session_id))
+    await services.credentials.forget_session(session.session_id)
 
 
 async def switch_mode(services: Services, session: SessionPrincipal, mode: str) -> dict[str, Any]:

@@ -1,13 +1,21 @@
 """Idempotency-Key on every POST under /merchant, /team and /developer/sandbox, and on checkout
 (decisions 16), as one mechanism in the request pipeline.
 
-1. The key is claimed with the company actor, which serializes claims: a stored response for
-   the same request is replayed byte for byte (with `Idempotent-Replayed: true`); a stored one
-   for a different request is 422; a key still in flight makes this request wait, then look
-   again.
-2. The handler hands the claim to the command it sends; the actor committing the change asks
-   the claim for the row that stores the rendered response, in the same unit.
-3. Whatever happens, the key is released. A failed request stored nothing, so the key is free.
+1. The key is claimed with the company actor, which decides in memory: the key is marked in
+   flight at once, and a duplicate arriving meanwhile waits for the first request to finish,
+   then claims again. The claim costs the actor no I/O.
+2. Outside the actor, the holder looks for a stored response: one for the same request is
+   replayed byte for byte (with `Idempotent-Replayed: true`); one for a different request is 422.
+   A route whose only effect is its committed unit (`Route.commits_key`) skips this read: it
+   runs at once, and looks only when the run fails (a retried cancel finds the payment
+   cancelled already) or its commit is refused by the key's row (step 4).
+3. Otherwise the handler runs and hands the claim to the command it sends; the actor committing
+   the change asks the claim for the row that stores the rendered response, in the same unit.
+4. That row is the final guard. It is inserted only if the key holds no live response, so if two
+   requests ever ran under one key (the company actor crashed between claim and commit and lost
+   its in-flight marks), the second unit rolls back with `KeyAlreadyStored` and the second
+   request replays the first one's response instead of creating a duplicate.
+5. Whatever happens, the key is released. A failed request stored nothing, so the key is free.
 """
 
 from __future__ import annotations
@@ -25,11 +33,12 @@ from aiohttp import web
 
 from mps.actors.company import ClaimKey, ReleaseKey
 from mps.domain.clock import iso
-from mps.errors import BadRequest, Unavailable
+from mps.errors import BadRequest, KeyAlreadyStored, ServiceError, Unavailable, Unprocessable
 from mps.http.render import reply_body
 from mps.http.replies import Reply
 from mps.http.versions import apply_transforms, version_headers
-from mps.persistence.statements import Row, Statement, upsert
+from mps.persistence.queries import idempotency as stored_keys
+from mps.persistence.statements import Row, Statement
 from mps.services import Services
 
 __all__ = ["Claim", "fingerprint", "run_idempotent", "validate_key"]
@@ -91,10 +100,15 @@ class Claim:
             "created_at": self.created_at,
             "expires_at": self.expires_at,
         }
-        return upsert("idempotency_keys", columns, key=("company_id", "idem_key"))
+        return stored_keys.store_response(columns)
 
 
-def _replay(row: Row, services: Services) -> web.Response:
+def _replay(row: Row, claim: Claim, services: Services) -> web.Response:
+    if row["fingerprint"] != claim.fingerprint:
+        raise Unprocessable(
+            "This Idempotency-Key was used with a different request; use a new key "
+            "for a new request"
+        )
     headers = orjson.loads(row["headers"])
     response = web.Response(
         status=row["status_code"],
@@ -118,31 +132,55 @@ async def run_idempotent(
     company_id: str,
     claim: Claim,
     run: Callable[[Claim], Awaitable[web.StreamResponse]],
+    *,
+    look_first: bool = True,
 ) -> web.StreamResponse:
-    """Run the request under `claim.key` with the company actor `company_id` serializing it."""
-    message = ClaimKey(claim.key, claim.fingerprint)
+    """Run the request under `claim.key` with the company actor `company_id` serializing it.
+    `look_first=False` only for routes whose sole effect is the unit that stores the key."""
+    message = ClaimKey(claim.key)
     while True:
-        found = await services.shards.ask_company(company_id, message)
-        if isinstance(found, asyncio.Future):
-            try:
-                async with asyncio.timeout(WAIT_LIMIT):
-                    await asyncio.shield(found)
-            except TimeoutError as exc:
-                msg = "An earlier request with this Idempotency-Key is still running"
-                raise Unavailable(msg) from exc
-            continue
-        if found is not None:
-            return _replay(found, services)
-        break
+        waiter = await services.shards.ask_company(company_id, message)
+        if waiter is None:
+            break
+        try:
+            async with asyncio.timeout(WAIT_LIMIT):
+                await asyncio.shield(waiter)
+        except TimeoutError as exc:
+            msg = "An earlier request with this Idempotency-Key is still running"
+            raise Unavailable(msg) from exc
     try:
-        response = await run(claim)
-        if 200 <= response.status < 300 and claim.stored is None:
-            # The route's actor stored nothing (it created nothing); keep the response anyway
-            # so a retry replays it instead of running again.
-            await _store_late(services, claim, response)
+        if look_first and (found := await _stored(services, claim)) is not None:
+            return _replay(found, claim, services)
+        try:
+            response = await run(claim)
+            if 200 <= response.status < 300 and claim.stored is None:
+                # The route's actor stored nothing (it created nothing); keep the response
+                # anyway so a retry replays it instead of running again.
+                await _store_late(services, claim, response)
+        except KeyAlreadyStored:
+            found = await _stored(services, claim)
+            if found is None:
+                # Stored a moment ago and already gone: only an expiry racing the request.
+                msg = "This Idempotency-Key changed hands during the request; retry it"
+                raise Unavailable(msg) from None
+            return _replay(found, claim, services)
+        except ServiceError:
+            if look_first or (found := await _stored(services, claim)) is None:
+                raise
+            return _replay(found, claim, services)
+        if not look_first and response.status >= 300:
+            found = await _stored(services, claim)
+            if found is not None:
+                return _replay(found, claim, services)
         return response
     finally:
         await services.shards.ask_company(company_id, ReleaseKey(claim.key))
+
+
+async def _stored(services: Services, claim: Claim) -> Row | None:
+    return await stored_keys.live_response(
+        services.database, claim.scope, claim.key, iso(services.clock())
+    )
 
 
 async def _store_late(services: Services, claim: Claim, response: web.StreamResponse) -> None:

@@ -7,7 +7,14 @@ from aiohttp import web
 from mps.http.routing import Route
 from mps.services import Services
 
-__all__ = ["API_VERSION", "EXPLICIT_VERSION", "REQUEST_ID", "ROUTE_TABLE", "SERVICES"]
+__all__ = [
+    "API_VERSION",
+    "CSP_NONCE",
+    "EXPLICIT_VERSION",
+    "REQUEST_ID",
+    "ROUTE_TABLE",
+    "SERVICES",
+]
 
 SERVICES = web.AppKey("services", Services)
 
@@ -19,3 +26,6 @@ REQUEST_ID = web.RequestKey("request_id", str)
 # The version the response is rendered for, and the one the client named (None if it named none).
 API_VERSION = web.RequestKey("api_version", str)
 EXPLICIT_VERSION: web.RequestKey[str | None] = web.RequestKey("explicit_version")
+# The Content Security Policy nonce of the page being rendered; made on first use, see
+# `mps.http.security.csp_nonce`.
+CSP_NONCE = web.RequestKey("csp_nonce", str)

@@ -1,5 +1,6 @@
 """The outermost middleware: request id, version negotiation, and the envelope for every error
-raised outside a route's own pipeline (aiohttp's 404, 405 and 413, and anything unexpected)."""
+raised outside a route's own pipeline (aiohttp's 404, 405 and 413, and anything unexpected).
+Security headers are not set here but in `mps.http.security`, for every response."""
 
 from __future__ import annotations
 
@@ -14,11 +15,6 @@ from mps.http.render import error_response
 from mps.http.versions import CURRENT, parse_version, version_headers
 
 __all__ = ["envelope_middleware"]
-
-
-# Responses carry session tokens, one-time API keys and payment data: never cached by a shared
-# cache or a browser, never content-sniffed.
-_SAFETY_HEADERS = {"Cache-Control": "no-store", "X-Content-Type-Options": "nosniff"}
 
 
 @web.middleware
@@ -42,6 +38,6 @@ async def envelope_middleware(request: web.Request, handler: Handler) -> web.Str
 
 def _finish(response: web.StreamResponse, rid: str, version: str) -> web.StreamResponse:
     response.headers.setdefault("X-Request-Id", rid)
-    for name, value in {**version_headers(version), **_SAFETY_HEADERS}.items():
+    for name, value in version_headers(version).items():
         response.headers.setdefault(name, value)
     return response

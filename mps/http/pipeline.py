@@ -16,7 +16,7 @@ from aiohttp import web
 
 from mps.actors.persistence import Commit
 from mps.auth.api_keys import looks_like_api_key
-from mps.auth.authenticate import authenticate_api_key, authenticate_session, bearer_token
+from mps.auth.authenticate import bearer_token
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
 from mps.auth.scopes import OWNER_ROLE
 from mps.domain.clock import iso
@@ -99,10 +99,10 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
             raise Unauthenticated(
                 "This route needs a dashboard session, not an API key", code="session_required"
             )
-        return await authenticate_session(token, services.tokens, services.database, services.clock)
+        return await services.credentials.session(token)
     if not looks_like_api_key(token):
         raise Unauthenticated("This route needs an API key", code="api_key_required")
-    return await authenticate_api_key(token, services.keyring, services.database)
+    return await services.credentials.api_key(token)
 
 
 async def _optional_session(request: web.Request, services: Services) -> Principal | None:
@@ -110,7 +110,7 @@ async def _optional_session(request: web.Request, services: Services) -> Princip
         token = bearer_token(request.headers.get("Authorization"))
         if token is None or looks_like_api_key(token):
             return None
-        return await authenticate_session(token, services.tokens, services.database, services.clock)
+        return await services.credentials.session(token)
     except Unauthenticated:
         return None
 
@@ -227,7 +227,9 @@ async def _run_with_key(call: Call, key: str, raw_body: Any) -> web.StreamRespon
         reply = await route.handler(call)
         return stored_response(claim) or _render(reply, route, request)
 
-    return await run_idempotent(call.services, company_id, claim, run)
+    return await run_idempotent(
+        call.services, company_id, claim, run, look_first=not route.commits_key
+    )
 
 
 def _render(reply: Any, route: Route, request: web.Request) -> web.StreamResponse:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
-from mps.errors import Unauthenticated
+from mps.errors import NotFound, Unauthenticated
 from mps.http.replies import Reply
 from mps.http.schema import Obj, Schema
 from mps.limits import Limit
@@ -71,7 +71,12 @@ class Call:
         return self.principal
 
     def param(self, name: str) -> str:
-        return self.request.match_info[name]
+        """A path parameter. Nothing stored holds a NUL character (PostgreSQL text cannot), so a
+        value with one names nothing: 404 before it reaches a query."""
+        value = self.request.match_info[name]
+        if "\x00" in value:
+            raise NotFound(f"No such {name}")
+        return value
 
     @property
     def ip(self) -> str:
@@ -115,6 +120,12 @@ class Route:
     internal: bool = False
     development_only: bool = False
     idempotency_scope: IdempotencyScope | None = None
+    # The route's only effect is the unit its command commits, with the key's record in it (no
+    # call to a processor, no mail, before that commit). Such a route runs a keyed request
+    # without looking for a stored response first: a duplicate is refused by the key's row at
+    # commit and replays what is stored, and a failed run looks before answering its error.
+    # Saves a read per keyed request; wrong for a route with effects before its commit.
+    commits_key: bool = False
 
     @property
     def idempotent(self) -> bool:

@@ -2,7 +2,8 @@
 
 Each schema validates a decoded JSON value (returning the cleaned value or collecting
 `FieldError`s with the field's path) and describes itself as JSON Schema for the OpenAPI document.
-Objects reject unknown fields: in a payments API they are usually typos (decisions 0).
+Objects reject unknown fields: in a payments API they are usually typos (decisions 0). No string
+may hold a NUL character: PostgreSQL text cannot store one, and no real input needs it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mps.domain.clock import iso, parse_iso, range_end
 from mps.domain.money import parse_amount_minor
 from mps.errors import FieldError, ValidationFailed
 
@@ -23,6 +25,7 @@ __all__ = [
     "Enum",
     "Int",
     "Map",
+    "Moment",
     "Obj",
     "OneOf",
     "Schema",
@@ -32,6 +35,9 @@ __all__ = [
 
 JSON = dict[str, Any]
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+# A date, or a date and time with an optional offset; ASCII digits only (`\d` would take any
+# script's digits, which no date parser reads).
+_MOMENT = r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?"
 
 
 class Schema:
@@ -85,7 +91,9 @@ class Str(Schema):
             errors.append(FieldError(path, "must be a string"))
             return None
         text = value.strip() if self.strip else value
-        if len(text) < self.min_length:
+        if "\x00" in text:
+            errors.append(FieldError(path, "must not contain a NUL character"))
+        elif len(text) < self.min_length:
             what = (
                 "must not be empty"
                 if self.min_length == 1
@@ -136,6 +144,38 @@ class Amount(Schema):
 
     def json_schema(self) -> JSON:
         return self._doc({"type": "string", "pattern": "^[1-9][0-9]{0,11}$"})
+
+
+@dataclass
+class Moment(Schema):
+    """An ISO 8601 date or timestamp (a time without an offset is UTC), cleaned to the stored
+    form of `mps.domain.clock.iso`, so it compares directly with stored times.
+
+    A date stands for its first millisecond, or, with `end_of_day`, for its last (a `to` bound
+    includes the whole day). A date that does not exist (2026-02-30, 0000-01-01) and an instant
+    outside the years 0001 to 9999 in UTC are refused like malformed text.
+    """
+
+    end_of_day: bool = False
+    description: str = ""
+    nullable: bool = False
+
+    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+        if value is None and self.nullable:
+            return None
+        text = value.strip() if isinstance(value, str) else None
+        if text is None or not re.fullmatch(_MOMENT, text):
+            errors.append(FieldError(path, "must be an ISO date or timestamp"))
+            return None
+        try:
+            moment = range_end(text) if self.end_of_day else parse_iso(text)
+        except ValueError as exc:
+            errors.append(FieldError(path, f"is not a valid date: {exc}"))
+            return None
+        return iso(moment)
+
+    def json_schema(self) -> JSON:
+        return self._doc({"type": "string", "pattern": f"^(?:{_MOMENT})$"})
 
 
 @dataclass

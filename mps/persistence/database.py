@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import abc
+import asyncio
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from mps.errors import StaleWrite
+from mps.errors import StaleWrite, Unavailable
 from mps.persistence.statements import Row, WriteUnit
 
 __all__ = ["Database", "IntegrityConflict", "UnitOutcome", "open_database"]
@@ -20,8 +21,17 @@ class IntegrityConflict(Exception):
 UnitOutcome = list[list[Row]] | BaseException
 
 
+# A read that takes longer than this is answered 503 rather than held: a request waiting on a
+# database that no longer answers would otherwise hold its client, its memory and its pool slot.
+READ_DEADLINE = 10.0
+
+
 class Database(abc.ABC):
     dialect: ClassVar[str]
+    # Errors of the backend's driver that mean "the database cannot answer now" (connection lost,
+    # server shutting down, file locked), as opposed to a wrong query, which is our bug.
+    unavailable_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError,)
+    read_deadline: float = READ_DEADLINE
 
     @abc.abstractmethod
     async def open(self) -> None:
@@ -59,8 +69,21 @@ class Database(abc.ABC):
         """All units in one transaction, each in its own savepoint."""
         raise NotImplementedError
 
+    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+        """The rows of one read. Raises `Unavailable` when the database cannot answer in time,
+        so a read failure is an answer (503) like a failed write, never a crashed actor."""
+        try:
+            async with asyncio.timeout(self.read_deadline):
+                return await self._fetch(sql, *params)
+        except TimeoutError as exc:
+            msg = "the database did not answer in time"
+            raise Unavailable(msg) from exc
+        except self.unavailable_errors as exc:
+            msg = "the database is unavailable"
+            raise Unavailable(msg) from exc
+
     @abc.abstractmethod
-    async def fetch(self, sql: str, *params: Any) -> list[Row]: ...
+    async def _fetch(self, sql: str, *params: Any) -> list[Row]: ...
 
     async def fetchrow(self, sql: str, *params: Any) -> Row | None:
         rows = await self.fetch(sql, *params)

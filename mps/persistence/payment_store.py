@@ -9,16 +9,26 @@ from typing import Any
 import orjson
 
 from mps.domain.payments import Event, Payment, as_json
+from mps.persistence.database import Database
 from mps.persistence.outbox import event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
     "customer_statements",
     "event_statements",
+    "load_payment",
     "payment_from_row",
     "payment_insert",
     "payment_update",
 ]
+
+
+async def load_payment(db: Database, company_id: str, payment_id: str) -> Payment | None:
+    """The payment's committed snapshot, for its actor's activation."""
+    row = await db.fetchrow(
+        "SELECT * FROM payments WHERE id = $1 AND company_id = $2", payment_id, company_id
+    )
+    return payment_from_row(row) if row is not None else None
 
 
 def payment_from_row(row: Row) -> Payment:

@@ -8,6 +8,7 @@ makes each commit durable before `write` returns, which is what lets us acknowle
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sqlite3
 from collections.abc import Sequence
@@ -51,8 +52,34 @@ async def _enable_wal(conn: aiosqlite.Connection) -> None:
     await conn.execute("PRAGMA journal_mode=WAL")
 
 
+def _create_private(path: Path) -> None:
+    """Make the database file readable and writable by its owner only (0600), in a directory
+    made owner-only (0700) if it has to be created, before SQLite opens it.
+
+    SQLite creates the `-wal` and `-shm` files with the database file's permissions, so those
+    follow. The file is created here with an explicit mode rather than under a narrowed umask:
+    the umask is the whole process's, and other threads create files too. A file left by an
+    earlier version with wider permissions is narrowed in place.
+    """
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+    for each in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            loose = each.stat().st_mode & 0o077
+        except FileNotFoundError:
+            continue
+        if loose:
+            each.chmod(0o600)
+
+
 class SqliteDatabase(Database):
     dialect: ClassVar[str] = "sqlite"
+    # Locked past the busy timeout, disk I/O errors, a closed connection.
+    unavailable_errors: ClassVar[tuple[type[BaseException], ...]] = (
+        OSError,
+        sqlite3.OperationalError,
+        ValueError,
+    )
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -62,7 +89,7 @@ class SqliteDatabase(Database):
     async def open(self) -> None:
         try:
             if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+                _create_private(Path(self.path))
                 self._writer = await self._connect()
                 self._reader = await self._connect()
             else:
@@ -175,11 +202,10 @@ class SqliteDatabase(Database):
         rows = [dict(row) for row in await cursor.fetchall()] if statement.returns_rows else []
         affected = len(rows) if statement.returns_rows else cursor.rowcount
         if statement.expect_rows is not None and affected != statement.expect_rows:
-            msg = f"expected {statement.expect_rows} row(s), got {affected}"
-            raise StaleWrite(msg)
+            raise statement.stale(affected)
         return rows
 
-    async def fetch(self, sql: str, *params: Any) -> list[Row]:
+    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         if self._reader is None:
             msg = "database is not open"
             raise RuntimeError(msg)

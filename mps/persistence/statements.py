@@ -11,7 +11,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Row", "Statement", "WriteUnit", "insert", "upsert", "versioned_update"]
+from mps.errors import StaleWrite
+
+__all__ = ["Row", "Statement", "WriteUnit", "insert", "versioned_update"]
 
 Row = dict[str, Any]
 
@@ -23,6 +25,11 @@ class Statement:
     # When set, the unit fails with StaleWrite unless exactly this many rows were affected: the
     # optimistic-concurrency check of a versioned snapshot, or the guard of a conditional update.
     expect_rows: int | None = None
+    # What a failed `expect_rows` check raises: a subclass names a guard the caller handles.
+    stale_error: type[StaleWrite] = StaleWrite
+
+    def stale(self, affected: int) -> StaleWrite:
+        return self.stale_error(f"expected {self.expect_rows} row(s), got {affected}")
 
     @property
     def returns_rows(self) -> bool:
@@ -36,17 +43,6 @@ def insert(table: str, row: Mapping[str, Any]) -> Statement:
     columns = list(row)
     marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
     sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
-    return Statement(sql, tuple(row.values()))
-
-
-def upsert(table: str, row: Mapping[str, Any], key: Sequence[str]) -> Statement:
-    columns = list(row)
-    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in key)
-    sql = (
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks}) "
-        f"ON CONFLICT ({', '.join(key)}) DO UPDATE SET {updates}"
-    )
     return Statement(sql, tuple(row.values()))
 
 

@@ -37,9 +37,14 @@ def key_view(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _created(result: tuple[dict[str, Any], str]) -> Resource:
+    row, key = result
+    return Resource({**key_view(row), "key": key}, 201)
+
+
 async def create_key(call: Call) -> Resource:
     session, body = call.session, call.body
-    row, key = await call.services.shards.ask_company(
+    result = await call.services.shards.ask_company(
         session.company_id,
         CreateApiKey(
             created_by=session.user_id,
@@ -48,9 +53,10 @@ async def create_key(call: Call) -> Resource:
             type=body.get("type", "secret"),
             mode=body.get("mode", session.mode),
             scopes=tuple(body["scopes"]),
+            idempotency=call.idempotent(_created),
         ),
     )
-    return Resource({**key_view(row), "key": key}, 201)
+    return _created(result)
 
 
 async def list_keys(call: Call) -> Page:
@@ -62,8 +68,14 @@ async def list_keys(call: Call) -> Page:
 
 
 async def revoke_key(call: Call) -> Resource:
-    session = call.session
-    row = await call.services.shards.ask_company(session.company_id, RevokeApiKey(call.param("id")))
+    session, services = call.session, call.services
+    # Read before asking, so the company actor's turn holds no read.
+    key = await q.key_row(services.database, session.company_id, call.param("id"))
+    if key is None:
+        raise NotFound("No such API key")
+    idem = call.idempotent(lambda row: Resource(key_view(row)))
+    row = await services.shards.ask_company(session.company_id, RevokeApiKey(key, idem))
+    await services.credentials.forget_key(row["id"])
     return Resource(key_view(row))
 
 

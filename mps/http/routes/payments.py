@@ -6,14 +6,25 @@ from typing import Any
 
 from mps.actors.company import CreatePayment
 from mps.actors.payment import Cancel, Outcome
-from mps.domain.clock import iso, parse_iso, range_end
 from mps.domain.payments import STATUSES, NewPayment, as_json
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, PageRequest
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.resources import PAYMENT, PAYMENT_FIELDS, PAYMENT_STATS, aggregate, page, resource
 from mps.http.routing import Call, Route
-from mps.http.schema import Amount, Anything, Array, Bool, Enum, Int, Map, Obj, OneOf, Str
+from mps.http.schema import (
+    Amount,
+    Anything,
+    Array,
+    Bool,
+    Enum,
+    Int,
+    Map,
+    Moment,
+    Obj,
+    OneOf,
+    Str,
+)
 from mps.persistence.queries import payments as q
 
 __all__ = ["CURRENCY", "DATE_RANGE", "EMAIL", "PHONE", "ROUTES", "normalize_phone", "range_filter"]
@@ -23,13 +34,9 @@ EMAIL = Str(max_length=254, format="email")
 PHONE = Str(pattern=r"\+?[0-9 ()\-]{7,20}", message="must be a phone number in E.164 form")
 URL = Str(max_length=2048, format="uri")
 DATE_RANGE = {
-    "from": Str(
-        pattern=r"\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?",
-        message="must be an ISO date or timestamp",
-    ),
-    "to": Str(
-        pattern=r"\d{4}-\d{2}-\d{2}(T[0-9:.]+(Z|[+-]\d{2}:?\d{2})?)?",
-        message="must be an ISO date or timestamp",
+    "from": Moment(description="Created at or after: an ISO date or timestamp."),
+    "to": Moment(
+        end_of_day=True, description="Created at or before: an ISO timestamp, or a whole date."
     ),
 }
 
@@ -79,12 +86,9 @@ CREATE_BODY = Obj(
 
 
 def range_filter(query: dict[str, Any]) -> tuple[str | None, str | None]:
-    """The createdAt bounds of `from`/`to` as stored strings; both ends included."""
-    try:
-        start = iso(parse_iso(query["from"])) if query.get("from") else None
-        end = iso(range_end(query["to"])) if query.get("to") else None
-    except ValueError as exc:
-        raise ValidationFailed([FieldError("from/to", f"is not a valid date: {exc}")]) from exc
+    """The createdAt bounds of `from`/`to`, both included, as stored strings (the query schema
+    has parsed and cleaned them)."""
+    start, end = query.get("from"), query.get("to")
     if start is not None and end is not None and start > end:
         raise ValidationFailed([FieldError("from", "must not be after to")])
     return start, end
@@ -203,6 +207,7 @@ ROUTES = [
         status=201,
         body=CREATE_BODY,
         response=resource(PAYMENT_FIELDS),
+        commits_key=True,
     ),
     Route(
         "GET",
@@ -247,5 +252,6 @@ ROUTES = [
         "payments",
         scope="payments:write",
         response=resource(PAYMENT_FIELDS),
+        commits_key=True,
     ),
 ]

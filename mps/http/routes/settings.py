@@ -42,6 +42,9 @@ async def patch_settings(call: Call) -> Resource:
     company = await call.services.shards.ask_company(
         session.company_id, UpdateSettings(session.mode, changes)
     )
+    if "default_api_version" in changes:
+        # Every credential of the company carries its pinned version.
+        await call.services.credentials.forget_company(session.company_id)
     return Resource(settings_view(company, session.mode))
 
 

@@ -7,7 +7,7 @@ from mps.persistence.database import Database
 from mps.persistence.queries.paging import Where, fetch_page
 from mps.persistence.statements import Row
 
-__all__ = ["key_logs", "list_keys"]
+__all__ = ["key_exists", "key_logs", "key_row", "list_keys"]
 
 _KEY_COLUMNS = "id, mode, name, type, prefix, last4, scopes, created_at, last_used_at, revoked_at"
 
@@ -17,6 +17,12 @@ async def list_keys(
 ) -> tuple[list[Row], str | None]:
     where = Where().compare("company_id", company_id).compare("mode", mode)
     return await fetch_page(db, f"SELECT {_KEY_COLUMNS} FROM api_keys", where, page)
+
+
+async def key_row(db: Database, company_id: str, key_id: str) -> Row | None:
+    return await db.fetchrow(
+        f"SELECT {_KEY_COLUMNS} FROM api_keys WHERE id = $1 AND company_id = $2", key_id, company_id
+    )
 
 
 async def key_exists(db: Database, company_id: str, key_id: str) -> bool:

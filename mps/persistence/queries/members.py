@@ -5,7 +5,7 @@ from __future__ import annotations
 from mps.persistence.database import Database
 from mps.persistence.statements import Row
 
-__all__ = ["login_by_id", "member_view", "memberships", "user_by_email"]
+__all__ = ["code_is_usable", "login_by_id", "member_view", "memberships", "user_by_email"]
 
 
 async def user_by_email(db: Database, email: str) -> Row | None:
@@ -24,6 +24,21 @@ async def memberships(db: Database, user_id: str) -> list[Row]:
 
 async def login_by_id(db: Database, login_id: str) -> Row | None:
     return await db.fetchrow("SELECT * FROM logins WHERE id = $1", login_id)
+
+
+async def code_is_usable(
+    db: Database, login_id: str, code_hash: str, now: str, max_failed: int
+) -> bool:
+    """Whether `code_hash` is the login's current code and could still be spent at `now`."""
+    found = await db.fetchval(
+        "SELECT 1 FROM logins WHERE id = $1 AND consumed_at IS NULL AND failed_attempts < $2 "
+        "AND code_hash = $3 AND code_expires_at > $4",
+        login_id,
+        max_failed,
+        code_hash,
+        now,
+    )
+    return found is not None
 
 
 async def member_view(db: Database, company_id: str, user_id: str) -> Row | None:

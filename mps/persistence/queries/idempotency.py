@@ -1,0 +1,43 @@
+"""Stored responses of Idempotency-Keys (decisions 16): the lookup and the guarded insert."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mps.errors import KeyAlreadyStored
+from mps.persistence.database import Database
+from mps.persistence.statements import Row, Statement
+
+__all__ = ["live_response", "store_response"]
+
+
+async def live_response(db: Database, scope: str, key: str, now: str) -> Row | None:
+    """The response stored under the key, unless it has expired."""
+    return await db.fetchrow(
+        "SELECT * FROM idempotency_keys WHERE company_id = $1 AND idem_key = $2 "
+        "AND expires_at > $3",
+        scope,
+        key,
+        now,
+    )
+
+
+def store_response(row: Mapping[str, Any]) -> Statement:
+    """Insert the response, replacing only an expired one (housekeeping deletes those late).
+
+    When the key still holds a live response, no row is written and the unit fails with
+    `KeyAlreadyStored`: two requests under one key can never both commit what they did.
+    """
+    columns = list(row)
+    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in _KEY)
+    sql = (
+        f"INSERT INTO idempotency_keys ({', '.join(columns)}) VALUES ({marks}) "
+        f"ON CONFLICT (company_id, idem_key) DO UPDATE SET {updates} "
+        "WHERE idempotency_keys.expires_at <= excluded.created_at"
+    )
+    return Statement(sql, tuple(row.values()), expect_rows=1, stale_error=KeyAlreadyStored)
+
+
+_KEY = ("company_id", "idem_key")

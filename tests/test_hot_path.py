@@ -1,0 +1,205 @@
+"""The request path: actor turns never wait on the database, and an Idempotency-Key holds even
+when the company actor that serialized it is lost (decisions 16)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from mps.bootstrap import Overrides
+from mps.http.keys import SERVICES
+from mps.persistence.database import Database
+from tests.conftest import Clock
+from tests.fakes import GatedDatabase, SlowDatabase, wait_until
+from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+
+BODY = {"amountMinor": "1500", "currency": "USD"}
+CREATES = 64
+DELAY = 0.005
+
+
+async def _payment_count(database: Database, company_id: str) -> int:
+    count: int = await database.fetchval(
+        "SELECT COUNT(*) FROM payments WHERE company_id = $1", company_id
+    )
+    return count
+
+
+async def _create(client: TestClient[Any, Any], member: Member, key: str) -> Any:
+    headers = {**member.headers, "Idempotency-Key": key}
+    return await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+
+
+@pytest.mark.both_backends
+async def test_creates_with_their_own_keys_are_not_serialized_behind_database_round_trips(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # given every database round trip 5 ms slower, and one company
+    slow: list[SlowDatabase] = []
+
+    def wrap(real: Database) -> Database:
+        slow.append(SlowDatabase(real, DELAY))
+        return slow[0]
+
+    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    member = await sign_up(client)
+    assert (await client.get("/api/v1/auth/me", headers=member.headers)).status == 200
+    db = slow[0]
+    db.writes.clear()
+
+    # when 64 creates arrive at once, each with its own key
+    started = time.monotonic()
+    responses = await asyncio.gather(*(_create(client, member, f"k{i}") for i in range(CREATES)))
+    elapsed = time.monotonic() - started
+
+    # then all land, their commits were grouped rather than made one per turn of the company
+    # actor, and the burst took far less than one database round trip per create in a row
+    assert [r.status for r in responses] == [201] * CREATES
+    assert await _payment_count(db.real, member.company_id) == CREATES
+    assert len(db.writes) <= CREATES // 4
+    assert elapsed < CREATES * DELAY
+
+
+@pytest.mark.both_backends
+async def test_checkouts_on_one_link_look_up_their_keys_side_by_side_and_share_commits(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # given every database round trip 5 ms slower, and a multi-use payment link
+    slow: list[SlowDatabase] = []
+
+    def wrap(real: Database) -> Database:
+        slow.append(SlowDatabase(real, DELAY))
+        return slow[0]
+
+    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    member = await sign_up(client)
+    link = await create_payment(client, member, allowMultiplePayments=True)
+    db = slow[0]
+    db.writes.clear()
+    db.most_reads_in_flight = 0
+    path = f"/api/v1/checkout/{link['reference']}/pay"
+
+    # when 64 shoppers pay at once, each with their own key
+    started = time.monotonic()
+    responses = await asyncio.gather(
+        *(
+            client.post(path, json={"card": TEST_CARD}, headers={"Idempotency-Key": f"k{i}"})
+            for i in range(CREATES)
+        )
+    )
+    elapsed = time.monotonic() - started
+
+    # then every payment lands; the stored-response lookups ran side by side, outside the
+    # company actor's turns; the link's actor did not hold each shopper until the previous
+    # commit; and the burst took far less than a round trip per shopper in a row
+    assert [r.status for r in responses] == [200] * CREATES
+    children = await db.real.fetchval(
+        "SELECT COUNT(*) FROM payments WHERE link_payment_id = $1", link["id"]
+    )
+    assert children == CREATES
+    assert db.most_reads_in_flight >= 8
+    assert len(db.writes) <= CREATES // 4
+    assert elapsed < 2 * CREATES * DELAY
+
+
+@pytest.mark.both_backends
+async def test_one_key_sent_to_three_nodes_at_once_creates_one_payment(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> None:
+    # given three nodes on one database, each believing it owns every company (no cluster
+    # routing): their company actors cannot see each other's in-flight keys
+    nodes = [await aiohttp_client(make_app()) for _ in range(3)]
+    member = await sign_up(nodes[0])
+
+    # when nine requests with one key arrive, three at each node
+    responses = await asyncio.gather(
+        *(_create(node, member, "one-key") for node in nodes for _ in range(3))
+    )
+
+    # then the key's stored response was the guard: one payment, and every answer is its 201
+    bodies = [await r.json() for r in responses]
+    assert [r.status for r in responses] == [201] * 9
+    assert len({b["id"] for b in bodies}) == 1
+    assert await _payment_count(nodes[0].app[SERVICES].database, member.company_id) == 1
+
+
+@pytest.mark.both_backends
+async def test_a_company_actor_lost_between_claim_and_commit_still_creates_one_payment(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> None:
+    # given a create whose commit is held up, so its key stays in flight
+    gated: list[GatedDatabase] = []
+
+    def wrap(real: Database) -> Database:
+        gated.append(GatedDatabase(real))
+        return gated[0]
+
+    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    member = await sign_up(client)
+    db, services = gated[0], client.app[SERVICES]
+    db.hold.clear()
+    try:
+        first = asyncio.ensure_future(_create(client, member, "k"))
+        await wait_until(lambda: db.waiting_writes == 1)
+
+        # when the company actor crashes (forgetting its in-flight keys) and a retry of the
+        # same request reaches its fresh incarnation, and commits behind the first
+        with pytest.raises(TypeError):
+            await services.shards.ask_company(member.company_id, object())
+        second = asyncio.ensure_future(_create(client, member, "k"))
+        await wait_until(lambda: not services.persistence.actor_inbox.empty())
+    finally:
+        db.hold.set()
+
+    # then both answer the same 201, and only one payment exists
+    one, two = await first, await second
+    assert one.status == two.status == 201
+    assert await one.read() == await two.read()
+    assert two.headers.get("Idempotent-Replayed") == "true"
+    assert await _payment_count(db.real, member.company_id) == 1
+
+
+async def test_a_failed_stored_response_lookup_is_503_and_leaves_the_key_usable(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> None:
+    # given a database whose idempotency lookups fail for a while
+    gated: list[GatedDatabase] = []
+
+    def wrap(real: Database) -> Database:
+        gated.append(GatedDatabase(real))
+        return gated[0]
+
+    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    member = await sign_up(client)
+    db = gated[0]
+    db.fails = lambda sql: "idempotency_keys" in sql
+    db.error = OSError("connection reset by peer")
+
+    # when an API key is created under an Idempotency-Key (a route that looks before it runs)
+    async def create_key() -> Any:
+        headers = {**member.headers, "Idempotency-Key": "k"}
+        body = {"name": "server", "scopes": ["payments:read"]}
+        return await client.post("/api/v1/merchant/api-keys", json=body, headers=headers)
+
+    refused = await create_key()
+
+    # then it is a 503 in the envelope, nothing was created, and once the database answers
+    # again the same key runs the request exactly once
+    assert refused.status == 503
+    assert_envelope(await refused.json(), 503, "unavailable")
+    assert await db.real.fetchval("SELECT COUNT(*) FROM api_keys") == 0
+    db.error = None
+    created, replayed = await create_key(), await create_key()
+    assert created.status == replayed.status == 201
+    assert await created.read() == await replayed.read()
+    assert await db.real.fetchval("SELECT COUNT(*) FROM api_keys") == 1
