@@ -84,13 +84,42 @@ def _secret_from_env(env: Mapping[str, str], name: str) -> bytes | None:
     return value.encode()
 
 
+def _private_directory(directory: Path) -> None:
+    """Create `directory` for its owner only (0700), or refuse one that group or others can
+    write: whoever can write there can replace the database or the secrets, or plant files
+    beside them. One that group or others can only read is accepted; what is inside is 0600."""
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        mode = directory.stat().st_mode
+    except OSError as exc:
+        msg = f"cannot use the data directory {directory}: {exc.strerror or exc}"
+        raise ConfigError(msg) from exc
+    if mode & 0o022:
+        msg = (
+            f"the data directory {directory} can be written by group or others "
+            f"(mode {mode & 0o777:o}); make it the owner's only: chmod 700 {directory}"
+        )
+        raise ConfigError(msg)
+
+
+def _sqlite_directory(database_url: str) -> Path | None:
+    """The directory of a `sqlite:///path` database file (None for anything else)."""
+    if not database_url.startswith("sqlite://"):
+        return None
+    path = database_url.removeprefix("sqlite://").removeprefix("/")
+    return Path(path).parent if path and path != ":memory:" else None
+
+
 def _development_secrets(data_dir: Path) -> dict[str, bytes]:
-    """Secrets kept in the data dir, created on first start, so sessions survive restarts."""
+    """Secrets kept in the data dir, created on first start, so sessions survive restarts.
+
+    The file is the owner's only (0600); one left readable by others is narrowed in place."""
     path = data_dir / "secrets.json"
     if path.exists():
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
         stored = orjson.loads(path.read_bytes())
     else:
-        data_dir.mkdir(parents=True, exist_ok=True)
         stored = {
             "sessionSecret": secrets.token_urlsafe(48),
             "encryptionKey": base64.b64encode(secrets.token_bytes(32)).decode(),
@@ -148,18 +177,24 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
             msg = "production mode refuses to start without: " + ", ".join(missing)
             raise ConfigError(msg)
     else:
+        _private_directory(data_dir)
         generated = _development_secrets(data_dir)
         session_secret = session_secret or generated["session"]
         encryption_key = encryption_key or generated["encryption"]
 
     assert session_secret is not None
     assert encryption_key is not None
+    database_url = database_url or f"sqlite:///{data_dir / 'mps.db'}"
+    # A SQLite file elsewhere is data too: the same rule for the directory that holds it.
+    database_dir = _sqlite_directory(database_url)
+    if database_dir is not None:
+        _private_directory(database_dir)
     return Settings(
         mode=mode,
         host=host,
         port=port,
         data_dir=data_dir,
-        database_url=database_url or f"sqlite:///{data_dir / 'mps.db'}",
+        database_url=database_url,
         broker_url=broker_url or "memory://",
         public_url=(args.public_url or env.get("MPS_PUBLIC_URL") or f"http://{host}:{port}").rstrip(
             "/"

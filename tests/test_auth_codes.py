@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
@@ -174,6 +175,7 @@ async def test_code_requests_are_limited_per_email_across_logins(
     assert statuses[100] == 429
 
 
+@pytest.mark.both_backends
 async def test_a_wrong_company_id_does_not_spend_the_code(client: TestClient[Any, Any]) -> None:
     # given a member of two companies and a stranger's company
     first = await sign_up(client, "ann@example.com", "First")
@@ -198,3 +200,97 @@ async def test_a_wrong_company_id_does_not_spend_the_code(client: TestClient[Any
     assert chosen.status == 200
     assert (await chosen.json())["company"]["id"] == second.company_id
     assert first.company_id != second.company_id
+
+
+def _without_request(body: dict[str, Any]) -> dict[str, Any]:
+    """An error body without the fields that differ on every request."""
+    return {k: v for k, v in body.items() if k not in ("requestId", "timestamp")}
+
+
+@pytest.mark.both_backends
+async def test_verify_answers_a_wrong_code_the_same_when_the_company_id_is_anyones(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a member, a stranger's company and an email without an account
+    ann = await sign_up(client, "ann@example.com", "Ann's")
+    bob = await sign_up(client, "bob@example.com", "Bob's")
+    member_login = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+    nobody_login = await _login(client, "nobody@example.com")
+    probes = [
+        (member_login, None),
+        (member_login, ann.company_id),
+        (member_login, bob.company_id),
+        (member_login, "co_doesnotexist00000000000"),
+        (nobody_login, None),
+        (nobody_login, bob.company_id),
+    ]
+
+    # when a wrong code is sent with each
+    answers = []
+    for login_id, company_id in probes:
+        body = {"loginId": login_id, "code": _wrong(code)}
+        if company_id is not None:
+            body["companyId"] = company_id
+        response = await client.post("/api/v1/auth/otp/verify", json=body)
+        answers.append((response.status, await response.json()))
+
+    # then every answer is the same 400, so none tells membership or account apart
+    assert answers[0][0] == 400
+    assert_envelope(answers[0][1], 400, "invalid_code")
+    first = (400, _without_request(answers[0][1]))
+    assert all((status, _without_request(body)) == first for status, body in answers), answers
+
+
+@pytest.mark.both_backends
+async def test_wrong_codes_naming_a_stranger_company_use_up_the_tries_when_probing(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a member's login and a company she is not in
+    await sign_up(client, "ann@example.com", "Ann's")
+    stranger = await sign_up(client, "bob@example.com", "Bob's")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+
+    # when five wrong codes are sent naming the stranger's company
+    for _ in range(5):
+        response = await client.post(
+            "/api/v1/auth/otp/verify",
+            json={"loginId": login_id, "code": _wrong(code), "companyId": stranger.company_id},
+        )
+        assert response.status == 400
+
+    # then the login is dead: even the right code is refused
+    failed = await client.app[SERVICES].database.fetchval(
+        "SELECT failed_attempts FROM logins WHERE id = $1", login_id
+    )
+    assert failed == 5
+    response = await _verify(client, login_id, code)
+    assert response.status == 400
+    assert_envelope(await response.json(), 400, "invalid_code")
+
+
+@pytest.mark.both_backends
+async def test_the_right_code_naming_a_stranger_company_costs_no_try_when_refused(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a member's login with four wrong tries spent, and a company she is not in
+    await sign_up(client, "ann@example.com", "Ann's")
+    stranger = await sign_up(client, "bob@example.com", "Bob's")
+    login_id = await _login(client, "ann@example.com")
+    code = await latest_code(client, "ann@example.com")
+    for _ in range(4):
+        assert (await _verify(client, login_id, _wrong(code))).status == 400
+
+    # when the right code is sent twice naming the stranger's company
+    refusals = [
+        await client.post(
+            "/api/v1/auth/otp/verify",
+            json={"loginId": login_id, "code": code, "companyId": stranger.company_id},
+        )
+        for _ in range(2)
+    ]
+
+    # then both are 403 and the code still opens her own company
+    assert [r.status for r in refusals] == [403, 403]
+    assert (await _verify(client, login_id, code)).status == 200

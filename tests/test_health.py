@@ -75,7 +75,7 @@ async def test_production_mode_on_postgres_and_rabbitmq(
 
     # when
     health = await client.get("/api/v1/health")
-    mailbox = await client.get("/api/v1/dev/mailbox")
+    mailbox = await client.get("/api/v1/dev/mailbox", params={"to": "ann@example.com"})
     explorer = await client.get("/api/docs")
 
     # then the broker round trip went through RabbitMQ and the dev mailbox does not exist

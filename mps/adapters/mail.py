@@ -1,7 +1,9 @@
 """Outgoing email.
 
-In development every message is kept in the dev mailbox (readable at /api/v1/dev/mailbox from
-loopback) and printed to the console. Production sends over SMTP.
+In development every message is kept in the dev mailbox, readable at /api/v1/dev/mailbox from
+loopback only; the console gets one line saying a message arrived, never its text (a sign-in
+email carries its code in the subject and the body, and a console is a log). Production sends
+over SMTP and logs nothing of a message.
 """
 
 from __future__ import annotations
@@ -60,8 +62,9 @@ class DevMailbox:
 
     async def send(self, mail: Mail) -> None:
         self._messages.appendleft(mail)
-        # The console copy is the point of a dev mailbox; production never uses this class.
-        logger.info("dev mail to %s: %s\n%s", mail.to, mail.subject, mail.text)
+        # Neither the address (personal data) nor the subject or text (the code) goes to the log:
+        # the mailbox route, loopback only, is where a developer reads them.
+        logger.info("dev mail %s kept in the dev mailbox (GET /api/v1/dev/mailbox)", mail.id)
 
     def messages(self, to: str | None = None) -> list[Mail]:
         wanted = to.strip().lower() if to else None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,9 @@ from mps.http.schema import Int, Str
 __all__ = ["PAGE_FIELDS", "Cursor", "PageRequest", "decode_cursor", "encode_cursor"]
 
 DEFAULT_LIMIT = 20
+# The fixed-width form of mps.domain.clock.iso, and the characters of every id we issue.
+_STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+_ID = re.compile(r"[A-Za-z0-9_]{1,100}")
 PAGE_FIELDS = {
     "limit": Int(minimum=1, maximum=100, from_text=True, description="Page size, 1 to 100 (20)."),
     "cursor": Str(max_length=512, description="The nextCursor of the previous page."),
@@ -69,8 +73,12 @@ def decode_cursor(text: str) -> Cursor:
     try:
         raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
         created_at, ident = orjson.loads(raw)
+        # Only what encode_cursor writes: a stored timestamp and an id. Anything else (a NUL
+        # PostgreSQL cannot take, text that compares oddly) never reaches a query.
         if not isinstance(created_at, str) or not isinstance(ident, str):
             raise TypeError
+        if not _STORED_TIME.fullmatch(created_at) or not _ID.fullmatch(ident):
+            raise ValueError
     except (binascii.Error, ValueError, TypeError) as exc:
         raise BadRequest("cursor is not a valid cursor", code="invalid_cursor") from exc
     return Cursor(created_at, ident)

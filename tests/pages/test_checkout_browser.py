@@ -1,39 +1,22 @@
-"""The hosted checkout page, driven in a real headless Chromium (decisions 4).
+"""The hosted checkout page, driven in a real headless Chromium (decisions 4), under its strict
+Content Security Policy: the browser must refuse nothing the page does.
 
 A screenshot of the filled-in page is kept in test-artifacts/ for a person to look at.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 from playwright.async_api import async_playwright
 
 from tests.conftest import CHROMIUM_ARGS
-from tests.helpers import create_payment, free_port, sign_up
+from tests.helpers import create_payment, sign_up
+from tests.pages.browser import record_violations
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
-
-
-async def _thanks(request: web.Request) -> web.Response:
-    return web.Response(text="<h1>Thanks for your order</h1>", content_type="text/html")
-
-
-@pytest.fixture
-async def served(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
-) -> TestClient[Any, Any]:
-    """The app on a real port that payUrl names, plus a merchant's thank-you page."""
-    port = free_port()
-    app = make_app(public_url=f"http://127.0.0.1:{port}")
-    app.router.add_get("/shop/thanks", _thanks)
-    client: TestClient[Any, Any] = await aiohttp_client(app, server_kwargs={"port": port})
-    return client
 
 
 async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
@@ -55,6 +38,7 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = await browser.new_page()
+            problems = await record_violations(page)
             await page.goto(payment["payUrl"])
             assert await page.inner_text("#amount") == "12.50 USD"
             assert "Blue Mug Coffee" in await page.content()
@@ -71,8 +55,10 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
         finally:
             await browser.close()
 
-    # then the customer is on the success page and the payment is PAID
+    # then the customer is on the success page, the payment is PAID, and the browser refused
+    # nothing the page did under its policy
     assert landed == "Thanks for your order"
+    assert problems == []
     got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     body = await got.json()
     assert body["status"] == "PAID"
@@ -90,6 +76,7 @@ async def test_a_declined_card_shows_the_reason_and_the_form_stays(
         browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
         try:
             page = await browser.new_page()
+            problems = await record_violations(page)
             await page.goto(payment["payUrl"])
             await page.fill("#number", "4000000000000002")
             await page.fill("#expMonth", "12")
@@ -102,5 +89,7 @@ async def test_a_declined_card_shows_the_reason_and_the_form_stays(
             await browser.close()
 
     assert still_there
+    # The decline answer is a 402: the browser logs it as a failed load, which is not a refusal.
+    assert [p for p in problems if not p.startswith("console: Failed to load resource")] == []
     got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     assert (await got.json())["status"] == "PENDING"

@@ -2,13 +2,20 @@
 
 Self-contained: it loads the OpenAPI document with the session token the user pastes (the
 document is not public) and sends requests from the browser with the same token.
+
+One constant, registered with `static_page`: its Content Security Policy allows exactly its one
+`<script>` and one `<style>` by their hashes (`mps.http.security`). Keep those tags without
+attributes, and keep event handlers and styles out of the markup (a strict policy blocks
+`onclick=` and `style=`); handlers are assigned from the script.
 """
 
 from __future__ import annotations
 
+from mps.http.security import static_page
+
 __all__ = ["EXPLORER_HTML"]
 
-EXPLORER_HTML = """<!doctype html><html lang=en><head><meta charset=utf-8>
+EXPLORER_HTML = static_page("""<!doctype html><html lang=en><head><meta charset=utf-8>
 <title>Merchant Payments API explorer</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:0;display:flex;height:100vh;color:#1a1f36}
@@ -81,4 +88,4 @@ $('send').onclick = async () => {
   try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) {}
   $('out').textContent = response.status + ' ' + response.statusText + '\\n' + shown;
 };
-</script></body></html>"""
+</script></body></html>""")

@@ -18,6 +18,7 @@ from mps.http.resources import resource
 from mps.http.routes.payments import EMAIL, PHONE, normalize_phone
 from mps.http.routing import Auth, Call, LimitRule, Route
 from mps.http.schema import Int, Obj, Str
+from mps.http.security import csp_nonce
 from mps.limits import Limit
 from mps.persistence.queries import companies
 from mps.persistence.queries import payments as q
@@ -97,24 +98,17 @@ async def pay(call: Call) -> Resource:
 
 
 async def page(call: Call) -> web.Response:
+    """The page's security headers (its Content Security Policy names the nonce) are set for
+    every response by `mps.http.security`."""
+    nonce = csp_nonce(call.request)
     payment = await q.by_reference(call.services.database, call.param("reference"))
     if payment is None or payment.link_payment_id is not None:
-        html = render_checkout_page(None, None)
+        html = render_checkout_page(None, None, nonce)
         return web.Response(status=404, text=html, content_type="text/html")
     company = await companies.company(call.services.database, payment.company_id)
-    html = render_checkout_page(payment, company.name)
-    return web.Response(text=html, content_type="text/html", headers=_PAGE_HEADERS)
+    html = render_checkout_page(payment, company.name, nonce)
+    return web.Response(text=html, content_type="text/html")
 
-
-_PAGE_HEADERS = {
-    # The page loads nothing from elsewhere and runs only its own inline script.
-    "Content-Security-Policy": "default-src 'none'; style-src 'unsafe-inline'; "
-    "script-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; "
-    "frame-ancestors 'none'; base-uri 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
 
 PAY_BODY = Obj(
     {
