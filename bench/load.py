@@ -1,0 +1,693 @@
+"""Load harness: wrk against the whole service, read against a bare aiohttp endpoint.
+
+    .venv/bin/python bench/load.py --backend sqlite --mix create --duration 10
+    .venv/bin/python bench/load.py --backend postgres --mix create --duration 10
+    .venv/bin/python bench/load.py --backend postgres --mix get --duration 10
+    .venv/bin/python bench/load.py --backend postgres --mix list --duration 10
+    .venv/bin/python bench/load.py --backend postgres --mix mixed --companies 8 --profile
+    .venv/bin/python bench/load.py --url http://127.0.0.1:8080 --mix list   # a running service
+
+Mixes: create, get, list, checkout (pays multi-use links with the test card), cancel, and
+mixed (--weights, by default create=20,get=50,list=20,checkout=5,cancel=5). Options:
+--connections 64 --threads 2 (wrk's -c and -t), --companies 4 (the load is spread over that
+many companies, each signed up through the real flow), --seed-seconds, --bare-duration,
+--no-bare, --profile (and --nonblocking), --keep (the data dir or schema), --out DIR. Every
+file of a run (wrk's output, the ids it collected, the server's log, the profile) goes to
+--out, by default var/bench/<time>-<mix>-<backend>/. The exit code is 1 when an acknowledged
+write is missing.
+
+One run:
+
+1. The bare endpoint (bench/bare.py, its own process) is loaded with the same wrk settings and
+   the same Lua script, so the service's figures can be read as multiples of what aiohttp and
+   the loop cost on this machine right now (it is shared and noisy; absolute figures drift).
+2. The service starts (`run.py`, development mode for the dev mailbox, a fresh temporary data
+   dir, rate limits and access log off; with --backend postgres a fresh schema and RabbitMQ),
+   or --url names one already running on loopback (its pid is found by its listening port, or
+   given with --server-pid, for the RSS figure and the profile).
+3. Companies sign up (signup, code from GET /dev/mailbox, otp/verify). The mixes that read or
+   cancel existing payments first run the create mix for --seed-seconds; the payments stored
+   then (listed through the API) are the ones wrk gets and cancels. checkout pays one
+   multi-use link per company.
+4. wrk drives the mix (bench/wrk/mix.lua: a unique Idempotency-Key per POST, tokens rotated);
+   meanwhile a line a second shows the server's RSS and CPU and wrk's CPU, so a run where
+   wrk, not the service, is the bottleneck shows itself. With --profile, py-spy samples the
+   server for the same time (bench/flame.py turns its stacks into a summary and an SVG).
+5. Durability: every create answered 201, every checkout answered PAID and every payment
+   answered CANCELLED is looked for in what the service lists afterwards (cursor paging over
+   every company); "acknowledged creates stored: N/N" and the exit code say whether all are.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import sys
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "bench"
+MIXES = ("create", "get", "list", "checkout", "cancel", "mixed")
+DEFAULT_WEIGHTS = "create=20,get=50,list=20,checkout=5,cancel=5"
+PAGE = 100
+_CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# -- processes ---------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _proc_status(pid: int) -> dict[str, int]:
+    """VmRSS and VmHWM of a process in KiB ({} once it is gone)."""
+    try:
+        text = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return {}
+    found = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(":")
+        if name in ("VmRSS", "VmHWM"):
+            found[name] = int(value.split()[0])
+    return found
+
+
+def _cpu_seconds(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    # utime and stime are fields 14 and 15 of stat; fields[0] here is field 3.
+    return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def _machine_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine, all cores, from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle and iowait
+    total = sum(values[:8])  # guest time is counted in user already
+    return (total - idle) / _CLOCK_TICKS, total / _CLOCK_TICKS
+
+
+def _listener_pid(port: int) -> int | None:
+    """The pid of the process listening on this TCP port, where /proc lets us see it."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with contextlib.suppress(OSError):
+            for line in Path(table).read_text().splitlines()[1:]:
+                cols = line.split()
+                if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(f"socket:[{cols[9]}]")
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        with contextlib.suppress(OSError):
+            for fd in (proc / "fd").iterdir():
+                if os.readlink(fd) in inodes:
+                    return int(proc.name)
+    return None
+
+
+async def _wait_up(base: str, probe: str, process: asyncio.subprocess.Process | None) -> None:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(300):
+            if process is not None and process.returncode is not None:
+                raise SystemExit(f"the server exited with {process.returncode} while starting")
+            with contextlib.suppress(aiohttp.ClientError):
+                async with session.get(base + probe) as response:
+                    if response.status == 200:
+                        return
+            await asyncio.sleep(0.1)
+    raise SystemExit(f"{base} did not come up")
+
+
+@contextlib.asynccontextmanager
+async def _process(args: list[str], log: Path, env: dict[str, str]) -> AsyncIterator[Any]:
+    with log.open("wb") as out:
+        process = await asyncio.create_subprocess_exec(
+            *args, env=env, stdout=out, stderr=asyncio.subprocess.STDOUT, cwd=ROOT
+        )
+        try:
+            yield process
+        finally:
+            if process.returncode is None:
+                process.terminate()
+                try:
+                    await asyncio.wait_for(process.wait(), 15)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
+
+
+@dataclass
+class Target:
+    base: str
+    # The server's process, for its RSS, CPU and profile; None when it cannot be found.
+    pid: int | None
+
+
+# -- the service's API -------------------------------------------------------------------------
+
+
+@dataclass
+class Company:
+    token: str
+    links: list[str] = field(default_factory=list)
+
+
+async def _json(response: aiohttp.ClientResponse, expect: int) -> dict[str, Any]:
+    raw = await response.read()
+    if response.status != expect:
+        text = raw[:500].decode(errors="replace")
+        raise SystemExit(f"{response.method} {response.url} answered {response.status}: {text}")
+    body: dict[str, Any] = orjson.loads(raw)
+    return body
+
+
+async def _sign_up(session: aiohttp.ClientSession, base: str, email: str) -> Company:
+    async with session.post(
+        f"{base}/api/v1/auth/signup", json={"companyName": "Load Ltd", "email": email}
+    ) as response:
+        login_id = (await _json(response, 201))["loginId"]
+    async with session.get(f"{base}/api/v1/dev/mailbox", params={"to": email}) as response:
+        if response.status == 404:
+            raise SystemExit("no dev mailbox: the service must run in development mode")
+        body = await _json(response, 200)
+    code = (body.get("items") or body["data"])[0]["otp"]
+    async with session.post(
+        f"{base}/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code}
+    ) as response:
+        return Company((await _json(response, 200))["sessionToken"])
+
+
+async def _create_link(session: aiohttp.ClientSession, base: str, company: Company) -> str:
+    body = {
+        "amountMinor": "1500",
+        "currency": "USD",
+        "description": "load checkout",
+        "allowMultiplePayments": True,
+        "noExpiry": True,
+    }
+    headers = {"Authorization": f"Bearer {company.token}"}
+    async with session.post(
+        f"{base}/api/v1/merchant/payments", json=body, headers=headers
+    ) as response:
+        reference: str = (await _json(response, 201))["reference"]
+        return reference
+
+
+async def _stored(
+    session: aiohttp.ClientSession, base: str, company: Company
+) -> list[dict[str, Any]]:
+    """Every payment of the company, newest first, through the API's cursor paging."""
+    headers = {"Authorization": f"Bearer {company.token}"}
+    rows: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        params = {"limit": str(PAGE), **({"cursor": cursor} if cursor else {})}
+        async with session.get(
+            f"{base}/api/v1/merchant/payments", params=params, headers=headers
+        ) as response:
+            body = await _json(response, 200)
+        rows.extend(body.get("items") or body.get("data") or [])
+        cursor = body.get("nextCursor")
+        if not cursor:
+            return rows
+
+
+# -- wrk ---------------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    label: str
+    figures: dict[str, Any]
+    created: list[str]
+    paid: list[str]
+    cancelled: list[str]
+    samples: dict[str, str]
+    unreadable: list[str]
+    rss_start_kib: int = 0
+    rss_peak_kib: int = 0
+    cpu_share: float = 0.0
+
+    @property
+    def rps(self) -> float:
+        return float(self.figures["requests"]) / (self.figures["durationUs"] / 1e6)
+
+    @property
+    def cpu_per_request(self) -> float:
+        """Microseconds of the server's CPU (all its threads) per request."""
+        return self.cpu_share / max(self.rps, 1e-9) * 1e6
+
+    def latency_ms(self, name: str) -> float:
+        return float(self.figures["latencyUs"][name]) / 1000
+
+
+async def _drive(
+    target: Target,
+    mix: str,
+    seconds: float,
+    args: argparse.Namespace,
+    datafile: Path,
+    label: str,
+    profile: Path | None = None,
+) -> Run:
+    prefix = args.out / label
+    command = [
+        args.wrk,
+        f"-t{args.threads}",
+        f"-c{args.connections}",
+        f"-d{seconds:g}s",
+        "--timeout",
+        "10s",
+        "-s",
+        str(BENCH / "wrk" / "mix.lua"),
+        target.base,
+        "--",
+        mix,
+        str(datafile),
+        str(prefix),
+        f"{args.nonce}{label}",
+        str(args.threads),
+        args.weights,
+    ]
+    print(f"{label}: wrk -t{args.threads} -c{args.connections} -d{seconds:g}s, mix {mix}")
+    spy = await _start_profile(target, seconds, profile, args.nonblocking) if profile else None
+    with (args.out / f"{label}.wrk.txt").open("wb") as out:
+        wrk = await asyncio.create_subprocess_exec(*command, stdout=out, stderr=out)
+        rss_start, rss_peak, cpu = await _watch(wrk, target.pid, seconds)
+    if wrk.returncode != 0:
+        raise SystemExit(f"wrk failed: {(args.out / f'{label}.wrk.txt').read_text()}")
+    if spy is not None and profile is not None:
+        await _finish_profile(spy, profile)
+
+    run = _read_run(label, prefix)
+    run.rss_start_kib, run.rss_peak_kib, run.cpu_share = rss_start, rss_peak, cpu
+    return run
+
+
+def _read_run(label: str, prefix: Path) -> Run:
+    """What mix.lua's done() wrote: figures, acknowledged ids, one body per error status."""
+
+    def lines(suffix: str) -> list[str]:
+        found = []
+        for path in sorted(prefix.parent.glob(f"{prefix.name}.*.{suffix}")):
+            found += path.read_bytes().decode(errors="replace").splitlines()
+        return found
+
+    samples = {}
+    for line in lines("samples"):
+        status, _, body = line.partition("\t")
+        samples[status] = body
+    figures = orjson.loads(Path(f"{prefix}.json").read_bytes())
+    return Run(
+        label,
+        figures,
+        lines("created"),
+        lines("paid"),
+        lines("cancelled"),
+        samples,
+        lines("unreadable"),
+    )
+
+
+async def _watch(
+    wrk: asyncio.subprocess.Process, pid: int | None, seconds: float
+) -> tuple[int, int, float]:
+    """A progress line a second until wrk exits. Returns the server's RSS at the start and its
+    peak (KiB, sampled each second), and its CPU seconds per second over the run."""
+    started = time.monotonic()
+    rss_start = _proc_status(pid).get("VmRSS", 0) if pid else 0
+    peak = rss_start
+    server_cpu0 = server_cpu = _cpu_seconds(pid) if pid else 0.0
+    wrk_cpu = _cpu_seconds(wrk.pid)
+    machine = _machine_busy()
+    tick = started
+    while wrk.returncode is None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wrk.wait(), 1.0)
+        now = time.monotonic()
+        elapsed = now - tick
+        if wrk.returncode is not None and elapsed < 0.5:
+            break  # wrk has just finished: a fraction of a second says nothing
+        tick = now
+        parts = [f"  {now - started:5.1f}/{seconds:g} s"]
+        if pid:
+            rss = _proc_status(pid).get("VmRSS", 0)
+            peak = max(peak, rss)
+            cpu = _cpu_seconds(pid)
+            parts.append(
+                f"server RSS {rss / 1024:7.1f} MiB  CPU {(cpu - server_cpu) / elapsed:4.0%}"
+            )
+            server_cpu = cpu
+        if wrk.returncode is None:
+            cpu = _cpu_seconds(wrk.pid)
+            parts.append(f"wrk CPU {(cpu - wrk_cpu) / elapsed:4.0%}")
+            wrk_cpu = cpu
+        busy, total = _machine_busy()
+        # The share of all cores in use: the database and everything else on the machine too.
+        parts.append(f"machine {(busy - machine[0]) / max(total - machine[1], 1e-9):4.0%}")
+        machine = (busy, total)
+        print("  ".join(parts), flush=True)
+    mean_cpu = (server_cpu - server_cpu0) / max(time.monotonic() - started, 1e-9)
+    return rss_start, peak, mean_cpu
+
+
+# -- profile -----------------------------------------------------------------------------------
+
+
+async def _start_profile(
+    target: Target, seconds: float, out: Path, nonblocking: bool
+) -> asyncio.subprocess.Process | None:
+    if target.pid is None:
+        print("  --profile: the server's pid is unknown (give --server-pid); not profiling")
+        return None
+    spy = ROOT / ".venv" / "bin" / "py-spy"
+    command = [
+        str(spy) if spy.exists() else "py-spy",
+        "record",
+        "--pid",
+        str(target.pid),
+        "--duration",
+        str(max(1, int(seconds))),
+        "--rate",
+        "100",
+        "--format",
+        "raw",
+        "--output",
+        str(out.with_suffix(".txt")),
+    ]
+    # py-spy pauses the server for each sample (100 a second, some microseconds each: the
+    # figures do not move); without the pause it reads stacks as they change, and some tear.
+    if nonblocking:
+        command.append("--nonblocking")
+    try:
+        return await asyncio.create_subprocess_exec(
+            *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT
+        )
+    except OSError as exc:
+        print(f"  --profile: could not run py-spy: {exc}")
+        return None
+
+
+async def _finish_profile(spy: asyncio.subprocess.Process, out: Path) -> None:
+    stdout, _ = await spy.communicate()
+    raw = out.with_suffix(".txt")
+    if spy.returncode != 0 or not raw.exists():
+        text = stdout.decode(errors="replace").strip()
+        hint = ""
+        if "ermission" in text or "ptrace" in text.lower():
+            hint = (
+                " (ptrace is not permitted here: run as root, with CAP_SYS_PTRACE, "
+                "or with kernel.yama.ptrace_scope=0)"
+            )
+        print(f"  --profile: py-spy did not record{hint}: {text[-400:]}")
+
+
+async def _summarize_profile(out: Path) -> None:
+    raw = out.with_suffix(".txt")
+    if not raw.exists():
+        return
+    print(f"\nprofile of the server during the run (py-spy, {raw}):")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(BENCH / "flame.py"), str(raw), "--svg", str(out), "--top", "20"
+    )
+    await process.wait()
+
+
+# -- the run -----------------------------------------------------------------------------------
+
+
+async def _bare(args: argparse.Namespace, datafile: Path) -> Run | None:
+    if args.no_bare:
+        return None
+    port = _free_port()
+    command = [sys.executable, str(BENCH / "bare.py"), "--port", str(port)]
+    async with _process(command, args.out / "bare.log", dict(os.environ)) as process:
+        target = Target(f"http://127.0.0.1:{port}", process.pid)
+        await _wait_up(target.base, "/", process)
+        return await _drive(
+            target, "bare", args.bare_duration or args.duration, args, datafile, "bare"
+        )
+
+
+@contextlib.asynccontextmanager
+async def _service(args: argparse.Namespace) -> AsyncIterator[Target]:
+    if args.url:
+        base = args.url.rstrip("/")
+        port = int(base.rsplit(":", 1)[1]) if base.count(":") == 2 else 80
+        await _wait_up(base, "/api/v1/health/live", None)
+        yield Target(base, args.server_pid or _listener_pid(port))
+        return
+    port = _free_port()
+    data_dir = Path(tempfile.mkdtemp(prefix="mps-load-"))
+    env = {
+        **os.environ,
+        "MPS_PORT": str(port),
+        "MPS_DATA_DIR": str(data_dir),
+        "MPS_MODE": "development",
+        "MPS_RATE_LIMIT_SCALE": "0",
+        "MPS_ACCESS_LOG": "off",
+    }
+    schema = None
+    if args.backend == "postgres":
+        schema = f"load_{args.nonce}"
+        sep = "&" if "?" in args.pg_url else "?"
+        env["MPS_DATABASE_URL"] = f"{args.pg_url}{sep}schema={schema}"
+        env["MPS_BROKER_URL"] = args.broker_url or "amqp://guest:guest@127.0.0.1:5672/"
+    elif args.broker_url:
+        env["MPS_BROKER_URL"] = args.broker_url
+    try:
+        command = [sys.executable, str(ROOT / "run.py")]
+        async with _process(command, args.out / "server.log", env) as process:
+            target = Target(f"http://127.0.0.1:{port}", process.pid)
+            await _wait_up(target.base, "/api/v1/health/live", process)
+            yield target
+    finally:
+        if args.keep:
+            print(f"kept: data dir {data_dir}" + (f", schema {schema}" if schema else ""))
+        else:
+            shutil.rmtree(data_dir, ignore_errors=True)
+            if schema:
+                await _drop_schema(args.pg_url, schema)
+
+
+async def _drop_schema(url: str, schema: str) -> None:
+    import asyncpg
+
+    conn = await asyncpg.connect(url.split("?")[0])
+    try:
+        await conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+    finally:
+        await conn.close()
+
+
+def _write_data(path: Path, companies: list[Company], pool: list[tuple[int, str]]) -> None:
+    lines = [f"T {c.token}" for c in companies]
+    lines += [f"P {index} {payment_id}" for index, payment_id in pool]
+    lines += [f"L {ref}" for c in companies for ref in c.links]
+    path.write_text("\n".join(lines) + "\n")
+
+
+@dataclass
+class Check:
+    """What the service acknowledged, to be found in what it stores."""
+
+    created: set[str] = field(default_factory=set)
+    paid: set[str] = field(default_factory=set)
+    cancelled: set[str] = field(default_factory=set)
+    # 201 answers whose body had no readable id: nothing to look for, so they fail the check.
+    unreadable: int = 0
+
+    def add(self, run: Run) -> None:
+        self.created.update(run.created)
+        self.paid.update(run.paid)
+        self.cancelled.update(run.cancelled)
+        self.unreadable += len(run.unreadable)
+
+
+async def _stored_all(
+    session: aiohttp.ClientSession, base: str, companies: list[Company]
+) -> list[list[dict[str, Any]]]:
+    return list(await asyncio.gather(*(_stored(session, base, c) for c in companies)))
+
+
+def _verify(check: Check, stored: list[list[dict[str, Any]]]) -> bool:
+    by_id = {p["id"]: p for rows in stored for p in rows}
+    by_ref = {p["reference"]: p for rows in stored for p in rows}
+    ok = True
+    stored_as: dict[str, Callable[[str], bool]] = {
+        "creates": lambda i: i in by_id,
+        "checkouts": lambda r: r in by_ref and by_ref[r]["status"] == "PAID",
+        "cancels": lambda i: i in by_id and by_id[i]["status"] == "CANCELLED",
+    }
+    figures = [("creates", check.created), ("checkouts", check.paid), ("cancels", check.cancelled)]
+    for name, acknowledged in figures:
+        if not acknowledged and name != "creates":
+            continue
+        missing = sorted(x for x in acknowledged if not stored_as[name](x))
+        found = len(acknowledged) - len(missing)
+        print(f"acknowledged {name} stored: {found}/{len(acknowledged)}")
+        if missing:
+            ok = False
+            print(f"  missing ({len(missing)}), first: {', '.join(missing[:5])}")
+    if check.unreadable:
+        ok = False
+        print(f"acknowledged creates without a readable id: {check.unreadable} (*.unreadable)")
+    return ok
+
+
+async def _prepare(
+    session: aiohttp.ClientSession, target: Target, args: argparse.Namespace, check: Check
+) -> tuple[list[Company], list[tuple[int, str]]]:
+    print(f"signing up {args.companies} companies through the dev mailbox")
+    companies = [
+        await _sign_up(session, target.base, f"load-{args.nonce}-{n}@example.com")
+        for n in range(args.companies)
+    ]
+    if args.mix in ("checkout", "mixed"):
+        for company in companies:
+            company.links = [await _create_link(session, target.base, company)]
+    pool: list[tuple[int, str]] = []
+    seed = args.seed_seconds
+    if seed is None:
+        # cancel takes each payment once: seed about as many as the run can cancel.
+        seed = args.duration + 2 if args.mix == "cancel" else 2
+    if args.mix in ("get", "list", "cancel", "mixed") and seed > 0:
+        datafile = args.out / "seed.data"
+        _write_data(datafile, companies, [])
+        run = await _drive(target, "create", seed, args, datafile, "seed")
+        check.add(run)
+        print(f"  seeded {len(run.created)} payments ({run.rps:,.0f} creates/s)")
+        links = {ref for c in companies for ref in c.links}
+        for index, rows in enumerate(await _stored_all(session, target.base, companies), 1):
+            pool += [
+                (index, p["id"])
+                for p in rows
+                if p["reference"] not in links and p["status"] == "PENDING"
+            ]
+    return companies, pool
+
+
+def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
+    backend = "running service" if args.url else args.backend
+    print()
+    print(
+        f"mix {args.mix} on {backend}: {run.figures['durationUs'] / 1e6:.1f} s, "
+        f"{args.connections} connections, {args.threads} wrk threads, "
+        f"{args.companies} companies"
+    )
+    rows: list[tuple[str, float, float | None, str]] = [
+        ("throughput req/s", run.rps, bare.rps if bare else None, ",.0f"),
+        ("latency p50 ms", run.latency_ms("p50"), bare.latency_ms("p50") if bare else None, ".2f"),
+        ("latency p95 ms", run.latency_ms("p95"), bare.latency_ms("p95") if bare else None, ".2f"),
+        ("latency p99 ms", run.latency_ms("p99"), bare.latency_ms("p99") if bare else None, ".2f"),
+        (
+            "peak RSS MiB",
+            run.rss_peak_kib / 1024,
+            bare.rss_peak_kib / 1024 if bare else None,
+            ".1f",
+        ),
+        ("server CPU %", run.cpu_share * 100, bare.cpu_share * 100 if bare else None, ".0f"),
+        ("server CPU us/req", run.cpu_per_request, bare.cpu_per_request if bare else None, ".0f"),
+    ]
+    print(f"  {'':<20} {'service':>10} {'bare':>10} {'service/bare':>13}")
+    for name, mine, theirs, fmt in rows:
+        other = f"{theirs:>10{fmt}}" if theirs is not None else f"{'-':>10}"
+        ratio = f"{mine / theirs:>13.2f}" if theirs else f"{'-':>13}"
+        print(f"  {name:<20} {mine:>10{fmt}} {other} {ratio}")
+    statuses = ", ".join(f"{s}: {n:,}" for s, n in sorted(run.figures["statuses"].items()))
+    print(f"  responses by status: {statuses or 'none'}")
+    sockets = {k: v for k, v in run.figures["socketErrors"].items() if v}
+    print(f"  socket errors: {sockets or 'none'}")
+    for status, body in sorted(run.samples.items()):
+        print(f"  a {status} body: {body[:300]}")
+    if run.figures.get("cancelPoolWrapped"):
+        print("  the cancel pool ran out (the 409s are repeat cancels): raise --seed-seconds")
+    if run.unreadable:
+        print(f"  201 answers without a readable payment id: {len(run.unreadable)}")
+        print(f"    the first: {run.unreadable[0][:600]}")
+    if run.rss_start_kib:
+        print(f"  server RSS at the start of the run: {run.rss_start_kib / 1024:.1f} MiB")
+
+
+async def main(args: argparse.Namespace) -> int:
+    args.out.mkdir(parents=True, exist_ok=True)
+    bare_data = args.out / "bare.data"
+    bare_data.write_text("")
+    bare = await _bare(args, bare_data)
+    check = Check()
+    async with _service(args) as target, aiohttp.ClientSession() as session:
+        companies, pool = await _prepare(session, target, args, check)
+        if args.mix in ("get", "cancel") and not pool:
+            raise SystemExit(f"the {args.mix} mix needs seeded payments (--seed-seconds > 0)")
+        datafile = args.out / "run.data"
+        _write_data(datafile, companies, pool)
+        profile = args.out / "profile.svg" if args.profile else None
+        run = await _drive(target, args.mix, args.duration, args, datafile, "run", profile)
+        check.add(run)
+        _report(args, run, bare)
+        stored = await _stored_all(session, target.base, companies)
+        ok = _verify(check, stored)
+    if profile is not None:
+        await _summarize_profile(profile)
+    print(f"files: {args.out}")
+    return 0 if ok else 1
+
+
+def _arguments() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
+    parser.add_argument("--mix", choices=MIXES, default="create")
+    parser.add_argument("--duration", type=float, default=10, help="seconds (10)")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--companies", type=int, default=4)
+    parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="the mixed blend")
+    parser.add_argument("--seed-seconds", type=float, help="create mix run before get/list/cancel")
+    parser.add_argument("--bare-duration", type=float, help="seconds (--duration)")
+    parser.add_argument("--no-bare", action="store_true", help="skip the bare endpoint")
+    parser.add_argument("--url", help="a running service on loopback, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--server-pid", type=int, help="its pid, when --url cannot find it")
+    parser.add_argument(
+        "--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres", help="postgres only"
+    )
+    parser.add_argument("--broker-url", help="default: RabbitMQ on loopback for postgres")
+    parser.add_argument("--profile", action="store_true", help="py-spy the server during the run")
+    parser.add_argument(
+        "--nonblocking", action="store_true", help="py-spy without pausing the server"
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the data dir or schema")
+    parser.add_argument("--out", type=Path, help="where a run's files go")
+    parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
+    args = parser.parse_args()
+    if args.connections < args.threads:
+        parser.error("--connections must be at least --threads")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    args.nonce = f"{stamp.replace('-', '')}{secrets.token_hex(3)}"
+    backend = "url" if args.url else args.backend
+    args.out = args.out or ROOT / "var" / "bench" / f"{stamp}-{args.mix}-{backend}"
+    return args
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main(_arguments())))
