@@ -16,11 +16,18 @@ from mps.actors.runtime import (
     ask,
     stop,
 )
-from mps.errors import StaleWrite, Unavailable
+from mps.errors import KeyAlreadyStored, StaleWrite, Unavailable
 from mps.persistence.database import Database, IntegrityConflict, UnitOutcome, open_database
 from mps.persistence.migrations import load_migrations
 from mps.persistence.postgres import PostgresDatabase
-from mps.persistence.statements import Row, Statement, WriteUnit, insert, versioned_update
+from mps.persistence.statements import (
+    Row,
+    Statement,
+    WriteUnit,
+    insert,
+    plan_batch,
+    versioned_update,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -404,3 +411,34 @@ async def test_a_batch_without_failures_commits_without_savepoints_and_one_with_
     assert second[0] == [[]] and second[2] == [[]]
     assert isinstance(second[1], StaleWrite)
     assert await user_ids(database) == ["usr_0", "usr_1", "usr_2", "usr_a", "usr_b"]
+
+
+def test_a_batch_plan_groups_one_sql_across_units_and_keeps_each_unit_in_order() -> None:
+    first = (new_user("usr_a"), new_user_returning_id("usr_b"), new_company("co_a"))
+    second = (new_user("usr_c"), new_company("co_b"))
+
+    steps = plan_batch([first, second])
+
+    order = [[(unit, position) for unit, position, _ in step.members] for step in steps]
+    assert order == [[(0, 0), (1, 0)], [(0, 1)], [(1, 1)], [(0, 2)]]
+    assert [step.many for step in steps] == [True, False, False, False]
+
+
+async def test_a_unit_breaking_a_constraint_inside_a_grouped_statement_fails_alone(
+    database: Database,
+) -> None:
+    # given a batch whose units all insert with one SQL, sent as one statement, one of them
+    # reusing a taken id, its constraint naming the error the caller handles
+    await database.write([(new_user("usr_a"),)])
+    taken = new_user("usr_a")
+    guarded = Statement(taken.sql, taken.params, conflict_error=KeyAlreadyStored)
+    units = [(new_user("usr_b"),), (guarded,), (new_user("usr_d"),)]
+
+    # when
+    outcomes = await database.write(units)
+
+    # then only that unit is refused, with the guard's own error
+    assert isinstance(outcomes[1], KeyAlreadyStored)
+    assert not isinstance(outcomes[0], BaseException)
+    assert not isinstance(outcomes[2], BaseException)
+    assert await user_ids(database) == ["usr_a", "usr_b", "usr_d"]

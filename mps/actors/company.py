@@ -288,7 +288,7 @@ class CompanyActor(AsyncioActor):
         result = (row, key)
         statements = [store.api_key_insert(row)]
         if command.idempotency is not None:
-            statements.append(command.idempotency.statement(result))
+            statements += command.idempotency.statements(result)
         await self.context.commit(*statements)
         return result
 
@@ -298,7 +298,7 @@ class CompanyActor(AsyncioActor):
         after = {**before, "revoked_at": before["revoked_at"] or now}
         statements = [store.api_key_revoke(self.company_id, before["id"], now)]
         if command.idempotency is not None:
-            statements.append(command.idempotency.statement(after))
+            statements += command.idempotency.statements(after)
         rows = await self.context.commit(*statements)
         if not rows[0]:
             raise NotFound("No such API key")
@@ -356,7 +356,7 @@ class CompanyActor(AsyncioActor):
         outcome = Outcome(payment, bodies)
         statements = [payment_insert(payment), *customer_statements(payment), *event_writes]
         if command.idempotency is not None:
-            statements.append(command.idempotency.statement(outcome))
+            statements += command.idempotency.statements(outcome)
         return Detached(self._commit(outcome, statements))
 
     async def _commit(self, outcome: Outcome, statements: list[Statement]) -> Outcome:

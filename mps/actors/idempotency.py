@@ -2,7 +2,7 @@
 
 The HTTP pipeline claims the key with the company actor before the request runs and hands the
 command an `IdempotencyRecord`. The actor that commits the request's change asks the record for
-its statement, passing the command's result, and commits it in the same unit: either both the
+its statements, passing the command's result, and commits them in the same unit: either both the
 change and the stored response exist, or neither does.
 """
 
@@ -16,6 +16,6 @@ __all__ = ["IdempotencyRecord"]
 
 
 class IdempotencyRecord(Protocol):
-    def statement(self, result: Any) -> Statement:
-        """The insert that stores the response this result will be rendered as."""
+    def statements(self, result: Any) -> list[Statement]:
+        """The writes that store the response this result will be rendered as."""
         ...

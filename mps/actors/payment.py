@@ -231,7 +231,7 @@ class PaymentActor(AsyncioActor):
         statements += event_writes
         outcome = Outcome(result, bodies)
         if idem is not None:
-            statements.append(idem.statement(outcome))
+            statements += idem.statements(outcome)
         return after, outcome, statements
 
     async def _commit(self, outcome: Outcome, statements: list[Statement]) -> Outcome:

@@ -77,18 +77,18 @@ class Claim:
     present: Callable[[Any], Reply] | None = None
     stored: tuple[int, bytes, dict[str, str]] | None = field(default=None, repr=False)
 
-    def statement(self, result: Any) -> Statement:
+    def statements(self, result: Any) -> list[Statement]:
         assert self.present is not None, "the handler did not say how to present the result"
         return self.record(self.present(result))
 
-    def record(self, reply: Reply) -> Statement:
+    def record(self, reply: Reply) -> list[Statement]:
         status, body = reply_body(reply, self.request_id)
         raw = orjson.dumps(apply_transforms(body, self.version))
         headers = {"X-Request-Id": self.request_id, **version_headers(self.version)}
         self.stored = (status, raw, headers)
         return self.row(status, raw, headers)
 
-    def row(self, status: int, raw: bytes, headers: dict[str, str]) -> Statement:
+    def row(self, status: int, raw: bytes, headers: dict[str, str]) -> list[Statement]:
         # Responses can carry secrets (a new API key is shown once), so they rest sealed.
         columns = {
             "company_id": self.scope,
@@ -187,7 +187,7 @@ async def _store_late(services: Services, claim: Claim, response: web.StreamResp
     if not isinstance(response, web.Response) or not isinstance(response.body, bytes):
         return
     headers = {"X-Request-Id": claim.request_id, **version_headers(claim.version)}
-    await services.actors.commit(claim.row(response.status, response.body, headers))
+    await services.actors.commit(*claim.row(response.status, response.body, headers))
 
 
 def new_claim(

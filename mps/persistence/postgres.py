@@ -7,6 +7,7 @@ one exactly once.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, ClassVar
@@ -17,7 +18,7 @@ import asyncpg
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
-from mps.persistence.statements import Row, Statement, WriteUnit
+from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
 __all__ = ["PostgresDatabase"]
 
@@ -55,6 +56,7 @@ class PostgresDatabase(Database):
         self._pool_size = pool_size
         self._pool: asyncpg.Pool | None = None
         self._writer: asyncpg.Connection | None = None
+        self._turns = asyncio.Semaphore(pool_size)
 
     def _server_settings(self) -> dict[str, str]:
         return {"search_path": self.schema} if self.schema else {}
@@ -124,9 +126,16 @@ class PostgresDatabase(Database):
 
     async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
         conn = await self._writer_connection()
+        outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
         try:
             async with conn.transaction():
-                return [[await self._apply(conn, st) for st in unit] for unit in units]
+                for step in plan_batch(units):
+                    if step.many:
+                        await self._apply_many(conn, step)
+                    else:
+                        unit, position, statement = step.members[0]
+                        outcomes[unit][position] = await self._apply(conn, statement)
+                return outcomes
         except (StaleWrite, IntegrityConflict):
             raise
         except BaseException:
@@ -167,6 +176,14 @@ class PostgresDatabase(Database):
         return conn
 
     @staticmethod
+    async def _apply_many(conn: asyncpg.Connection, step: Step) -> None:
+        try:
+            await conn.executemany(step.sql, [st.params for _, _, st in step.members])
+        except asyncpg.IntegrityConstraintViolationError as exc:
+            # Which unit broke it is not known here; `write` runs the batch again unit by unit.
+            raise IntegrityConflict(str(exc)) from exc
+
+    @staticmethod
     async def _apply(conn: asyncpg.Connection, statement: Statement) -> list[Row]:
         try:
             if statement.returns_rows:
@@ -179,7 +196,7 @@ class PostgresDatabase(Database):
                 # The command tag ends with the row count: "UPDATE 1", "INSERT 0 1".
                 affected = int(status.rsplit(" ", 1)[-1]) if status[-1:].isdigit() else 0
         except asyncpg.IntegrityConstraintViolationError as exc:
-            raise IntegrityConflict(str(exc)) from exc
+            raise (statement.conflict_error or IntegrityConflict)(str(exc)) from exc
         if statement.expect_rows is not None and affected != statement.expect_rows:
             raise statement.stale(affected)
         return rows
@@ -189,7 +206,10 @@ class PostgresDatabase(Database):
         if self._pool is None:
             msg = "database is not open"
             raise RuntimeError(msg)
-        async with self._pool.acquire() as conn:
+        # The pool hands a released connection to whoever asks next, not to the longest waiter,
+        # so under load some reads wait seconds while newcomers pass them. The semaphore, as
+        # wide as the pool, queues readers first come, first served.
+        async with self._turns, self._pool.acquire() as conn:
             yield conn
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:

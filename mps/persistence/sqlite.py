@@ -8,6 +8,7 @@ makes each commit durable before `write` returns, which is what lets us acknowle
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 import re
 import sqlite3
@@ -20,7 +21,7 @@ import aiosqlite
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
-from mps.persistence.statements import Row, Statement, WriteUnit
+from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
 __all__ = ["SqliteDatabase"]
 
@@ -29,7 +30,9 @@ _PLACEHOLDER = re.compile(r"\$(\d+)")
 _WAL_ATTEMPTS = 500
 
 
+@functools.lru_cache(maxsize=1024)
 def _sqlite_sql(sql: str) -> str:
+    # The same few hundred SQL texts recur; rewriting each once saves a regex pass per statement.
     return _PLACEHOLDER.sub(r"?\1", sql)
 
 
@@ -162,9 +165,15 @@ class SqliteDatabase(Database):
 
     async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
         conn = self._w
+        outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
         await conn.execute("BEGIN IMMEDIATE")
         try:
-            outcomes = [[await self._apply(conn, st) for st in unit] for unit in units]
+            for step in plan_batch(units):
+                if step.many:
+                    await self._apply_many(conn, step)
+                else:
+                    unit, position, statement = step.members[0]
+                    outcomes[unit][position] = await self._apply(conn, statement)
             await conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -194,11 +203,19 @@ class SqliteDatabase(Database):
         return outcomes
 
     @staticmethod
+    async def _apply_many(conn: aiosqlite.Connection, step: Step) -> None:
+        try:
+            await conn.executemany(_sqlite_sql(step.sql), [st.params for _, _, st in step.members])
+        except sqlite3.IntegrityError as exc:
+            # Which unit broke it is not known here; `write` runs the batch again unit by unit.
+            raise IntegrityConflict(str(exc)) from exc
+
+    @staticmethod
     async def _apply(conn: aiosqlite.Connection, statement: Statement) -> list[Row]:
         try:
             cursor = await conn.execute(_sqlite_sql(statement.sql), statement.params)
         except sqlite3.IntegrityError as exc:
-            raise IntegrityConflict(str(exc)) from exc
+            raise (statement.conflict_error or IntegrityConflict)(str(exc)) from exc
         rows = [dict(row) for row in await cursor.fetchall()] if statement.returns_rows else []
         affected = len(rows) if statement.returns_rows else cursor.rowcount
         if statement.expect_rows is not None and affected != statement.expect_rows:

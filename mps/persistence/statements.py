@@ -13,7 +13,7 @@ from typing import Any
 
 from mps.errors import StaleWrite
 
-__all__ = ["Row", "Statement", "WriteUnit", "insert", "versioned_update"]
+__all__ = ["Row", "Statement", "Step", "WriteUnit", "insert", "plan_batch", "versioned_update"]
 
 Row = dict[str, Any]
 
@@ -27,6 +27,9 @@ class Statement:
     expect_rows: int | None = None
     # What a failed `expect_rows` check raises: a subclass names a guard the caller handles.
     stale_error: type[StaleWrite] = StaleWrite
+    # What a broken uniqueness or key constraint raises instead of IntegrityConflict, when the
+    # constraint is a guard the caller handles.
+    conflict_error: type[Exception] | None = None
 
     def stale(self, affected: int) -> StaleWrite:
         return self.stale_error(f"expected {self.expect_rows} row(s), got {affected}")
@@ -34,6 +37,49 @@ class Statement:
     @property
     def returns_rows(self) -> bool:
         return " RETURNING " in self.sql.upper()
+
+    @property
+    def batchable(self) -> bool:
+        """Whether it can go to the server together with others of the same SQL: it reports
+        nothing back (no rows, no row count to check)."""
+        return self.expect_rows is None and not self.returns_rows
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """Part of a batch: one statement of one unit, or (`many`) one SQL for several units."""
+
+    sql: str
+    members: list[tuple[int, int, Statement]]  # (unit, position in the unit, statement)
+
+    @property
+    def many(self) -> bool:
+        return len(self.members) > 1
+
+
+def plan_batch(units: Sequence[WriteUnit]) -> list[Step]:
+    """The order in which a group commit runs its units' statements in one transaction.
+
+    The units of a batch are independent (each was sent without waiting for the others), so
+    only the order within a unit matters. The batch is taken position by position: every unit's
+    first statement, then every second one, and so on; within a position, statements of the
+    same SQL that report nothing back go as one `executemany`, one round trip instead of one per
+    unit. A batch of 64 payment creates thus costs a handful of round trips, not hundreds.
+    """
+    steps: list[Step] = []
+    depth = max((len(unit) for unit in units), default=0)
+    for position in range(depth):
+        groups: dict[str, list[tuple[int, int, Statement]]] = {}
+        for index, unit in enumerate(units):
+            if position >= len(unit):
+                continue
+            statement = unit[position]
+            if statement.batchable:
+                groups.setdefault(statement.sql, []).append((index, position, statement))
+            else:
+                steps.append(Step(statement.sql, [(index, position, statement)]))
+        steps.extend(Step(sql, members) for sql, members in groups.items())
+    return steps
 
 
 WriteUnit = Sequence[Statement]

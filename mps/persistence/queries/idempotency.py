@@ -7,7 +7,7 @@ from typing import Any
 
 from mps.errors import KeyAlreadyStored
 from mps.persistence.database import Database
-from mps.persistence.statements import Row, Statement
+from mps.persistence.statements import Row, Statement, insert
 
 __all__ = ["live_response", "store_response"]
 
@@ -23,21 +23,24 @@ async def live_response(db: Database, scope: str, key: str, now: str) -> Row | N
     )
 
 
-def store_response(row: Mapping[str, Any]) -> Statement:
-    """Insert the response, replacing only an expired one (housekeeping deletes those late).
+def store_response(row: Mapping[str, Any]) -> list[Statement]:
+    """Store the response under its key, replacing only an expired one (housekeeping deletes
+    those late).
 
-    When the key still holds a live response, no row is written and the unit fails with
-    `KeyAlreadyStored`: two requests under one key can never both commit what they did.
+    When the key still holds a live response the insert breaks the key's uniqueness and the unit
+    fails with `KeyAlreadyStored`: two requests under one key can never both commit what they
+    did. (A plain insert, rather than an upsert whose guard shows only in a row count, so that a
+    batch of them can go to the server as one statement.)
     """
-    columns = list(row)
-    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
-    updates = ", ".join(f"{c} = excluded.{c}" for c in columns if c not in _KEY)
-    sql = (
-        f"INSERT INTO idempotency_keys ({', '.join(columns)}) VALUES ({marks}) "
-        f"ON CONFLICT (company_id, idem_key) DO UPDATE SET {updates} "
-        "WHERE idempotency_keys.expires_at <= excluded.created_at"
-    )
-    return Statement(sql, tuple(row.values()), expect_rows=1, stale_error=KeyAlreadyStored)
-
-
-_KEY = ("company_id", "idem_key")
+    return [
+        Statement(
+            "DELETE FROM idempotency_keys WHERE company_id = $1 AND idem_key = $2 "
+            "AND expires_at <= $3",
+            (row["company_id"], row["idem_key"], row["created_at"]),
+        ),
+        Statement(
+            insert("idempotency_keys", row).sql,
+            tuple(row.values()),
+            conflict_error=KeyAlreadyStored,
+        ),
+    ]
