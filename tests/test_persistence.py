@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -442,3 +443,23 @@ async def test_a_unit_breaking_a_constraint_inside_a_grouped_statement_fails_alo
     assert not isinstance(outcomes[0], BaseException)
     assert not isinstance(outcomes[2], BaseException)
     assert await user_ids(database) == ["usr_a", "usr_b", "usr_d"]
+
+
+async def test_writers_are_answered_503_when_their_group_commit_outlasts_the_deadline(
+    database: Database,
+) -> None:
+    # given a writer whose database never finishes a write
+    stuck = StuckDatabase(database)
+    writer = PersistenceActor.launch(stuck, deadline=0.05)
+    try:
+        # when a unit is committed
+        with pytest.raises(Unavailable, match="in time"):
+            await writer.actor_ref.ask(Commit((new_user("usr_a"),)), block=False)
+    finally:
+        writer.task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await writer.task
+
+    # then it was answered, and nothing was written
+    assert stuck.writes == 1
+    assert await user_ids(database) == []

@@ -31,10 +31,6 @@ logger = logging.getLogger(__name__)
 # A message is re-sent only when the incarnation stopped before starting on it; more than a few
 # such stops in a row means the actor cannot even activate, which is an outage, not a race.
 _MAX_DELIVERIES = 3
-# How long a caller waits for a reply (activation, queueing and the commit included) before it is
-# answered 503. The message may still be handled later: callers that retry use an
-# Idempotency-Key, which makes the retry wait for it or replay it.
-ASK_DEADLINE = 20.0
 
 
 class ActorDirectory(Generic[K, A]):
@@ -45,10 +41,8 @@ class ActorDirectory(Generic[K, A]):
         *,
         capacity: int,
         idle_after: float,
-        deadline: float = ASK_DEADLINE,
     ) -> None:
         self.name = name
-        self.deadline = deadline
         self._factory = factory
         self.capacity = capacity
         self.idle_after = idle_after
@@ -65,19 +59,17 @@ class ActorDirectory(Generic[K, A]):
         return actor is not None and actor.is_alive()
 
     async def ask(self, key: K, message: Any) -> Any:
-        """Deliver `message` to the key's actor, activating it if needed; await the reply for at
-        most `deadline` seconds (then 503)."""
-        try:
-            async with asyncio.timeout(self.deadline):
-                for _ in range(_MAX_DELIVERIES):
-                    actor = await self._activate(key)
-                    try:
-                        return await ask(actor.actor_ref, message)
-                    except ActorStoppedBeforeHandling:
-                        continue
-        except TimeoutError as exc:
-            msg = f"{self.name} actor did not answer in time"
-            raise Unavailable(msg) from exc
+        """Deliver `message` to the key's actor, activating it if needed; await the reply.
+
+        Unbounded here: the caller bounds it (a request has one deadline for all of its asks,
+        `mps.http.pipeline.REQUEST_DEADLINE`; a commit is bounded by the writer's own). A
+        timer per ask cost a tenth of a create's time."""
+        for _ in range(_MAX_DELIVERIES):
+            actor = await self._activate(key)
+            try:
+                return await ask(actor.actor_ref, message)
+            except ActorStoppedBeforeHandling:
+                continue
         msg = f"{self.name} actor for this resource could not be activated"
         raise Unavailable(msg)
 

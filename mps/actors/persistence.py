@@ -12,6 +12,7 @@ database went away), every sender in the group gets `Unavailable` and nothing of
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -21,10 +22,13 @@ from pykka.messages import _ActorStop
 
 from mps.actors.runtime import ActorDeadError, AsyncioActor
 from mps.errors import Unavailable
-from mps.persistence.database import Database
+from mps.persistence.database import Database, UnitOutcome
 from mps.persistence.statements import Statement
 
-__all__ = ["Commit", "PersistenceActor"]
+__all__ = ["WRITE_DEADLINE", "Commit", "PersistenceActor"]
+
+# How long a writer waits for its group commit before it is answered 503.
+WRITE_DEADLINE = 15.0
 
 logger = logging.getLogger(__name__)
 
@@ -41,10 +45,13 @@ class PersistenceActor(AsyncioActor):
     # and every write in the process depends on it, so no error stops it: each is an answer.
     expected_errors = (Exception,)
 
-    def __init__(self, database: Database, *, max_batch: int = 512) -> None:
+    def __init__(
+        self, database: Database, *, max_batch: int = 512, deadline: float = WRITE_DEADLINE
+    ) -> None:
         super().__init__()
         self.database = database
         self.max_batch = max_batch
+        self.deadline = deadline
         self.commits = 0
         self.units = 0
 
@@ -67,7 +74,7 @@ class PersistenceActor(AsyncioActor):
     async def _commit(self, envelopes: list[Envelope[Any]]) -> None:
         self.busy = True
         try:
-            outcomes = await self.database.write([e.message.statements for e in envelopes])
+            outcomes = await self._write(envelopes)
         except Exception as exc:
             logger.exception("group commit of %d units failed", len(envelopes))
             error = Unavailable("the database is unavailable; nothing was written")
@@ -98,6 +105,29 @@ class PersistenceActor(AsyncioActor):
                 envelope.reply_to.set_exception((type(outcome), outcome, None))
             else:
                 envelope.reply_to.set(outcome)
+
+    async def _write(self, envelopes: list[Envelope[Any]]) -> list[UnitOutcome]:
+        """The batch's outcomes. Past `deadline` its writers are answered 503 at once (whether
+        it landed is unknown to them); the write itself is not interrupted, since a transaction
+        cut off mid-way leaves the connection in an unknown state, and the next batch waits
+        for it to end."""
+        write = asyncio.ensure_future(
+            self.database.write([e.message.statements for e in envelopes])
+        )
+        try:
+            return await asyncio.wait_for(asyncio.shield(write), self.deadline)
+        except TimeoutError:
+            logger.error(
+                "a group commit of %d units is taking over %ss", len(envelopes), self.deadline
+            )
+            late = Unavailable("the database did not confirm the write in time")
+            for envelope in envelopes:
+                if envelope.reply_to is not None:
+                    envelope.reply_to.set_exception((Unavailable, late, None))
+            return await write
+        except BaseException:
+            write.cancel()
+            raise
 
     async def receive(self, message: Any) -> Any:
         msg = f"persistence actor does not understand {type(message).__name__}"

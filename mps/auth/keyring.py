@@ -7,6 +7,7 @@ of the database alone does not let anyone test guesses offline.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 import os
@@ -17,8 +18,16 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 __all__ = ["Keyring"]
 
 
+# Purpose keys and ciphers are derived once per (secret, purpose), not on every call: a handful
+# of purposes, each used on every request of its kind.
+@functools.lru_cache(maxsize=64)
 def _derive(master: bytes, purpose: str) -> bytes:
     return hmac.new(master, b"mps/" + purpose.encode(), hashlib.sha256).digest()
+
+
+@functools.lru_cache(maxsize=64)
+def _cipher(master: bytes, purpose: str) -> AESGCM:
+    return AESGCM(_derive(master, f"seal/{purpose}"))
 
 
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -65,14 +74,12 @@ class Keyring:
         """AES-256-GCM under a key for `purpose`; the purpose is also bound as associated data,
         so a value sealed for one use cannot be opened as another."""
         nonce = os.urandom(12)
-        key = _derive(self.encryption_key, f"seal/{purpose}")
-        sealed = AESGCM(key).encrypt(nonce, plaintext, purpose.encode())
+        sealed = _cipher(self.encryption_key, purpose).encrypt(nonce, plaintext, purpose.encode())
         return "v1:" + base64.b64encode(nonce + sealed).decode()
 
     def unseal(self, token: str, purpose: str) -> bytes:
         raw = base64.b64decode(token.removeprefix("v1:"))
-        key = _derive(self.encryption_key, f"seal/{purpose}")
-        return AESGCM(key).decrypt(raw[:12], raw[12:], purpose.encode())
+        return _cipher(self.encryption_key, purpose).decrypt(raw[:12], raw[12:], purpose.encode())
 
     def hash_api_key(self, key: str) -> str:
         return hmac.new(

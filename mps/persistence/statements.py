@@ -7,6 +7,7 @@ travel as parameters.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,10 +87,13 @@ WriteUnit = Sequence[Statement]
 
 
 def insert(table: str, row: Mapping[str, Any]) -> Statement:
-    columns = list(row)
+    return Statement(_insert_sql(table, tuple(row)), tuple(row.values()))
+
+
+@functools.lru_cache(maxsize=512)
+def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
     marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
-    sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
-    return Statement(sql, tuple(row.values()))
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
 
 
 def versioned_update(
