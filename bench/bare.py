@@ -22,7 +22,9 @@ async def _answer(_request: web.Request) -> web.Response:
     return web.Response(body=_BODY, content_type="application/json")
 
 
-def _event_loop() -> asyncio.AbstractEventLoop:
+def _event_loop(name: str) -> asyncio.AbstractEventLoop:
+    if name == "asyncio":
+        return asyncio.new_event_loop()
     try:
         import uvloop
     except ImportError:
@@ -34,10 +36,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8099)
+    parser.add_argument(
+        "--loop",
+        choices=["uvloop", "asyncio"],
+        default="uvloop",
+        help="uvloop (what run.py uses) or asyncio's own loop (plain aiohttp)",
+    )
     args = parser.parse_args()
     app = web.Application()
     app.router.add_get("/{tail:.*}", _answer)
-    loop = _event_loop()
+    loop = _event_loop(args.loop)
     asyncio.set_event_loop(loop)
     web.run_app(app, host=args.host, port=args.port, print=None, access_log=None, loop=loop)
 

@@ -441,7 +441,14 @@ async def _bare(args: argparse.Namespace, datafile: Path) -> Run | None:
     if args.no_bare:
         return None
     port = _free_port()
-    command = [sys.executable, str(BENCH / "bare.py"), "--port", str(port)]
+    command = [
+        sys.executable,
+        str(BENCH / "bare.py"),
+        "--port",
+        str(port),
+        "--loop",
+        args.bare_loop,
+    ]
     async with _process(command, args.out / "bare.log", dict(os.environ)) as process:
         target = Target(f"http://127.0.0.1:{port}", process.pid)
         await _wait_up(target.base, "/", process)
@@ -666,6 +673,13 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--seed-seconds", type=float, help="create mix run before get/list/cancel")
     parser.add_argument("--bare-duration", type=float, help="seconds (--duration)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare endpoint")
+    parser.add_argument(
+        "--bare-loop",
+        choices=["uvloop", "asyncio"],
+        default="uvloop",
+        help="the bare endpoint's event loop: uvloop, as the service runs (default), or "
+        "asyncio's own, as plain aiohttp runs",
+    )
     parser.add_argument("--url", help="a running service on loopback, e.g. http://127.0.0.1:8080")
     parser.add_argument("--server-pid", type=int, help="its pid, when --url cannot find it")
     parser.add_argument(

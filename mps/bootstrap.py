@@ -31,6 +31,7 @@ from mps.auth.tokens import SessionTokens
 from mps.config import Settings
 from mps.domain.clock import Clock, utcnow
 from mps.http.app import create_app
+from mps.http.deadlines import Deadlines
 from mps.http.keys import ROUTE_TABLE, SERVICES
 from mps.http.routes import all_routes
 from mps.limits import RateLimiter
@@ -115,10 +116,12 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         )
         tokens = SessionTokens(keyring.jwt_key)
         credentials = Credentials(tokens, keyring, database, extra.clock)
+        deadlines = Deadlines()
         try:
             await broker.connect()
             await credentials.attach(broker)
             shards.start()
+            deadlines.start()
             expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
             expiry.start()
             housekeeping = Housekeeping(context, settings.housekeeping_interval)
@@ -136,6 +139,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 tokens=tokens,
                 limiter=RateLimiter(scale=settings.rate_limit_scale),
                 credentials=credentials,
+                deadlines=deadlines,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
                 logger.warning(
@@ -155,6 +159,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             )
             yield
         finally:
+            await deadlines.close()
             if housekeeping is not None:
                 await housekeeping.close()
             if expiry is not None:

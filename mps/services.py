@@ -16,6 +16,7 @@ from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
 from mps.config import Settings
 from mps.domain.clock import Clock
+from mps.http.deadlines import Deadlines
 from mps.limits import RateLimiter
 from mps.persistence.database import Database
 
@@ -36,6 +37,7 @@ class Services:
     tokens: SessionTokens
     limiter: RateLimiter
     credentials: Credentials
+    deadlines: Deadlines
 
     @property
     def dev_mailbox(self) -> DevMailbox | None:

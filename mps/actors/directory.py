@@ -62,8 +62,8 @@ class ActorDirectory(Generic[K, A]):
         """Deliver `message` to the key's actor, activating it if needed; await the reply.
 
         Unbounded here: the caller bounds it (a request has one deadline for all of its asks,
-        `mps.http.pipeline.REQUEST_DEADLINE`; a commit is bounded by the writer's own). A
-        timer per ask cost a tenth of a create's time."""
+        `mps.http.deadlines`; a commit is bounded by the writer's own). A timer per ask cost a
+        tenth of a create's time."""
         for _ in range(_MAX_DELIVERIES):
             actor = await self._activate(key)
             try:

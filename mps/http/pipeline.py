@@ -8,7 +8,6 @@ Errors at any step become the error envelope here, so the key log records the re
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
@@ -30,7 +29,6 @@ from mps.errors import (
     PayloadTooLarge,
     ServiceError,
     Unauthenticated,
-    Unavailable,
     UnsupportedMedia,
 )
 from mps.http.idempotency import (
@@ -55,10 +53,6 @@ __all__ = ["endpoint", "to_service_error"]
 logger = logging.getLogger(__name__)
 
 MAX_BODY = 1024 * 1024
-# One deadline for everything a request waits on (its asks, their commits, its reads): past it,
-# the client gets 503 rather than a connection held open. What it asked for may still happen;
-# a retry with the same Idempotency-Key waits for it or replays it.
-REQUEST_DEADLINE = 30.0
 STANDARD_LIMIT = Limit("standard", 600, 60)
 DEVELOPER_LIMIT = Limit("developer", 1200, 60)
 
@@ -198,15 +192,14 @@ def endpoint(route: Route) -> Any:
             elif request.body_exists and (await request.read()).strip():
                 raise BadRequest("This route takes no request body")
             key = request.headers.get("Idempotency-Key")
-            try:
-                async with asyncio.timeout(REQUEST_DEADLINE):
-                    if key is not None and route.idempotent:
-                        response = await _run_with_key(call, validate_key(key), raw_body)
-                    else:
-                        response = _render(await route.handler(call), route, request)
-            except TimeoutError as exc:
-                msg = "The request took too long; it may still complete: retry with its key"
-                raise Unavailable(msg) from exc
+            if key is not None and route.idempotent:
+                checked = validate_key(key)
+                response = await services.deadlines.run(
+                    lambda: _run_with_key(call, checked, raw_body)
+                )
+            else:
+                reply = await services.deadlines.run(lambda: route.handler(call))
+                response = _render(reply, route, request)
             if verdict is not None:
                 response.headers["RateLimit-Policy"] = verdict.limit.policy_header
                 response.headers["RateLimit"] = verdict.header
