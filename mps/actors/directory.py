@@ -73,6 +73,14 @@ class ActorDirectory(Generic[K, A]):
         msg = f"{self.name} actor for this resource could not be activated"
         raise Unavailable(msg)
 
+    async def tell(self, key: K, message: Any) -> None:
+        """Deliver `message` without waiting for a reply. Unlike `ask`, it is not re-sent when the
+        incarnation stops before handling it: a told message queued behind a crash is dropped,
+        so tell only what a fresh incarnation does not need (releasing an in-flight mark that a
+        crash has already forgotten)."""
+        actor = await self._activate(key)
+        actor.actor_ref.tell(message)
+
     async def _activate(self, key: K) -> A:
         while True:
             actor = self._live.get(key)

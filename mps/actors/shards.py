@@ -74,6 +74,9 @@ class ShardRouter:
     async def ask_company(self, company_id: str, message: Any) -> Any:
         return await self.shard(company_id).companies.ask(company_id, message)
 
+    async def tell_company(self, company_id: str, message: Any) -> None:
+        await self.shard(company_id).companies.tell(company_id, message)
+
     async def ask_payment(self, company_id: str, payment_id: str, message: Any) -> Any:
         return await self.shard(company_id).payments.ask((company_id, payment_id), message)
 

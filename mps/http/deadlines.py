@@ -16,7 +16,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from mps.errors import Unavailable
@@ -50,25 +50,19 @@ class Deadlines:
         task = asyncio.current_task()
         if task is None:  # pragma: no cover - always called from a request's task
             return await work()
-        with self._tracked(task):
-            try:
-                return await work()
-            except asyncio.CancelledError:
-                if task not in self._expired:
-                    raise
-                task.uncancel()
-                msg = "The request took too long; it may still complete: retry with its key"
-                raise Unavailable(msg) from None
-            finally:
-                self._expired.discard(task)
-
-    @contextlib.contextmanager
-    def _tracked(self, task: asyncio.Task[object]) -> Iterator[None]:
         self._running[task] = self._clock()
         try:
-            yield
+            return await work()
+        except asyncio.CancelledError:
+            if task not in self._expired:
+                raise
+            task.uncancel()
+            msg = "The request took too long; it may still complete: retry with its key"
+            raise Unavailable(msg) from None
         finally:
             self._running.pop(task, None)
+            if self._expired:
+                self._expired.discard(task)
 
     def expire_overdue(self) -> int:
         """Cancel every tracked request past its deadline; returns how many."""

@@ -174,7 +174,8 @@ async def run_idempotent(
                 return _replay(found, claim, services)
         return response
     finally:
-        await services.shards.ask_company(company_id, ReleaseKey(claim.key))
+        # Told, not asked: nothing waits on the release but the duplicates it wakes.
+        await services.shards.tell_company(company_id, ReleaseKey(claim.key))
 
 
 async def _stored(services: Services, claim: Claim) -> Row | None:
