@@ -18,6 +18,7 @@ from mps.actors.shards import ShardRouter
 from mps.domain.clock import Clock, iso
 from mps.errors import ServiceError
 from mps.persistence.database import Database
+from mps.persistence.queries import payments as payment_queries
 
 __all__ = ["PaymentExpiry"]
 
@@ -51,12 +52,7 @@ class PaymentExpiry(Periodic):
     async def run_once(self) -> int:
         """Expire up to one batch of what is overdue now; returns how many overdue payments it
         found (a checkout or cancel may have won some of them in the meantime)."""
-        rows = await self._database.fetch(
-            "SELECT id, company_id FROM payments WHERE status = 'PENDING' "
-            "AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
-            iso(self._clock()),
-            self._batch,
-        )
+        rows = await payment_queries.overdue(self._database, iso(self._clock()), self._batch)
         mine = [r for r in rows if self._shards.owns(r["company_id"])]
         results = await asyncio.gather(
             *(self._shards.ask_payment(r["company_id"], r["id"], Expire()) for r in mine),

@@ -3,7 +3,9 @@
 Because a payment's checkout, cancel, expiry and reversal all arrive here as messages, a race
 between them has exactly one winner: the first to be handled changes the state, the others find
 it no longer PENDING and answer 409. Each transition commits the payment, the customer it names
-and its events in one unit before the actor adopts the new state and replies.
+and its events in one unit before the actor adopts the new state and replies. A multi-use link's
+checkout creates a child payment, whose random reference is drawn again should another payment
+hold it already (mps.actors.references).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.references import References, commit_new_payment
 from mps.actors.runtime import AsyncioActor, Detached
 from mps.adapters.processor import CardInput, Processor
 from mps.auth.keyring import Keyring
@@ -112,6 +115,8 @@ class PaymentActor(AsyncioActor):
         keyring: Keyring,
         processors: dict[str, Processor | None],
         public_url: str,
+        *,
+        references: References = payment_reference,
     ) -> None:
         super().__init__()
         self.payment_id = payment_id
@@ -120,6 +125,7 @@ class PaymentActor(AsyncioActor):
         self.keyring = keyring
         self.processors = processors
         self.public_url = public_url
+        self.references = references
         self.payment: Payment | None = None
 
     def __str__(self) -> str:
@@ -182,38 +188,48 @@ class PaymentActor(AsyncioActor):
         if not result.approved:
             outcome = await self._apply(rules.checkout_declined(payment, now), None)
             raise CheckoutDeclined(outcome, result.decline_code or "card_declined")
-        transition = rules.checkout_succeeded(
-            payment,
-            now,
-            brand=result.brand,
-            last4=result.last4,
-            email=command.email,
-            phone=command.phone,
-            child_id=new_id("pay"),
-            child_reference=payment_reference(),
-        )
-        after, outcome, statements = self._plan(transition, command.idempotency)
+        child_id = new_id("pay")
+
+        def plan(child_reference: str) -> tuple[Payment, Outcome, list[Statement]]:
+            transition = rules.checkout_succeeded(
+                payment,
+                now,
+                brand=result.brand,
+                last4=result.last4,
+                email=command.email,
+                phone=command.phone,
+                child_id=child_id,
+                child_reference=child_reference,
+            )
+            return self._plan(payment, transition, command.idempotency)
+
+        after, outcome, statements = plan(self.references())
         if after == payment:
             # Only a child was made (a multi-use link): nothing this actor holds changes, so
             # the next shopper need not wait for this commit, and a burst on one link shares
-            # group commits.
-            return Detached(self._commit(outcome, statements))
+            # group commits. Should the child's reference be taken, the same child is planned
+            # again under another (from the snapshot of this turn, not whatever is current).
+            return Detached(
+                commit_new_payment(
+                    self.context, (outcome, statements), lambda r: plan(r)[1:], self.references
+                )
+            )
         await self.context.commit(*statements)
         self.payment = after
         return outcome
 
     async def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Outcome:
         """Commit the transition, then adopt its state and reply."""
-        after, outcome, statements = self._plan(transition, idem)
+        after, outcome, statements = self._plan(self._require(None), transition, idem)
         await self.context.commit(*statements)
         self.payment = after
         return outcome
 
     def _plan(
-        self, transition: Transition, idem: IdempotencyRecord | None
+        self, before: Payment, transition: Transition, idem: IdempotencyRecord | None
     ) -> tuple[Payment, Outcome, list[Statement]]:
-        """The payment after the transition, the reply, and the unit that commits both."""
-        before = self._require(None)
+        """The payment after the transition from `before`, the reply, and the unit that commits
+        both."""
         after = with_customer(transition.payment, self.keyring)
         statements: list[Statement] = [payment_update(before, after)] if after != before else []
         if after.customer_id and after.customer_id != before.customer_id:
@@ -233,7 +249,3 @@ class PaymentActor(AsyncioActor):
         if idem is not None:
             statements += idem.statements(outcome)
         return after, outcome, statements
-
-    async def _commit(self, outcome: Outcome, statements: list[Statement]) -> Outcome:
-        await self.context.commit(*statements)
-        return outcome

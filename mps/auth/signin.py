@@ -20,8 +20,8 @@ from mps.auth.tokens import SessionClaims
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import BadRequest, Forbidden, NotFound
+from mps.persistence import login_store
 from mps.persistence.queries import members as q
-from mps.persistence.statements import Statement, insert
 from mps.services import Services
 
 __all__ = ["logout", "me", "request_code", "sign_up", "start_login", "switch_mode", "verify_code"]
@@ -71,8 +71,7 @@ async def _create_login(
     code = _new_code() if send else None
     expires = now + CODE_TTL
     await services.actors.commit(
-        insert(
-            "logins",
+        login_store.login_insert(
             {
                 "id": login_id,
                 "email": email,
@@ -122,9 +121,8 @@ async def request_code(services: Services, login_id: str) -> dict[str, Any]:
     if usable:
         code = _new_code()
         await services.actors.commit(
-            Statement(
-                "UPDATE logins SET code_hash = $1, code_expires_at = $2 WHERE id = $3",
-                (services.keyring.hash_code(login_id, code), iso(expires), login_id),
+            login_store.replace_code(
+                login_id, services.keyring.hash_code(login_id, code), iso(expires)
             )
         )
         await _send_code(services, login["email"], code)
@@ -145,7 +143,9 @@ async def verify_code(
     """
     now = iso(services.clock())
     code_hash = services.keyring.hash_code(login_id, code)
-    rows = await services.actors.commit(_spend_code(login_id, code_hash, now, company_id))
+    rows = await services.actors.commit(
+        login_store.spend_code(login_id, code_hash, now, MAX_FAILED_CODES, company_id)
+    )
     if not rows[0]:
         # Was only the company wrong? Answered only to the holder of the right code, who could
         # sign in and see their companies anyway, so the 403 tells a prober nothing.
@@ -153,34 +153,11 @@ async def verify_code(
             services.database, login_id, code_hash, now, MAX_FAILED_CODES
         ):
             raise Forbidden("You are not a member of that company", code="not_a_member")
-        await services.actors.commit(
-            Statement(
-                "UPDATE logins SET failed_attempts = failed_attempts + 1 "
-                "WHERE id = $1 AND consumed_at IS NULL AND failed_attempts < $2",
-                (login_id, MAX_FAILED_CODES),
-            )
-        )
+        await services.actors.commit(login_store.count_failed_code(login_id, MAX_FAILED_CODES))
         raise BadRequest("The code is wrong, expired or no longer usable", code="invalid_code")
     user_id: str = rows[0][0]["user_id"]
     chosen = company_id or rows[0][0]["company_id"] or await _first_company(services, user_id)
     return await _open_session(services, user_id, chosen, mode or "test")
-
-
-def _spend_code(login_id: str, code_hash: str, now: str, company_id: str | None) -> Statement:
-    """Consume the code if it is right, unexpired and the login has tries left, and, when a
-    company is named, only if the login's user is a member of it."""
-    sql = (
-        "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL "
-        "AND failed_attempts < $3 AND code_hash = $4 AND code_expires_at > $1"
-    )
-    params: tuple[Any, ...] = (now, login_id, MAX_FAILED_CODES, code_hash)
-    if company_id is not None:
-        sql += (
-            " AND EXISTS (SELECT 1 FROM members m "
-            "WHERE m.user_id = logins.user_id AND m.company_id = $5)"
-        )
-        params += (company_id,)
-    return Statement(sql + " RETURNING user_id, company_id", params)
 
 
 async def _first_company(services: Services, user_id: str) -> str:

@@ -1,5 +1,12 @@
 """Payments and customers as rows: the mapping both ways, and the write statements the payment
-and company actors commit."""
+and company actors commit.
+
+A new payment's reference is drawn at random and must be unique (`payments.reference`), so two
+payments can, very rarely, draw the same one. The payment's insert then fails its unit with
+`ReferenceTaken` rather than a bare IntegrityConflict, so that its actor can tell that apart
+from every other conflict of the unit (an Idempotency-Key stored first is `KeyAlreadyStored`)
+and commit again under a fresh reference (mps.actors.references).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +15,14 @@ from typing import Any
 
 import orjson
 
-from mps.domain.payments import Event, Payment, as_json
-from mps.persistence.database import Database
+from mps.domain.payments import Event, Payment
+from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.outbox import event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
+from mps.representations.payments import payment_json
 
 __all__ = [
+    "ReferenceTaken",
     "customer_statements",
     "event_statements",
     "load_payment",
@@ -21,6 +30,12 @@ __all__ = [
     "payment_insert",
     "payment_update",
 ]
+
+
+class ReferenceTaken(IntegrityConflict):
+    """A new payment's row broke a uniqueness constraint of `payments`: its reference is another
+    payment's. (The row's only other unique column is its id, time-ordered with 83 random bits,
+    which no two payments share.) The unit rolled back; nothing of it was stored."""
 
 
 async def load_payment(db: Database, company_id: str, payment_id: str) -> Payment | None:
@@ -78,6 +93,7 @@ def _columns(payment: Payment) -> dict[str, Any]:
 
 
 def payment_insert(payment: Payment) -> Statement:
+    """The new payment's row; its unit fails with `ReferenceTaken` if the reference is taken."""
     row = {
         "id": payment.id,
         "company_id": payment.company_id,
@@ -97,7 +113,8 @@ def payment_insert(payment: Payment) -> Statement:
         "created_at": payment.created_at,
         **_columns(payment),
     }
-    return insert("payments", row)
+    statement = insert("payments", row)
+    return Statement(statement.sql, statement.params, conflict_error=ReferenceTaken)
 
 
 def payment_update(before: Payment, after: Payment) -> Statement:
@@ -165,7 +182,7 @@ def event_statements(
             mode=e.payment.mode,
             event_type=e.type,
             created_at=e.payment.updated_at,
-            obj=as_json(e.payment, public_url),
+            obj=payment_json(e.payment, public_url),
         )
         for e in events
     ]

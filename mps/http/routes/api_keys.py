@@ -9,7 +9,7 @@ import orjson
 from mps.actors.company import CreateApiKey, RevokeApiKey
 from mps.auth.scopes import ALL_SCOPES
 from mps.errors import NotFound
-from mps.http.pagination import PAGE_FIELDS, PageRequest
+from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import API_KEY, API_KEY_FIELDS, API_KEY_LOG, page, resource
 from mps.http.routing import Call, LimitRule, Route
@@ -60,7 +60,7 @@ async def create_key(call: Call) -> Resource:
 
 
 async def list_keys(call: Call) -> Page:
-    page = PageRequest.from_query(call.query)
+    page = page_request(call.query)
     items, cursor = await q.list_keys(
         call.services.database, call.session.company_id, call.query.get("mode"), page
     )
@@ -80,7 +80,7 @@ async def revoke_key(call: Call) -> Resource:
 
 
 async def key_logs(call: Call) -> Page:
-    page = PageRequest.from_query(call.query)
+    page = page_request(call.query)
     db, company_id, key_id = call.services.database, call.session.company_id, call.param("id")
     if not await q.key_exists(db, company_id, key_id):
         raise NotFound("No such API key")

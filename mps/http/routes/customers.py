@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.domain.payments import as_json
 from mps.errors import NotFound
-from mps.http.pagination import PAGE_FIELDS, PageRequest
+from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CUSTOMER, PAYMENT, page, resource
 from mps.http.routes.payments import EMAIL
@@ -15,6 +14,7 @@ from mps.http.schema import Obj
 from mps.persistence.queries import customers as q
 from mps.persistence.queries import payments as payment_queries
 from mps.persistence.statements import Row
+from mps.representations.payments import payment_json
 
 __all__ = ["ROUTES"]
 
@@ -35,7 +35,7 @@ def _view(row: Row, totals: tuple[int, list[dict[str, str]]]) -> dict[str, Any]:
 
 async def list_customers(call: Call) -> Page:
     session, db = call.session, call.services.database
-    page = PageRequest.from_query(call.query)
+    page = page_request(call.query)
     email = call.query["email"].lower() if call.query.get("email") else None
     items, cursor = await q.list_customers(db, session.company_id, session.mode, email, page)
     totals = await q.customer_totals(db, session.company_id, session.mode, [r["id"] for r in items])
@@ -62,11 +62,11 @@ async def get_customer(call: Call) -> Resource:
 
 async def customer_payments(call: Call) -> Page:
     session, row = call.session, await _customer(call)
-    page = PageRequest.from_query(call.query)
+    page = page_request(call.query)
     where = payment_queries.PaymentFilter(session.company_id, session.mode, customer_id=row["id"])
     payments, cursor = await payment_queries.list_payments(call.services.database, where, page)
     public_url = call.services.settings.public_url
-    return Page([as_json(p, public_url) for p in payments], cursor)
+    return Page([payment_json(p, public_url) for p in payments], cursor)
 
 
 ROUTES = [

@@ -6,9 +6,9 @@ from typing import Any
 
 from mps.actors.company import CreatePayment
 from mps.actors.payment import Cancel, Outcome
-from mps.domain.payments import STATUSES, NewPayment, as_json
+from mps.domain.payments import STATUSES, NewPayment
 from mps.errors import FieldError, NotFound, ValidationFailed
-from mps.http.pagination import PAGE_FIELDS, PageRequest
+from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.resources import PAYMENT, PAYMENT_FIELDS, PAYMENT_STATS, aggregate, page, resource
 from mps.http.routing import Call, Route
@@ -26,6 +26,7 @@ from mps.http.schema import (
     Str,
 )
 from mps.persistence.queries import payments as q
+from mps.representations.payments import payment_json
 
 __all__ = ["CURRENCY", "DATE_RANGE", "EMAIL", "PHONE", "ROUTES", "normalize_phone", "range_filter"]
 
@@ -95,7 +96,7 @@ def range_filter(query: dict[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _view(call: Call, outcome: Outcome) -> dict[str, Any]:
-    return as_json(outcome.payment, call.services.settings.public_url)
+    return payment_json(outcome.payment, call.services.settings.public_url)
 
 
 async def create_payment(call: Call) -> Resource:
@@ -136,10 +137,10 @@ async def list_payments(call: Call) -> Page:
         link_payment_id=query.get("linkPaymentId"),
         customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
     )
-    page = PageRequest.from_query(query)
+    page = page_request(query)
     payments, cursor = await q.list_payments(call.services.database, where, page)
     public_url = call.services.settings.public_url
-    return Page([as_json(p, public_url) for p in payments], cursor)
+    return Page([payment_json(p, public_url) for p in payments], cursor)
 
 
 async def get_payment(call: Call) -> Resource:
@@ -149,7 +150,7 @@ async def get_payment(call: Call) -> Resource:
     )
     if payment is None:
         raise NotFound("No such payment")
-    return Resource(as_json(payment, call.services.settings.public_url))
+    return Resource(payment_json(payment, call.services.settings.public_url))
 
 
 async def cancel_payment(call: Call) -> Resource:

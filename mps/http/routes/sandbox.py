@@ -9,12 +9,12 @@ from typing import Any
 
 from mps.actors.payment import Checkout, CheckoutDeclined, Expire, Outcome, Reverse
 from mps.adapters.processor import CardInput
-from mps.domain.payments import as_json
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
 from mps.http.resources import PAYMENT, resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
+from mps.representations.payments import payment_json
 
 __all__ = ["ROUTES"]
 
@@ -81,7 +81,7 @@ async def simulate(call: Call) -> Resource:
         return Resource(
             {
                 "kind": name,
-                "object": as_json(outcome.payment, call.services.settings.public_url),
+                "object": payment_json(outcome.payment, call.services.settings.public_url),
                 "event": outcome.events[-1] if outcome.events else None,
             }
         )

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from mps.http.pagination import PageRequest
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = ["key_exists", "key_logs", "key_row", "list_keys"]

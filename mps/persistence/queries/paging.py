@@ -1,15 +1,71 @@
-"""Filtered, cursor-paginated SELECTs, newest first, shared by every list query."""
+"""Cursor pagination (decisions 0): newest first by (createdAt, id), stable under inserts; and the
+filtered, cursor-paginated SELECTs every list query shares.
+
+The cursor is the position of the last row returned, so rows created while a client pages sort
+before it and never shift what comes after: no duplicates, no skips.
+
+`PageRequest` and the cursor's text form live here, with the only code that writes cursors,
+because the list queries take them and storage must not depend on HTTP. The HTTP side (the
+`limit` and `cursor` query fields, and turning them into a `PageRequest`) is
+`mps.http.pagination`.
+"""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from mps.http.pagination import PageRequest
+import orjson
+
+from mps.errors import BadRequest
 from mps.persistence.database import Database
 from mps.persistence.statements import Row
 
-__all__ = ["Where", "fetch_page"]
+__all__ = ["Cursor", "PageRequest", "Where", "decode_cursor", "encode_cursor", "fetch_page"]
+
+# The fixed-width form of mps.domain.clock.iso, and the characters of every id we issue.
+_STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
+_ID = re.compile(r"[A-Za-z0-9_]{1,100}")
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """The position of the last row of a page: its creation time (as stored) and id."""
+
+    created_at: str
+    id: str
+
+
+@dataclass(frozen=True)
+class PageRequest:
+    """At most `limit` rows, those after the cursor `after` (from the newest when None)."""
+
+    limit: int
+    after: Cursor | None = None
+
+
+def encode_cursor(cursor: Cursor) -> str:
+    raw = orjson.dumps([cursor.created_at, cursor.id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(text: str) -> Cursor:
+    """The cursor `encode_cursor` wrote as `text`; 400 `invalid_cursor` for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        created_at, ident = orjson.loads(raw)
+        # Only what encode_cursor writes: a stored timestamp and an id. Anything else (a NUL
+        # PostgreSQL cannot take, text that compares oddly) never reaches a query.
+        if not isinstance(created_at, str) or not isinstance(ident, str):
+            raise TypeError
+        if not _STORED_TIME.fullmatch(created_at) or not _ID.fullmatch(ident):
+            raise ValueError
+    except (binascii.Error, ValueError, TypeError) as exc:
+        raise BadRequest("cursor is not a valid cursor", code="invalid_cursor") from exc
+    return Cursor(created_at, ident)
 
 
 @dataclass
@@ -36,14 +92,19 @@ async def fetch_page(
     """`select` (SELECT … FROM table) under `where`, after the page's cursor; returns the page's
     rows (each exposing `created_at` and `id`) and the next cursor, or None on the last page."""
     conditions, params = list(where.conditions), list(where.params)
-    after, after_params = page.where(len(params) + 1, created=created)
-    if after:
-        conditions.append(after)
-        params.extend(after_params)
+    if page.after is not None:
+        a, b = len(params) + 1, len(params) + 2
+        conditions.append(f"({created} < ${a} OR ({created} = ${a} AND id < ${b}))")
+        params.extend([page.after.created_at, page.after.id])
+    # One row more than the page: whether it comes back says whether there is a next page.
     params.append(page.limit + 1)
     rows = await db.fetch(
         f"{select} WHERE {' AND '.join(conditions)} "
         f"ORDER BY {created} DESC, id DESC LIMIT ${len(params)}",
         *params,
     )
-    return page.split(rows)
+    if len(rows) <= page.limit:
+        return rows, None
+    rows = rows[: page.limit]
+    last = rows[-1]
+    return rows, encode_cursor(Cursor(last["created_at"], last["id"]))

@@ -7,13 +7,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.domain.payments import STATUSES, Payment
-from mps.http.pagination import PageRequest
 from mps.persistence.database import Database
 from mps.persistence.payment_store import payment_from_row
-from mps.persistence.queries.paging import Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row
 
-__all__ = ["PaymentFilter", "by_reference", "get_payment", "list_payments", "stats"]
+__all__ = ["PaymentFilter", "by_reference", "get_payment", "list_payments", "overdue", "stats"]
 
 # Statuses whose payments collected money at some point.
 COLLECTED = ("PAID", "PARTIAL_REFUND", "REFUNDED", "REVERSED")
@@ -59,6 +58,18 @@ async def get_payment(db: Database, company_id: str, mode: str, payment_id: str)
 async def by_reference(db: Database, reference: str) -> Payment | None:
     row = await db.fetchrow("SELECT * FROM payments WHERE reference = $1", reference)
     return payment_from_row(row) if row is not None else None
+
+
+async def overdue(db: Database, now: str, limit: int) -> list[Row]:
+    """Up to `limit` PENDING payments whose expiresAt is at or before `now`, the longest overdue
+    first, of every company: their `id` and `company_id`. For the expiry scheduler, which hands
+    each to its company's shard."""
+    return await db.fetch(
+        "SELECT id, company_id FROM payments WHERE status = 'PENDING' "
+        "AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
+        now,
+        limit,
+    )
 
 
 async def list_payments(

@@ -1,0 +1,44 @@
+"""The company actor: one per company, serializing changes to its settings, members and keys.
+
+It loads the company's snapshot and its members when activated and applies each command in
+turn: decide from memory with pure rules, hand the commit (with its events and the request's
+idempotency record) to the persistence actor, and only then adopt the new state and reply. A
+command that fails leaves the in-memory state as it was.
+
+A turn never awaits a read: whatever a command needs that the actor does not hold is read by
+the caller before it asks (the key row a revoke shows, the stored response of an idempotency
+key), so one merchant's traffic never queues behind database round trips.
+
+The package is split by capability: `actor` (activation, dispatch, passivation), `state` (what
+the actor holds, which every handler takes), `messages` (the commands and their replies), and
+one module of handlers each for `members` (the company, its members and settings), `sessions`,
+`api_keys`, `claims` (Idempotency-Key claims) and `payments` (creating one).
+"""
+
+from mps.actors.company.actor import CompanyActor
+from mps.actors.company.messages import (
+    AddMember,
+    ClaimKey,
+    CreateApiKey,
+    CreateCompany,
+    CreatePayment,
+    OpenSession,
+    ReleaseKey,
+    RevokeApiKey,
+    RevokeSession,
+    UpdateSettings,
+)
+
+__all__ = [
+    "AddMember",
+    "ClaimKey",
+    "CompanyActor",
+    "CreateApiKey",
+    "CreateCompany",
+    "CreatePayment",
+    "OpenSession",
+    "ReleaseKey",
+    "RevokeApiKey",
+    "RevokeSession",
+    "UpdateSettings",
+]

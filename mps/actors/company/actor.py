@@ -1,0 +1,90 @@
+"""The company actor itself: its activation, its dispatch, and when it may passivate.
+
+The handlers are plain functions of the actor's state (`CompanyState`) in the modules beside
+this one, one per capability; the actor only routes each message to its handler, one at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.actors.company import api_keys, claims, members, payments, sessions
+from mps.actors.company.messages import (
+    AddMember,
+    ClaimKey,
+    CreateApiKey,
+    CreateCompany,
+    CreatePayment,
+    OpenSession,
+    ReleaseKey,
+    RevokeApiKey,
+    RevokeSession,
+    UpdateSettings,
+)
+from mps.actors.company.state import CompanyState
+from mps.actors.context import ActorContext
+from mps.actors.references import References
+from mps.actors.runtime import AsyncioActor
+from mps.auth.keyring import Keyring
+from mps.domain.ids import payment_reference
+from mps.errors import NotFound
+from mps.persistence.queries import companies
+
+__all__ = ["CompanyActor"]
+
+
+class CompanyActor(AsyncioActor):
+    def __init__(
+        self,
+        company_id: str,
+        context: ActorContext,
+        keyring: Keyring,
+        public_url: str,
+        *,
+        references: References = payment_reference,
+    ) -> None:
+        super().__init__()
+        self.state = CompanyState(company_id, context, keyring, public_url, references)
+
+    def __str__(self) -> str:
+        return f"CompanyActor({self.state.company_id})"
+
+    async def on_activate(self) -> None:
+        state = self.state
+        try:
+            state.company = await companies.company(state.context.database, state.company_id)
+        except NotFound:
+            state.company = None
+            return
+        state.members = await companies.member_roles(state.context.database, state.company_id)
+
+    def can_passivate(self) -> bool:
+        # The futures of in-flight keys live here; passivating would strand their waiters.
+        return not self.state.in_flight and super().can_passivate()
+
+    async def receive(self, message: Any) -> Any:
+        state = self.state
+        match message:
+            case CreateCompany():
+                return await members.create_company(state, message)
+            case AddMember():
+                return await members.add_member(state, message)
+            case UpdateSettings():
+                return await members.update_settings(state, message)
+            case OpenSession():
+                return await sessions.open_session(state, message)
+            case RevokeSession():
+                return await sessions.revoke_session(state, message)
+            case CreateApiKey():
+                return await api_keys.create_api_key(state, message)
+            case RevokeApiKey():
+                return await api_keys.revoke_api_key(state, message)
+            case ClaimKey(key=key):
+                return claims.claim_key(state, key)
+            case ReleaseKey(key=key):
+                claims.release_key(state, key)
+                return None
+            case CreatePayment():
+                return payments.create_payment(state, message)
+        msg = f"CompanyActor does not understand {type(message).__name__}"
+        raise TypeError(msg)

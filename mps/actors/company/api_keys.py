@@ -1,0 +1,64 @@
+"""API keys: created within the creator's own scopes (shown once, a keyed hash at rest), and
+revoked."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from mps.actors.company.messages import CreateApiKey, RevokeApiKey
+from mps.actors.company.state import CompanyState
+from mps.auth.api_keys import generate_key, parse_key
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.errors import Forbidden, NotFound
+from mps.persistence import company_store as store
+from mps.persistence.statements import Row
+
+__all__ = ["create_api_key", "revoke_api_key"]
+
+
+async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[dict[str, Any], str]:
+    state.require()
+    beyond = set(command.scopes) - command.creator_scopes
+    if beyond:
+        raise Forbidden("A key cannot have scopes its creator lacks: " + ", ".join(sorted(beyond)))
+    key = generate_key(command.type, command.mode)
+    shape = parse_key(key)
+    assert shape is not None
+    row = {
+        "id": new_id("key"),
+        "company_id": state.company_id,
+        "mode": command.mode,
+        "name": command.name,
+        "type": command.type,
+        "prefix": shape.prefix,
+        "last4": shape.last4,
+        "secret_hash": state.keyring.hash_api_key(key),
+        "scopes": orjson.dumps(sorted(set(command.scopes))).decode(),
+        "created_by": command.created_by,
+        "created_at": iso(state.context.clock()),
+        "last_used_at": None,
+        "revoked_at": None,
+    }
+    result = (row, key)
+    statements = [store.api_key_insert(row)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(result)
+    await state.context.commit(*statements)
+    return result
+
+
+async def revoke_api_key(state: CompanyState, command: RevokeApiKey) -> Row:
+    now = iso(state.context.clock())
+    before = command.key
+    after = {**before, "revoked_at": before["revoked_at"] or now}
+    statements = [store.api_key_revoke(state.company_id, before["id"], now)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(after)
+    rows = await state.context.commit(*statements)
+    if not rows[0]:
+        raise NotFound("No such API key")
+    revoked: Row = {**after, **rows[0][0]}
+    return revoked

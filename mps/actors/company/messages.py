@@ -1,0 +1,110 @@
+"""The commands a company actor takes, and what each replies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mps.actors.idempotency import IdempotencyRecord
+from mps.domain.payments import NewPayment
+from mps.persistence.statements import Row
+
+__all__ = [
+    "AddMember",
+    "ClaimKey",
+    "CreateApiKey",
+    "CreateCompany",
+    "CreatePayment",
+    "OpenSession",
+    "ReleaseKey",
+    "RevokeApiKey",
+    "RevokeSession",
+    "UpdateSettings",
+]
+
+
+@dataclass(frozen=True)
+class CreateCompany:
+    """Reply: the owner's user id."""
+
+    name: str
+    owner_email: str
+    owner_name: str | None
+
+
+@dataclass(frozen=True)
+class AddMember:
+    """Reply: the member's user id. Creates the user when the email has no account yet; 409
+    when they are a member already. (Invitations accept through this.)"""
+
+    email: str
+    name: str | None
+    role_id: str
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """Reply: the company after the change. `changes` are already validated field values."""
+
+    mode: str
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class OpenSession:
+    """Reply: (session id, expiry). The user must be a member."""
+
+    user_id: str
+    mode: str
+
+
+@dataclass(frozen=True)
+class RevokeSession:
+    session_id: str
+
+
+@dataclass(frozen=True)
+class CreateApiKey:
+    """Reply: (the key's row as stored, the full key shown once)."""
+
+    created_by: str
+    creator_scopes: frozenset[str]
+    name: str
+    type: str
+    mode: str
+    scopes: tuple[str, ...]
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class RevokeApiKey:
+    """Reply: the key's row after revocation. `key` is the row as the caller read it (404 before
+    asking when there is none), so the turn can present the result without a read."""
+
+    key: Row
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class ClaimKey:
+    """Reply: None when the key is now in flight for the caller, who must look for a stored
+    response (outside this actor) before running, and release the key when done; or an asyncio
+    future to await while another request holds the key, then claim again."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class ReleaseKey:
+    """The request holding the key finished; wake whoever waits for it."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class CreatePayment:
+    """Reply: an Outcome with the new PENDING payment and its payment.created event."""
+
+    mode: str
+    spec: NewPayment
+    idempotency: IdempotencyRecord | None = None

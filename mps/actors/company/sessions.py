@@ -1,0 +1,43 @@
+"""Sign-in sessions: opened for members only, decided from the member list the actor holds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from mps.actors.company.messages import OpenSession, RevokeSession
+from mps.actors.company.state import CompanyState
+from mps.auth.tokens import SESSION_TTL
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.errors import Forbidden
+from mps.persistence import company_store as store
+
+__all__ = ["open_session", "revoke_session"]
+
+
+async def open_session(state: CompanyState, command: OpenSession) -> tuple[str, datetime]:
+    state.require()
+    if command.user_id not in state.members:
+        raise Forbidden("You are not a member of this company", code="not_a_member")
+    now = state.context.clock()
+    session_id = new_id("ses")
+    expires_at = now + SESSION_TTL
+    await state.context.commit(
+        store.session_insert(
+            {
+                "id": session_id,
+                "user_id": command.user_id,
+                "company_id": state.company_id,
+                "mode": command.mode,
+                "created_at": iso(now),
+                "expires_at": iso(expires_at),
+                "revoked_at": None,
+            }
+        )
+    )
+    return session_id, expires_at
+
+
+async def revoke_session(state: CompanyState, command: RevokeSession) -> None:
+    now = iso(state.context.clock())
+    await state.context.commit(store.session_revoke(state.company_id, command.session_id, now))

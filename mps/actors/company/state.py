@@ -1,0 +1,41 @@
+"""What a company actor holds, and what it was given: the state its handlers take.
+
+Each handler is a plain function of this state and one command, run in the actor's turn. It
+decides from memory, commits, and only then changes the state, so a command that fails leaves
+the state as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from mps.actors.context import ActorContext
+from mps.actors.references import References
+from mps.auth.keyring import Keyring
+from mps.domain.company import Company
+from mps.errors import NotFound
+
+__all__ = ["CompanyState"]
+
+
+@dataclass
+class CompanyState:
+    company_id: str
+    context: ActorContext
+    keyring: Keyring
+    # The base of payUrl in the payment views that events carry.
+    public_url: str
+    references: References
+    # None until created (or when the company does not exist).
+    company: Company | None = None
+    # user id -> role id: who may open a session, decided without a read.
+    members: dict[str, str] = field(default_factory=dict)
+    # Idempotency keys whose first request is still running, with a future its duplicates
+    # wait on.
+    in_flight: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+
+    def require(self) -> Company:
+        if self.company is None:
+            raise NotFound("No such company")
+        return self.company
