@@ -18,6 +18,7 @@ from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
 from mps.actors.expiry import PaymentExpiry
 from mps.actors.housekeeping import Housekeeping
+from mps.actors.key_usage import KeyUsage
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
@@ -117,6 +118,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         tokens = SessionTokens(keyring.jwt_key)
         credentials = Credentials(tokens, keyring, database, extra.clock)
         deadlines = Deadlines()
+        key_usage = KeyUsage(context, settings.key_usage_interval)
         try:
             await broker.connect()
             await credentials.attach(broker)
@@ -126,6 +128,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             expiry.start()
             housekeeping = Housekeeping(context, settings.housekeeping_interval)
             housekeeping.start()
+            key_usage.start()
             app[SERVICES] = Services(
                 settings=settings,
                 clock=extra.clock,
@@ -140,6 +143,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 limiter=RateLimiter(scale=settings.rate_limit_scale),
                 credentials=credentials,
                 deadlines=deadlines,
+                key_usage=key_usage,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
                 logger.warning(
@@ -160,6 +164,9 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             yield
         finally:
             await deadlines.close()
+            # The server takes no more requests by now; what they recorded is written before
+            # the writer stops.
+            await key_usage.close()
             if housekeeping is not None:
                 await housekeeping.close()
             if expiry is not None:

@@ -48,8 +48,10 @@ class Settings:
     payment_actor_capacity: int = 100_000
     # How often overdue PENDING payments are looked for; expiry lands within this of expiresAt.
     expiry_interval: float = 1.0
-    # How often expired idempotency keys and old sign-in attempts are deleted.
+    # How often housekeeping deletes rows past their retention (mps.actors.housekeeping).
     housekeeping_interval: float = 600.0
+    # How often the API-key uses buffered in memory (request log, lastUsedAt) are written.
+    key_usage_interval: float = 1.0
 
     @property
     def development(self) -> bool:

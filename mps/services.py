@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pykka import ActorRef
 
 from mps.actors.context import ActorContext
+from mps.actors.key_usage import KeyUsage
 from mps.actors.persistence import PersistenceActor
 from mps.actors.shards import ShardRouter
 from mps.adapters.broker import Broker
@@ -38,6 +39,7 @@ class Services:
     limiter: RateLimiter
     credentials: Credentials
     deadlines: Deadlines
+    key_usage: KeyUsage
 
     @property
     def dev_mailbox(self) -> DevMailbox | None:

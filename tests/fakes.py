@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from mps.persistence.database import Database, UnitOutcome
-from mps.persistence.statements import Row, WriteUnit
+from mps.persistence.statements import Row, Statement, WriteUnit
 
 
 class WrappedDatabase(Database):
@@ -80,6 +80,26 @@ class GatedDatabase(WrappedDatabase):
         if self.error is not None and self.fails(sql):
             raise self.error
         return await self.real.fetch(sql, *params)
+
+
+class RecordingDatabase(WrappedDatabase):
+    """Records every write unit once its group commit has returned (`units`, in order) and
+    every such group commit (`writes`, units per commit)."""
+
+    def __init__(self, real: Database) -> None:
+        super().__init__(real)
+        self.units: list[WriteUnit] = []
+        self.writes: list[int] = []
+
+    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+        outcomes = await self.real.write(units)
+        self.units.extend(units)
+        self.writes.append(len(units))
+        return outcomes
+
+    def statements(self, prefix: str) -> list[Statement]:
+        """Every statement written so far whose SQL starts with `prefix`."""
+        return [st for unit in self.units for st in unit if st.sql.startswith(prefix)]
 
 
 async def wait_until(condition: Callable[[], bool], within: float = 5.0) -> None:

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from mps.actors.context import ActorContext
+from mps.actors.key_usage import KeyUsage
+from mps.actors.persistence import PersistenceActor
+from mps.actors.runtime import stop
+from mps.bootstrap import Overrides
+from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
+from mps.persistence.database import Database
+from tests.conftest import Clock
+from tests.fakes import RecordingDatabase, wait_until
 from tests.helpers import Member, assert_envelope, sign_up
 
 
@@ -121,7 +133,7 @@ async def test_each_key_request_is_logged(client: TestClient[Any, Any]) -> None:
     _, body = await _create(client, member, scopes=["payments:read"])
     await _ping(client, body["key"])  # 403: logged too
 
-    logs = await _eventually_logged(client, member, body["id"])
+    logs = await _flushed_logs(client, member, body["id"])
 
     [entry] = logs
     assert entry["method"] == "GET" and entry["path"] == "/api/v1/developer/ping"
@@ -129,21 +141,173 @@ async def test_each_key_request_is_logged(client: TestClient[Any, Any]) -> None:
     assert entry["ip"] == "127.0.0.1" and entry["at"].endswith("Z")
 
 
-async def _eventually_logged(
+async def _flushed_logs(
     client: TestClient[Any, Any], member: Member, key_id: str
 ) -> list[dict[str, Any]]:
-    import asyncio
+    """The key's log once every use recorded so far is written: the service writes within a
+    second on its own; a test flushes rather than waits."""
+    await client.app[SERVICES].key_usage.flush()
+    response = await client.get(
+        f"/api/v1/merchant/api-keys/{key_id}/logs",
+        params={"limit": "100"},
+        headers=member.headers,
+    )
+    assert response.status == 200
+    data: list[dict[str, Any]] = (await response.json())["data"]
+    return data
 
-    # The log is written by a told (not awaited) commit, so give the writer a moment.
-    for _ in range(50):
-        response = await client.get(
-            f"/api/v1/merchant/api-keys/{key_id}/logs", headers=member.headers
-        )
-        data: list[dict[str, Any]] = (await response.json())["data"]
-        if data:
-            return data
-        await asyncio.sleep(0.02)
-    return []
+
+async def _key_listed(client: TestClient[Any, Any], member: Member, key_id: str) -> Any:
+    listed = await client.get("/api/v1/merchant/api-keys", headers=member.headers)
+    return next(row for row in (await listed.json())["data"] if row["id"] == key_id)
+
+
+@pytest.mark.both_backends
+async def test_key_uses_are_written_in_one_commit_when_many_requests_share_a_flush(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # given an app whose key usage is written only when flushed, and a key
+    recorded: list[RecordingDatabase] = []
+
+    def wrap(real: Database) -> Database:
+        recorded.append(RecordingDatabase(real))
+        return recorded[0]
+
+    app = make_app(Overrides(clock=clock, wrap_database=wrap), key_usage_interval=3600)
+    client: TestClient[Any, Any] = await aiohttp_client(app)
+    member = await sign_up(client)
+    _, body = await _create(client, member)
+    db = recorded[0]
+
+    # when the key makes 20 requests, a second apart, and the buffer is flushed
+    for _ in range(20):
+        assert (await _ping(client, body["key"])).status == 200
+        clock.advance(seconds=1)
+    waiting = len(client.app[SERVICES].key_usage)
+    unwritten = db.statements("INSERT INTO api_key_logs")
+    logs = await _flushed_logs(client, member, body["id"])
+
+    # then the requests wrote nothing themselves; one unit holds all 20 log rows and the key's
+    # one last-use update, which names the latest request
+    assert waiting == 20 and unwritten == []
+    [unit] = [u for u in db.units if any(st.sql.startswith("INSERT INTO api_key_logs") for st in u)]
+    inserts = [st for st in unit if st.sql.startswith("INSERT INTO api_key_logs")]
+    updates = [st for st in unit if st.sql.startswith("UPDATE api_keys SET last_used_at")]
+    assert len(inserts) == 20 and len(updates) == 1 and len(unit) == 21
+    assert len(logs) == 20
+    assert (await _key_listed(client, member, body["id"]))["lastUsedAt"] == max(
+        entry["at"] for entry in logs
+    )
+
+
+async def test_a_key_last_use_never_moves_back_when_an_older_use_is_flushed_later(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    # given a key, and a second node's buffer holding an older use of it
+    member = await sign_up(client)
+    _, body = await _create(client, member)
+    services = client.app[SERVICES]
+    other_node = KeyUsage(services.actors, 3600)
+    other_node.record(
+        key_id=body["id"],
+        company_id=member.company_id,
+        method="GET",
+        path="/api/v1/developer/ping",
+        status_code=200,
+        ip="10.0.0.2",
+        request_id="req_other",
+    )
+    clock.advance(seconds=5)
+
+    # when this node writes a newer use first, and the other node's flush follows
+    await _ping(client, body["key"])
+    await services.key_usage.flush()
+    newer = (await _key_listed(client, member, body["id"]))["lastUsedAt"]
+    await other_node.flush()
+
+    # then the key keeps its latest use, and its log holds both requests
+    assert (await _key_listed(client, member, body["id"]))["lastUsedAt"] == newer
+    assert len(await _flushed_logs(client, member, body["id"])) == 2
+
+
+@pytest.fixture
+async def writer(database: Database) -> AsyncIterator[tuple[RecordingDatabase, ActorContext]]:
+    """The real database behind a recording wrapper, with its own persistence actor."""
+    recording = RecordingDatabase(database)
+    persistence = PersistenceActor.start(recording)
+    yield recording, ActorContext(recording, persistence, utcnow)
+    await stop(persistence)
+
+
+def _use(usage: KeyUsage, n: int) -> None:
+    usage.record(
+        key_id="key_a",
+        company_id="co_a",
+        method="POST",
+        path="/api/v1/developer/sandbox/payment.completed",
+        status_code=200,
+        ip=None,
+        request_id=f"req_{n}",
+    )
+
+
+@pytest.mark.both_backends
+async def test_key_usage_flushes_without_waiting_for_its_interval_when_max_rows_are_waiting(
+    writer: tuple[RecordingDatabase, ActorContext],
+) -> None:
+    # given a buffer that writes every hour, or at five rows
+    db, context = writer
+    usage = KeyUsage(context, 3600, max_rows=5)
+    usage.start()
+    try:
+        # when five requests are recorded
+        for n in range(5):
+            _use(usage, n)
+
+        # then they are written in one commit well before the hour is out
+        await wait_until(lambda: len(db.statements("INSERT INTO api_key_logs")) == 5)
+        assert db.writes == [1]
+        assert await db.fetchval("SELECT COUNT(*) FROM api_key_logs") == 5
+    finally:
+        await usage.close()
+
+
+@pytest.mark.both_backends
+async def test_key_usage_writes_what_is_left_when_it_closes(
+    writer: tuple[RecordingDatabase, ActorContext],
+) -> None:
+    # given three recorded requests and no flush yet
+    db, context = writer
+    usage = KeyUsage(context, 3600)
+    usage.start()
+    for n in range(3):
+        _use(usage, n)
+
+    # when the service shuts down
+    await usage.close()
+
+    # then they are stored
+    assert len(usage) == 0
+    assert await db.fetchval("SELECT COUNT(*) FROM api_key_logs") == 3
+
+
+async def test_key_usage_drops_rows_past_its_capacity_when_a_flush_is_held_up(
+    writer: tuple[RecordingDatabase, ActorContext],
+) -> None:
+    # given a buffer of at most 4 rows whose writer has not flushed
+    db, context = writer
+    usage = KeyUsage(context, 3600, max_rows=4, capacity=4)
+
+    # when 6 requests are recorded
+    for n in range(6):
+        _use(usage, n)
+    await usage.flush()
+
+    # then 4 rows are written and 2 counted as dropped
+    assert usage.dropped == 2
+    assert await db.fetchval("SELECT COUNT(*) FROM api_key_logs") == 4
 
 
 async def test_a_key_cannot_have_scopes_its_creator_lacks(client: TestClient[Any, Any]) -> None:

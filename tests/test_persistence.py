@@ -425,6 +425,32 @@ def test_a_batch_plan_groups_one_sql_across_units_and_keeps_each_unit_in_order()
     assert [step.many for step in steps] == [True, False, False, False]
 
 
+def test_a_batch_plan_sends_a_run_of_one_sql_within_a_unit_as_one_step() -> None:
+    # given a unit inserting three users in a row, then a company, then one more user, and a
+    # second unit inserting one user
+    first = [new_user("usr_a"), new_user("usr_b"), new_user("usr_c"), new_company("co_a")]
+    first.append(new_user("usr_d"))
+    second = [new_user("usr_e")]
+
+    # when
+    steps = plan_batch([first, second])
+
+    # then the run and the other unit's insert go together, in order; the rest keep their place
+    order = [[(unit, position) for unit, position, _ in step.members] for step in steps]
+    assert order == [[(0, 0), (0, 1), (0, 2), (1, 0)], [(0, 3)], [(0, 4)]]
+
+
+async def test_a_unit_with_a_run_of_one_sql_commits_every_row_of_it(database: Database) -> None:
+    # when one unit inserts many rows of one table, and a second unit one more
+    outcomes = await database.write(
+        [tuple(new_user(f"usr_{n:02}") for n in range(20)), (new_user("usr_zz"),)]
+    )
+
+    # then every row is stored
+    assert outcomes == [[[]] * 20, [[]]]
+    assert await user_ids(database) == [f"usr_{n:02}" for n in range(20)] + ["usr_zz"]
+
+
 async def test_a_unit_breaking_a_constraint_inside_a_grouped_statement_fails_alone(
     database: Database,
 ) -> None:

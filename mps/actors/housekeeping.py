@@ -2,51 +2,80 @@
 
 - idempotency keys past their 24 h (decisions 16);
 - sign-in attempts a day old: a code lives 10 minutes and a login an hour, so nothing can use them;
-- events past their 30 days of retention (decisions 10).
+- events past their 30 days of retention (decisions 10);
+- API-key request log entries past 30 days, the events' retention (the contract names none);
+- sessions that expired or were revoked more than a day ago: their tokens are refused already
+  (a token whose session has no row is refused too), so the rows serve nothing; the day of
+  margin, as for sign-in attempts, keeps a session that only just ended inspectable.
 
-Deletes go through the persistence actor like every other write. A pass runs at start and then
-every `interval` seconds.
+Deletes go through the persistence actor like every other write, in bounded batches: each
+statement deletes at most `batch` rows and is its own commit, and the next batch is sent only
+after the loop had a turn, so a large backlog (the first pass after a long outage) becomes many
+small transactions that other writers' commits interleave with, never one that holds the single
+writer for long. A table is done when a batch deletes fewer than `batch` rows.
+
+A pass runs at start and then every `interval` seconds. In a cluster every node may run it; a
+row two nodes both select is deleted by one, and the other simply deletes fewer.
 """
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
+from typing import NamedTuple
 
 from mps.actors.context import ActorContext
 from mps.actors.periodic import Periodic
 from mps.domain.clock import iso
-from mps.persistence.statements import Statement
+from mps.persistence import retention
+from mps.persistence.retention import Retention
 
-__all__ = ["Housekeeping"]
+__all__ = ["BATCH", "Housekeeping", "Swept"]
 
 LOGIN_RETENTION = timedelta(days=1)
 EVENT_RETENTION = timedelta(days=30)
+KEY_LOG_RETENTION = timedelta(days=30)
+SESSION_RETENTION = timedelta(days=1)
+BATCH = 1000
+
+
+class Swept(NamedTuple):
+    """Rows one pass deleted, per table."""
+
+    idempotency_keys: int
+    logins: int
+    events: int
+    key_logs: int
+    sessions: int
 
 
 class Housekeeping(Periodic):
-    def __init__(self, context: ActorContext, interval: float) -> None:
+    def __init__(self, context: ActorContext, interval: float, *, batch: int = BATCH) -> None:
         super().__init__(interval)
         self._context = context
+        self.batch = batch
 
     async def tick(self) -> bool:
         await self.run_once()
         return False
 
-    async def run_once(self) -> tuple[int, int, int]:
-        """Delete what has expired; returns (idempotency keys, logins, events) deleted."""
+    async def run_once(self) -> Swept:
+        """Delete everything past its retention now, table by table, batch by batch."""
         now = self._context.clock()
-        rows = await self._context.commit(
-            Statement(
-                "DELETE FROM idempotency_keys WHERE expires_at <= $1 RETURNING idem_key",
-                (iso(now),),
-            ),
-            Statement(
-                "DELETE FROM logins WHERE created_at <= $1 RETURNING id",
-                (iso(now - LOGIN_RETENTION),),
-            ),
-            Statement(
-                "DELETE FROM events WHERE created_at <= $1 RETURNING id",
-                (iso(now - EVENT_RETENTION),),
-            ),
+        return Swept(
+            idempotency_keys=await self._sweep(retention.IDEMPOTENCY_KEYS, iso(now)),
+            logins=await self._sweep(retention.LOGINS, iso(now - LOGIN_RETENTION)),
+            events=await self._sweep(retention.EVENTS, iso(now - EVENT_RETENTION)),
+            key_logs=await self._sweep(retention.API_KEY_LOGS, iso(now - KEY_LOG_RETENTION)),
+            sessions=await self._sweep(retention.SESSIONS, iso(now - SESSION_RETENTION)),
         )
-        return len(rows[0]), len(rows[1]), len(rows[2])
+
+    async def _sweep(self, rule: Retention, cutoff: str) -> int:
+        deleted = 0
+        while True:
+            [rows] = await self._context.commit(rule.delete_batch(cutoff, self.batch))
+            deleted += len(rows)
+            if len(rows) < self.batch:
+                return deleted
+            # Let the requests that queued up meanwhile run (and send their commits) first.
+            await asyncio.sleep(0)

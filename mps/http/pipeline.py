@@ -14,13 +14,10 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from mps.actors.persistence import Commit
 from mps.auth.api_keys import looks_like_api_key
 from mps.auth.authenticate import bearer_token
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
 from mps.auth.scopes import OWNER_ROLE
-from mps.domain.clock import iso
-from mps.domain.ids import new_id
 from mps.errors import (
     BadRequest,
     Forbidden,
@@ -45,7 +42,6 @@ from mps.http.replies import Aggregate, Page, Resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import validate
 from mps.limits import Limit, Verdict
-from mps.persistence.statements import Statement, insert
 from mps.services import Services
 
 __all__ = ["endpoint", "to_service_error"]
@@ -250,26 +246,14 @@ def _render(reply: Any, route: Route, request: web.Request) -> web.StreamRespons
 def _log_key_use(
     services: Services, key: ApiKeyPrincipal, request: web.Request, status: int
 ) -> None:
-    """Record the request in the key's log [5.2]; told, not asked, so it never slows a reply."""
-    now = iso(services.clock())
-    services.persistence.tell(
-        Commit(
-            (
-                insert(
-                    "api_key_logs",
-                    {
-                        "id": new_id("log"),
-                        "key_id": key.key_id,
-                        "company_id": key.company_id,
-                        "at": now,
-                        "method": request.method,
-                        "path": request.path,
-                        "status_code": status,
-                        "ip": request.remote,
-                        "request_id": request[REQUEST_ID],
-                    },
-                ),
-                Statement("UPDATE api_keys SET last_used_at = $1 WHERE id = $2", (now, key.key_id)),
-            )
-        )
+    """Record the request in the key's log [5.2] and as its last use: buffered in memory and
+    written within a second (mps.actors.key_usage), so it never slows a reply."""
+    services.key_usage.record(
+        key_id=key.key_id,
+        company_id=key.company_id,
+        method=request.method,
+        path=request.path,
+        status_code=status,
+        ip=request.remote,
+        request_id=request[REQUEST_ID],
     )

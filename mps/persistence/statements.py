@@ -62,25 +62,47 @@ def plan_batch(units: Sequence[WriteUnit]) -> list[Step]:
     """The order in which a group commit runs its units' statements in one transaction.
 
     The units of a batch are independent (each was sent without waiting for the others), so
-    only the order within a unit matters. The batch is taken position by position: every unit's
-    first statement, then every second one, and so on; within a position, statements of the
-    same SQL that report nothing back go as one `executemany`, one round trip instead of one per
-    unit. A batch of 64 payment creates thus costs a handful of round trips, not hundreds.
+    only the order within a unit matters. Each unit is first cut into runs: consecutive
+    statements of the same SQL that report nothing back form one run (a unit writing many rows
+    of one table, such as a flush of API-key request logs), any other statement a run of its
+    own. The batch is then taken run by run: every unit's first run, then every second one, and
+    so on; within a position, runs of the same SQL go as one `executemany`, one round trip
+    instead of one per statement. A batch of 64 payment creates thus costs a handful of round
+    trips, not hundreds.
     """
     steps: list[Step] = []
-    depth = max((len(unit) for unit in units), default=0)
+    runs = [_runs(index, unit) for index, unit in enumerate(units)]
+    depth = max((len(unit_runs) for unit_runs in runs), default=0)
     for position in range(depth):
         groups: dict[str, list[tuple[int, int, Statement]]] = {}
-        for index, unit in enumerate(units):
-            if position >= len(unit):
+        for unit_runs in runs:
+            if position >= len(unit_runs):
                 continue
-            statement = unit[position]
+            run = unit_runs[position]
+            statement = run[0][2]
             if statement.batchable:
-                groups.setdefault(statement.sql, []).append((index, position, statement))
+                groups.setdefault(statement.sql, []).extend(run)
             else:
-                steps.append(Step(statement.sql, [(index, position, statement)]))
+                steps.append(Step(statement.sql, run))
         steps.extend(Step(sql, members) for sql, members in groups.items())
     return steps
+
+
+def _runs(index: int, unit: WriteUnit) -> list[list[tuple[int, int, Statement]]]:
+    """The unit's statements as runs: consecutive batchable ones of one SQL together."""
+    runs: list[list[tuple[int, int, Statement]]] = []
+    for position, statement in enumerate(unit):
+        last = runs[-1][-1][2] if runs else None
+        if (
+            last is not None
+            and statement.batchable
+            and last.batchable
+            and last.sql == statement.sql
+        ):
+            runs[-1].append((index, position, statement))
+        else:
+            runs.append([(index, position, statement)])
+    return runs
 
 
 WriteUnit = Sequence[Statement]
