@@ -1,5 +1,8 @@
 """Fixtures: a real app on real SQLite by default; real Postgres where a test asks for both.
 
+Each backend is migrated once per session and every test starts from that state, holding no
+row of another test (`database_url`; how and why in tests/databases.py).
+
 Set MPS_REQUIRE_SERVICES=1 (scripts/test does) to make a missing PostgreSQL or RabbitMQ fail the
 run instead of skipping the tests that need it.
 """
@@ -8,9 +11,9 @@ from __future__ import annotations
 
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import asyncpg
 import pytest
@@ -20,6 +23,12 @@ from aiohttp.test_utils import TestClient
 from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
 from mps.persistence.database import Database, open_database
+from tests.databases import (
+    PostgresSchema,
+    SessionLoop,
+    copy_sqlite_template,
+    make_sqlite_template,
+)
 from tests.log_guard import LogGuard, watch
 
 PG_URL = os.environ.get("MPS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/mps_test")
@@ -44,7 +53,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         )
 
 
-def _unavailable(what: str) -> None:
+def _unavailable(what: str) -> NoReturn:
     if REQUIRE_SERVICES:
         pytest.fail(f"{what} is required by this test run and is not reachable")
     pytest.skip(f"{what} is not reachable")
@@ -55,11 +64,51 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
+@pytest.fixture(scope="session")
+def session_loop() -> Iterator[SessionLoop]:
+    loop = SessionLoop()
+    yield loop
+    loop.close()
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(session_loop: SessionLoop, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file, made once per session (tests/databases.py)."""
+    return session_loop.run(make_sqlite_template(tmp_path_factory.mktemp("sqlite-template")))
+
+
+@pytest.fixture(scope="session")
+def postgres_schema(session_loop: SessionLoop) -> Iterator[PostgresSchema]:
+    """A migrated Postgres schema, made once per session (tests/databases.py)."""
+    try:
+        schema = session_loop.run(PostgresSchema.create(PG_URL))
+    except (OSError, asyncpg.PostgresError) as exc:
+        _unavailable(f"PostgreSQL at {PG_URL} ({exc})")
+    yield schema
+    session_loop.run(schema.drop())
+
+
 @pytest.fixture
-async def database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
-    """A fresh, empty database of the chosen backend; Postgres gets its own schema per test."""
+def database_url(
+    backend: str, tmp_path: Path, session_loop: SessionLoop, request: pytest.FixtureRequest
+) -> str:
+    """A migrated database of the chosen backend holding no row of any other test: a copy of
+    the session's SQLite template, or the session's Postgres schema emptied."""
     if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'test.db'}"
+        path = tmp_path / "test.db"
+        copy_sqlite_template(request.getfixturevalue("sqlite_template"), path)
+        return f"sqlite:///{path}"
+    schema: PostgresSchema = request.getfixturevalue("postgres_schema")
+    session_loop.run(schema.empty())
+    return schema.url
+
+
+@pytest.fixture
+async def empty_database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]:
+    """A database of the chosen backend that nobody has migrated, for the tests of migrations:
+    a new SQLite file, or a Postgres schema that does not exist yet (the service creates it)."""
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
     schema = f"t_{secrets.token_hex(6)}"
     try:

@@ -13,6 +13,7 @@ import pytest
 from mps.actors.directory import ActorDirectory
 from mps.actors.runtime import AsyncioActor
 from mps.errors import Unavailable
+from tests.fakes import wait_until
 
 PATIENCE = 5.0
 
@@ -29,9 +30,10 @@ class Read:
 
 @dataclass(frozen=True)
 class Hold:
-    """Keep the actor busy until `gate` is set."""
+    """Keep the actor busy until `gate` is set; `entered` is set once it has begun."""
 
     gate: asyncio.Event
+    entered: asyncio.Event = field(default_factory=asyncio.Event)
 
 
 @dataclass(frozen=True)
@@ -81,7 +83,8 @@ class Counter(AsyncioActor):
                 return self.value
             case Read():
                 return self.value
-            case Hold(gate):
+            case Hold(gate, entered):
+                entered.set()
                 await gate.wait()
                 return self.value
             case Crash():
@@ -154,9 +157,10 @@ async def test_passivate_idle_skips_the_actor_when_it_is_busy(
 ) -> None:
     # given: an actor in the middle of a long message
     loop = asyncio.get_running_loop()
-    gate = asyncio.Event()
-    holding = asyncio.create_task(directory.ask("a", Hold(gate)))
-    await asyncio.sleep(0.01)
+    hold = Hold(asyncio.Event())
+    holding = asyncio.create_task(directory.ask("a", hold))
+    async with asyncio.timeout(PATIENCE):
+        await hold.entered.wait()
 
     # when
     passivated = directory.passivate_idle(loop.time() + 10 * directory.idle_after)
@@ -164,7 +168,7 @@ async def test_passivate_idle_skips_the_actor_when_it_is_busy(
     # then
     assert passivated == 0
     assert directory.is_active("a")
-    gate.set()
+    hold.gate.set()
     assert await holding == 0
 
 
@@ -179,7 +183,7 @@ async def test_least_recently_used_actor_is_passivated_when_capacity_is_exceeded
 
     # when
     await directory.ask("d", Add(1))
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: ("passivated", "b", 2) in storage.log)
 
     # then
     assert len(directory) == 3

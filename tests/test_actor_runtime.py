@@ -22,6 +22,7 @@ from mps.actors.runtime import (
     stop,
 )
 from mps.errors import Conflict
+from tests.fakes import wait_until
 
 # Long enough for any honest wait, short enough that a hang fails the test instead of the run.
 PATIENCE = 5.0
@@ -148,6 +149,16 @@ async def test_future_get_raises_when_called_on_the_event_loop_before_completion
     assert future.get() == 7
 
 
+async def _thread_is_waiting_on_the_loop(
+    tasks_before: set[asyncio.Task[Any]], waiting: asyncio.Task[Any]
+) -> None:
+    """Wait until a thread blocked in `AsyncioFuture.get()` has its waiter on the loop (a new
+    task), or until `waiting`, the thread's call, has returned, as a get() that fails to wait
+    would; then insist the call has not returned."""
+    await wait_until(lambda: bool(asyncio.all_tasks() - tasks_before) or waiting.done())
+    assert not waiting.done()
+
+
 async def test_future_get_returns_the_value_when_called_from_another_thread() -> None:
     # given: a thread blocked in get() on a future that is not done yet
     future: AsyncioFuture[int] = AsyncioFuture()
@@ -157,10 +168,10 @@ async def test_future_get_returns_the_value_when_called_from_another_thread() ->
         getter_started.set()
         return future.get(timeout=PATIENCE)
 
+    tasks_before = asyncio.all_tasks()
     waiting = asyncio.create_task(asyncio.to_thread(get_in_thread))
     await asyncio.to_thread(getter_started.wait, PATIENCE)
-    await asyncio.sleep(0.02)
-    assert not waiting.done()
+    await _thread_is_waiting_on_the_loop(tasks_before | {waiting}, waiting)
 
     # when
     future.set(42)
@@ -173,8 +184,9 @@ async def test_future_get_returns_the_value_when_called_from_another_thread() ->
 async def test_future_get_raises_the_error_when_called_from_another_thread() -> None:
     # given
     future: AsyncioFuture[int] = AsyncioFuture()
+    tasks_before = asyncio.all_tasks()
     waiting = asyncio.create_task(asyncio.to_thread(future.get, timeout=PATIENCE))
-    await asyncio.sleep(0.02)
+    await _thread_is_waiting_on_the_loop(tasks_before | {waiting}, waiting)
 
     # when
     error = Conflict("taken")
@@ -197,10 +209,9 @@ async def test_future_get_times_out_without_leaving_a_waiter_when_called_from_an
     # when
     with pytest.raises(pykka.Timeout):
         await asyncio.to_thread(future.get, timeout=0.05)
-    await asyncio.sleep(0.02)
 
-    # then: the thread's waiter on the loop was withdrawn, and the future can still complete
-    assert asyncio.all_tasks() == tasks_before
+    # then: the thread's waiter on the loop is withdrawn, and the future can still complete
+    await wait_until(lambda: asyncio.all_tasks() == tasks_before)
     future.set(1)
     assert await future == 1
 
@@ -251,7 +262,7 @@ async def test_callers_get_an_error_when_the_actor_task_is_cancelled_mid_message
     actor = Probe.launch(Journal())
     in_progress = actor.actor_ref.ask(WaitFor(gate, "never"), block=False)
     queued = actor.actor_ref.ask(Echo("queued"), block=False)
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: actor.busy)
 
     # when
     actor.task.cancel()
@@ -418,8 +429,10 @@ async def test_stop_waits_for_detached_work_and_answers_its_caller() -> None:
     later = asyncio.ensure_future(ask(actor.actor_ref, ("later", gate, "finished")))
     await asyncio.sleep(0)
     stopping = asyncio.ensure_future(stop(actor.actor_ref))
-    await asyncio.sleep(0.05)
+    # The actor has taken the stop (it accepts nothing more) and is now waiting for its work.
+    await wait_until(lambda: not actor.is_alive() or stopping.done())
     assert not stopping.done()
+    assert not later.done()
 
     gate.set()
 

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import io
 import logging
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
-from urllib.request import Request, urlopen
 
-import orjson
 import pytest
 
 from mps.adapters.mail import DevMailbox, Mail
 from mps.auth.api_keys import generate_key
 from mps.logs import RedactSecrets, install_redaction, redact
-from tests.helpers import free_port
 from tests.log_guard import leaks
+from tests.server import RunningServer, server_environment
 
 ROOT = Path(__file__).resolve().parent.parent
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfMSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
@@ -210,7 +206,7 @@ def test_run_py_installs_the_filter_on_the_logging_it_configures() -> None:
         text=True,
         timeout=30,
         check=False,
-        env={k: v for k, v in os.environ.items() if not k.startswith("MPS_")},
+        env=server_environment(),
     )
 
     # then the line is there, redacted
@@ -218,48 +214,21 @@ def test_run_py_installs_the_filter_on_the_logging_it_configures() -> None:
     assert JWT not in result.stderr
 
 
-def _call(port: int, path: str, body: Any = None, token: str | None = None) -> Any:
-    headers = {"Content-Type": "application/json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    data = orjson.dumps(body) if body is not None else None
-    request = Request(f"http://127.0.0.1:{port}{path}", data=data, headers=headers)
-    with urlopen(request, timeout=10) as response:
-        return orjson.loads(response.read())
-
-
 def test_a_served_sign_in_leaves_no_address_code_or_token_in_the_server_log(
     tmp_path: Path,
 ) -> None:
     # given run.py serving, its whole output kept
-    port = free_port()
-    env = {**os.environ, "MPS_PORT": str(port), "MPS_DATA_DIR": str(tmp_path / "var")}
-    log = (tmp_path / "server.log").open("wb")
-    server = subprocess.Popen(
-        [sys.executable, str(ROOT / "run.py")], env=env, stdout=log, stderr=subprocess.STDOUT
-    )
-    try:
-        for _ in range(200):
-            try:
-                _call(port, "/api/v1/health/live")
-                break
-            except OSError:
-                time.sleep(0.1)
-
+    with RunningServer(tmp_path) as server:
         # when someone signs up, reads the code, signs in and uses the session
         email = "log.check@example.com"
-        signup = _call(port, "/api/v1/auth/signup", {"companyName": "Log Ltd", "email": email})
-        code = _call(port, f"/api/v1/dev/mailbox?to={email}")["data"][0]["otp"]
+        signup = server.call("/api/v1/auth/signup", {"companyName": "Log Ltd", "email": email})
+        code = server.call(f"/api/v1/dev/mailbox?to={email}")["data"][0]["otp"]
         verify = {"loginId": signup["loginId"], "code": code}
-        token = _call(port, "/api/v1/auth/otp/verify", verify)["sessionToken"]
-        _call(port, "/api/v1/auth/me", token=token)
-    finally:
-        server.terminate()
-        server.wait(timeout=20)
-        log.close()
+        token = server.call("/api/v1/auth/otp/verify", verify)["sessionToken"]
+        server.call("/api/v1/auth/me", token=token)
 
     # then the log shows the mail arrived, and holds none of the secrets
-    served = (tmp_path / "server.log").read_text()
+    served = server.log_text()
     assert "dev mail msg_" in served
     for secret in (email, code, token):
         assert secret not in served

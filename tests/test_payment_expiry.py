@@ -91,18 +91,31 @@ async def test_no_expiry_payments_never_expire(
     make_app: Callable[..., web.Application],
     clock: Clock,
 ) -> None:
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=0.05))
+    from mps.actors.expiry import PaymentExpiry
+
+    # given a payment without expiry, one that expires in a minute to show the pass looks, and
+    # an app whose own expiry loop, after its first pass, sleeps for an hour
+    client: TestClient[Any, Any] = await aiohttp_client(make_app(expiry_interval=3600))
     member = await sign_up(client)
     payment = await create_payment(client, member, noExpiry=True)
+    expiring = await create_payment(client, member, expiresInSec=60)
+    services = client.app[SERVICES]
+    expiry = PaymentExpiry(services.database, services.shards, clock, interval=3600)
 
+    # when a year passes and an expiry pass runs
     clock.advance(days=365)
-    await asyncio.sleep(0.3)
+    await expiry.run_once()
 
-    # (from storage: a year later the session itself has long expired)
-    status = await client.app[SERVICES].database.fetchval(
-        "SELECT status FROM payments WHERE id = $1", payment["id"]
+    # then only the payment with an expiry expired (from storage: a year later the session
+    # itself has long expired)
+    rows = await services.database.fetch(
+        "SELECT id, status FROM payments WHERE company_id = $1", member.company_id
     )
-    assert status == "PENDING"
+    assert {r["id"]: r["status"] for r in rows} == {
+        payment["id"]: "PENDING",
+        expiring["id"]: "EXPIRED",
+    }
+    assert expiry.expired == 1
 
 
 async def test_a_backlog_larger_than_one_batch_is_drained_without_waiting(

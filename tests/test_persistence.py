@@ -29,6 +29,7 @@ from mps.persistence.statements import (
     plan_batch,
     versioned_update,
 )
+from tests.fakes import wait_until
 
 pytestmark = pytest.mark.both_backends
 
@@ -118,32 +119,35 @@ async def writer(database: Database) -> AsyncIterator[PersistenceActor]:
 
 
 async def test_migrations_are_applied_once_when_the_database_is_reopened(
-    database: Database, database_url: str
+    empty_database_url: str,
 ) -> None:
-    # given
+    # given a new database the service has migrated on its first open
     expected = [m.version for m in load_migrations()]
+    first = open_database(empty_database_url)
+    await first.open()
 
     # when
-    again = open_database(database_url)
-    await again.open()
+    again = open_database(empty_database_url)
     try:
+        await again.open()
         versions = [
             r["version"]
             for r in await again.fetch("SELECT version FROM schema_migrations ORDER BY version")
         ]
+        companies = await first.fetchval("SELECT COUNT(*) FROM companies")
     finally:
-        await again.close()
+        await asyncio.gather(first.close(), again.close())
 
     # then
     assert versions == expected
-    assert await database.fetchval("SELECT COUNT(*) FROM companies") == 0
+    assert companies == 0
 
 
 async def test_migrations_are_applied_once_when_two_nodes_open_a_new_database_together(
-    database_url: str,
+    empty_database_url: str,
 ) -> None:
     # given: two processes' worth of connections to one database nobody has migrated yet
-    first, second = open_database(database_url), open_database(database_url)
+    first, second = open_database(empty_database_url), open_database(empty_database_url)
 
     # when
     try:
@@ -157,6 +161,32 @@ async def test_migrations_are_applied_once_when_two_nodes_open_a_new_database_to
         await asyncio.gather(first.close(), second.close())
 
     # then
+    assert versions == [m.version for m in load_migrations()]
+
+
+@pytest.mark.parametrize("turn", ["one", "another"])
+async def test_each_test_gets_a_migrated_database_holding_no_row_of_another_test(
+    database: Database, turn: str
+) -> None:
+    # given the database this test was given (tests/databases.py): whichever turn runs second
+    # would see the rows the first left, were the databases of two tests not kept apart
+    if database.dialect == "sqlite":
+        listing = "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%'"
+    else:
+        listing = "SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema()"
+    tables = [r["name"] for r in await database.fetch(listing)]
+
+    # when
+    counts = {t: await database.fetchval(f'SELECT COUNT(*) FROM "{t}"') for t in tables}
+    versions = [
+        r["version"]
+        for r in await database.fetch("SELECT version FROM schema_migrations ORDER BY version")
+    ]
+    await database.write([(new_user(f"usr_{turn}"), new_company(f"co_{turn}"))])
+
+    # then
+    assert {"companies", "payments", "users"} <= set(tables)
+    assert counts == {t: len(versions) if t == "schema_migrations" else 0 for t in tables}
     assert versions == [m.version for m in load_migrations()]
 
 
@@ -363,7 +393,7 @@ async def test_writers_get_an_error_when_the_persistence_actor_is_cancelled_mid_
     stuck = StuckDatabase(database)
     writer = PersistenceActor.launch(stuck)
     in_commit = writer.actor_ref.ask(Commit((new_user("usr_a"),)), block=False)
-    await asyncio.sleep(0.01)
+    await wait_until(lambda: stuck.writes == 1)
     queued = writer.actor_ref.ask(Commit((new_user("usr_b"),)), block=False)
 
     # when

@@ -1,0 +1,162 @@
+"""`run.py` in a subprocess, for the tests that need the real entry point (its settings, logging,
+signals, a crash): one way to start it, wait for it, talk to it and stop it.
+
+    with RunningServer(tmp_path) as server:
+        signup = server.call("/api/v1/auth/signup", {"companyName": "Acme", "email": "a@b.co"})
+    assert "dev mail msg_" in server.log_text()
+
+The server gets this process's environment without its `MPS_` variables (so a developer's own
+settings never point a test at their database), the port and data directory as `MPS_PORT` and
+`MPS_DATA_DIR` (so `args` may be empty, as in "run.py with no arguments"), and whatever `env`
+adds. Its working directory is the test's folder, so nothing it writes lands in the checkout.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO, Any, Self
+from urllib.request import Request, urlopen
+
+import orjson
+
+from tests.helpers import free_port
+
+__all__ = ["RUN_PY", "RunningServer", "server_environment"]
+
+RUN_PY = Path(__file__).resolve().parent.parent / "run.py"
+
+
+def server_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """This process's environment without its `MPS_` variables, plus `extra`."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("MPS_")}
+    return {**inherited, **(extra or {})}
+
+
+class RunningServer:
+    """`run.py args…` on a free loopback port (or `port`, to restart on the same one), with
+    its data in `folder/var` and its whole output appended to `folder/server.log`.
+
+    As a context manager it is started on entry and stopped on exit; `start` returns only once
+    `/api/v1/health/live` answers, and fails with the log's end if the process exits or does not
+    answer within `ready_within` seconds.
+    """
+
+    def __init__(
+        self,
+        folder: Path,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        port: int | None = None,
+        ready_within: float = 20.0,
+    ) -> None:
+        self.folder = folder
+        self.args = args
+        self.port = port if port is not None else free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.data_dir = folder / "var"
+        self.log_path = folder / "server.log"
+        self._env = server_environment(
+            {"MPS_PORT": str(self.port), "MPS_DATA_DIR": str(self.data_dir), **(env or {})}
+        )
+        self._ready_within = ready_within
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        assert self._process is not None, "the server was not started"
+        return self._process
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def start(self) -> Self:
+        self._log = self.log_path.open("ab")
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, str(RUN_PY), *self.args],
+                cwd=self.folder,
+                env=self._env,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+            )
+        except BaseException:
+            self._log.close()
+            raise
+        deadline = time.monotonic() + self._ready_within
+        while not self._is_live():
+            if self._process.poll() is not None or time.monotonic() > deadline:
+                self.kill()
+                msg = f"run.py did not start (exit {self._process.returncode}):\n{self._tail()}"
+                raise AssertionError(msg)
+            time.sleep(0.05)
+        return self
+
+    def _is_live(self) -> bool:
+        try:
+            with urlopen(f"{self.base_url}/api/v1/health/live", timeout=2) as response:
+                return bool(response.status == 200)
+        except OSError:
+            return False
+
+    def call(
+        self, path: str, body: Any = None, *, token: str | None = None, method: str | None = None
+    ) -> Any:
+        """The decoded JSON answer to a request (a POST when there is a body, else a GET);
+        an error status raises `urllib.error.HTTPError`."""
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        data = orjson.dumps(body) if body is not None else None
+        request = Request(f"{self.base_url}{path}", data=data, method=method, headers=headers)
+        with urlopen(request, timeout=10) as response:
+            return orjson.loads(response.read())
+
+    def stop(self, grace: float = 10.0) -> int:
+        """SIGTERM, and SIGKILL if it has not ended within `grace` seconds; the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=grace)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        return self._reap()
+
+    def kill(self) -> int:
+        """SIGKILL at once, as a crash would: no shutdown, nothing flushed."""
+        if self.process.poll() is None:
+            self.process.kill()
+        return self._reap()
+
+    def _reap(self) -> int:
+        status = self.process.wait(timeout=10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        return status
+
+    def log_text(self) -> str:
+        """Everything the server has written so far (both runs, after a restart)."""
+        return self.log_path.read_text(errors="replace")
+
+    def _tail(self, lines: int = 40) -> str:
+        return "\n".join(self.log_text().splitlines()[-lines:])
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
