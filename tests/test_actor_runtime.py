@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import threading
+import weakref
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -438,3 +440,27 @@ async def test_stop_waits_for_detached_work_and_answers_its_caller() -> None:
 
     assert await asyncio.wait_for(later, 1) == "finished"
     assert await asyncio.wait_for(stopping, 1) is True
+
+
+class Bulky:
+    """A message a test can watch for being freed."""
+
+
+async def test_an_idle_actor_keeps_nothing_of_the_message_it_last_handled(
+    spawn: Callable[..., ActorRef[Probe]],
+) -> None:
+    # given an actor that handled a message and now waits for the next
+    journal = Journal()
+    ref = spawn(journal)
+    payload = Bulky()
+    watched = weakref.ref(payload)
+    assert await ask(ref, Echo(payload)) is payload
+
+    # when every other reference to the message is gone
+    journal.handled.clear()
+    del payload
+    await asyncio.sleep(0)
+    gc.collect()
+
+    # then the message is freed: an idle actor holds only its own state
+    assert watched() is None

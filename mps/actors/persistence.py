@@ -57,19 +57,30 @@ class PersistenceActor(AsyncioActor):
 
     async def _message_loop(self) -> None:
         while not self.actor_stopped.is_set():
-            batch = [await self.inbox.get_async()]
-            while len(batch) < self.max_batch and not self.inbox.empty():
-                batch.append(self.inbox.get())
-            stop = next((e for e in batch if isinstance(e.message, _ActorStop)), None)
-            commits = [e for e in batch if isinstance(e.message, Commit)]
-            if commits:
-                await self._commit(commits)
-            for envelope in batch:
-                if envelope is not stop and not isinstance(envelope.message, Commit):
-                    await self._handle(envelope)
-            if stop is not None:
-                await self._stop_async(stop)
+            first = await self.inbox.get_async()
+            # A method of its own, so nothing of the batch (its units hold every row they
+            # wrote) stays referenced while the writer waits for the next one.
+            stopped = await self._take_batch(first)
+            del first
+            if stopped:
                 return
+
+    async def _take_batch(self, first: Envelope[Any]) -> bool:
+        """Commit what has queued up behind `first`; True when a stop was among it."""
+        batch = [first]
+        while len(batch) < self.max_batch and not self.inbox.empty():
+            batch.append(self.inbox.get())
+        stop = next((e for e in batch if isinstance(e.message, _ActorStop)), None)
+        commits = [e for e in batch if isinstance(e.message, Commit)]
+        if commits:
+            await self._commit(commits)
+        for envelope in batch:
+            if envelope is not stop and not isinstance(envelope.message, Commit):
+                await self._handle(envelope)
+        if stop is not None:
+            await self._stop_async(stop)
+            return True
+        return False
 
     async def _commit(self, envelopes: list[Envelope[Any]]) -> None:
         self.busy = True
