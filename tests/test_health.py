@@ -87,7 +87,9 @@ async def test_production_mode_on_postgres_and_rabbitmq(
     assert explorer.status == 404
 
 
-async def _health_from(client: TestClient[Any, Any], peer: str, token: str | None) -> Any:
+async def _health_from(
+    client: TestClient[Any, Any], peer: str, token: str | None, host: str = "localhost:8080"
+) -> Any:
     """Serve GET /api/v1/health to a request that appears to come from `peer`, through the real
     app's middleware and route, without any network traffic."""
     from unittest.mock import Mock
@@ -101,7 +103,7 @@ async def _health_from(client: TestClient[Any, Any], peer: str, token: str | Non
     transport.get_extra_info.side_effect = lambda name, default=None: (
         (peer, 40000) if name == "peername" else default
     )
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    headers = {"Host": host, **({"Authorization": f"Bearer {token}"} if token else {})}
     probe = make_mocked_request("GET", "/api/v1/health", app=client.app)
     match = await client.app.router.resolve(probe)
     match.add_app(client.app)
@@ -129,8 +131,10 @@ async def test_health_details_only_for_loopback_or_a_valid_session(
     forged = await _health_from(client, "203.0.113.5", "not-a-token")
     signed_in = await _health_from(client, "203.0.113.5", member.token)
     local = await _health_from(client, "127.0.0.1", None)
+    rebound = await _health_from(client, "127.0.0.1", None, host="attacker.example")
 
     assert "detail" not in stranger["services"]["database"]
     assert "detail" not in forged["services"]["database"]
     assert signed_in["services"]["database"]["detail"] == "probe succeeded"
     assert local["services"]["database"]["detail"] == "probe succeeded"
+    assert "detail" not in rebound["services"]["database"]

@@ -4,12 +4,12 @@ service is not part of this build; nothing is reported up without being checked.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
 
+from mps.http.app import is_loopback_request
 from mps.http.keys import API_VERSION
 from mps.http.render import json_response
 from mps.http.replies import Resource
@@ -34,10 +34,9 @@ NOT_BUILT = (
 
 
 def _is_loopback(call: Call) -> bool:
-    try:
-        return ipaddress.ip_address(call.ip).is_loopback
-    except ValueError:
-        return False
+    # Peer and Host both: a page on another site, rebinding its name to 127.0.0.1 in a
+    # developer's browser, reaches us from loopback but names its own host.
+    return is_loopback_request(call.request)
 
 
 async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
