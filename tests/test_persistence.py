@@ -8,6 +8,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+import asyncpg
 import pytest
 
 from mps.actors.persistence import Commit, PersistenceActor
@@ -519,3 +520,36 @@ async def test_writers_are_answered_503_when_their_group_commit_outlasts_the_dea
     # then it was answered, and nothing was written
     assert stuck.writes == 1
     assert await user_ids(database) == []
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_reads_recover_when_the_server_drops_a_reader_connection(
+    database: Database,
+) -> None:
+    # given every session of the database but the writer's killed by the server
+    assert isinstance(database, PostgresDatabase)
+    await database.write([(new_user("usr_a"),)])
+    assert await user_ids(database) == ["usr_a"]
+    admin = await asyncpg.connect(database.url)
+    try:
+        killed = await admin.fetchval(
+            "SELECT COUNT(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE pid <> pg_backend_pid() AND pid <> $1 AND datname = current_database() "
+            "AND backend_type = 'client backend' AND state = 'idle' "
+            "AND query LIKE '%FROM users%'",
+            database._w.get_server_pid(),
+        )
+    finally:
+        await admin.close()
+    assert killed >= 1
+
+    # when reads follow: a read on a dropped session may fail, and is then 503
+    outcomes: list[Any] = []
+    for _ in range(25):
+        try:
+            outcomes.append(await user_ids(database))
+        except Unavailable as exc:
+            outcomes.append(exc)
+
+    # then every reader slot has connected afresh and answers
+    assert outcomes[-10:] == [["usr_a"]] * 10

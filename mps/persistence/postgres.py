@@ -1,15 +1,15 @@
 """Postgres backend, through asyncpg.
 
 Writes use one dedicated connection (the persistence actor sends one batch at a time); reads use a
-pool. Migrations run under an advisory lock so that several nodes starting together apply each
-one exactly once.
+fixed set of reader connections taken in turn. Migrations run under an advisory lock so that
+several nodes starting together apply each one exactly once.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections import deque
+from collections.abc import Sequence
 from typing import Any, ClassVar
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -35,12 +35,6 @@ def _split_schema(url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), schema
 
 
-async def _keep_session(_conn: asyncpg.Connection) -> None:
-    """Pool release without `Connection.reset()`, which costs a round trip per read. Readers never
-    change session state (no SET, LISTEN, advisory locks or open transactions), so there is
-    nothing to reset; a connection whose query was cancelled is closed by the pool itself."""
-
-
 class PostgresDatabase(Database):
     dialect: ClassVar[str] = "postgres"
     unavailable_errors: ClassVar[tuple[type[BaseException], ...]] = (
@@ -51,12 +45,13 @@ class PostgresDatabase(Database):
         asyncpg.OperatorInterventionError,
     )
 
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str, *, readers: int = 10) -> None:
         self.url, self.schema = _split_schema(url)
-        self._pool_size = pool_size
-        self._pool: asyncpg.Pool | None = None
+        self._readers = readers
+        # Idle reader connections; None marks a slot whose connection was dropped.
+        self._idle: deque[asyncpg.Connection | None] = deque()
         self._writer: asyncpg.Connection | None = None
-        self._turns = asyncio.Semaphore(pool_size)
+        self._turns = asyncio.Semaphore(readers)
 
     def _server_settings(self) -> dict[str, str]:
         return {"search_path": self.schema} if self.schema else {}
@@ -67,12 +62,8 @@ class PostgresDatabase(Database):
             # `_migrate` creates the schema, under the migration lock: two nodes racing through
             # CREATE SCHEMA IF NOT EXISTS can both pass the check, and the second then fails.
             await self._migrate()
-            self._pool = await asyncpg.create_pool(
-                self.url,
-                min_size=1,
-                max_size=self._pool_size,
-                server_settings=self._server_settings(),
-                reset=_keep_session,
+            self._idle = deque(
+                await asyncio.gather(*(self._connect() for _ in range(self._readers)))
             )
         except BaseException:
             # Nobody closes a database whose open() failed; its connections would linger.
@@ -83,11 +74,13 @@ class PostgresDatabase(Database):
         return await asyncpg.connect(self.url, server_settings=self._server_settings())
 
     async def close(self) -> None:
-        if self._pool is not None:
-            await self._pool.close()
+        idle, self._idle = self._idle, deque()
+        for conn in idle:
+            if conn is not None and not conn.is_closed():
+                await conn.close()
         if self._writer is not None:
             await self._writer.close()
-        self._pool = self._writer = None
+        self._writer = None
 
     @property
     def _w(self) -> asyncpg.Connection:
@@ -201,20 +194,34 @@ class PostgresDatabase(Database):
             raise statement.stale(affected)
         return rows
 
-    @contextlib.asynccontextmanager
-    async def _reader(self) -> AsyncIterator[asyncpg.Connection]:
-        if self._pool is None:
-            msg = "database is not open"
-            raise RuntimeError(msg)
-        # The pool hands a released connection to whoever asks next, not to the longest waiter,
-        # so under load some reads wait seconds while newcomers pass them. The semaphore, as
-        # wide as the pool, queues readers first come, first served.
-        async with self._turns, self._pool.acquire() as conn:
-            yield conn
-
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        async with self._reader() as conn:
-            return [dict(r) for r in await conn.fetch(sql, *params)]
+        # A fixed set of reader connections, taken first come, first served (the semaphore is
+        # FIFO). Not asyncpg's pool: its acquire and release cost a fifth of a simple read, and
+        # it hands a released connection to whoever asks next, so under load some reads waited
+        # seconds while newcomers passed them. Readers never change session state, so a
+        # connection needs no reset between reads.
+        async with self._turns:
+            conn = self._idle.popleft()
+            try:
+                if conn is None or conn.is_closed():
+                    # The server ended this session (restart, failover, idle timeout): connect
+                    # afresh. Should it still be down, this read is answered 503.
+                    conn = None
+                    conn = await self._connect()
+                rows = await conn.fetch(sql, *params)
+            except asyncpg.PostgresError:
+                # The server refused the query; the session itself is fine.
+                self._idle.append(conn)
+                raise
+            except BaseException:
+                if conn is not None and not conn.is_closed():
+                    # Cancelled or failed mid-query: the session's state is unknown, so it is
+                    # not reused; the next read on this slot connects afresh.
+                    conn.terminate()
+                self._idle.append(None)
+                raise
+            self._idle.append(conn)
+        return [dict(r) for r in rows]
 
     async def drop_schema(self) -> None:
         """Tests only: remove the schema this database was opened on."""
