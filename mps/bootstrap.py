@@ -102,7 +102,13 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         if extra.wrap_database is not None:
             database = extra.wrap_database(database)
         persistence = PersistenceActor.start(database)
-        keyring = Keyring(settings.session_secret, settings.encryption_key)
+        keyring = Keyring(
+            settings.session_secret,
+            settings.encryption_key,
+            session_secret_previous=settings.session_secret_previous,
+            encryption_key_previous=settings.encryption_key_previous,
+            id_key=settings.id_key,
+        )
         context = ActorContext(database, persistence, extra.clock)
         shards = ShardRouter(
             settings.shard_count, _make_shard_factory(settings, context, keyring, extra)
@@ -115,7 +121,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             if settings.development or not settings.smtp_url
             else SmtpMailer(settings.smtp_url, settings.mail_from)
         )
-        tokens = SessionTokens(keyring.jwt_key)
+        tokens = SessionTokens(*keyring.session_keys)
         credentials = Credentials(tokens, keyring, database, extra.clock)
         deadlines = Deadlines()
         key_usage = KeyUsage(context, settings.key_usage_interval)

@@ -36,6 +36,11 @@ class Settings:
     node_id: str = "node-1"
     session_secret: bytes = field(default=b"", repr=False)
     encryption_key: bytes = field(default=b"", repr=False)
+    # Key rotation (SECURITY.md): the secrets being replaced, still accepted, never used to write.
+    session_secret_previous: bytes | None = field(default=None, repr=False)
+    encryption_key_previous: bytes | None = field(default=None, repr=False)
+    # Keys customer ids, which name stored rows, so it is never rotated; empty: the session secret.
+    id_key: bytes = field(default=b"", repr=False)
     webhook_retry_scale: float = 1.0
     # Multiplies every request rate limit (decisions 15); 0 turns limiting off (load tests).
     rate_limit_scale: float = 1.0
@@ -161,6 +166,17 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
     broker_url = args.broker_url or env.get("MPS_BROKER_URL")
     session_secret = _secret_from_env(env, "MPS_SESSION_SECRET")
     encryption_key = _secret_from_env(env, "MPS_ENCRYPTION_KEY")
+    session_secret_previous = _secret_from_env(env, "MPS_SESSION_SECRET_PREVIOUS")
+    encryption_key_previous = _secret_from_env(env, "MPS_ENCRYPTION_KEY_PREVIOUS")
+    id_key = _secret_from_env(env, "MPS_ID_KEY")
+    if session_secret_previous is not None and id_key is None:
+        # Customer ids are keyed by the session secret unless MPS_ID_KEY is set: rotating it
+        # without pinning the id key would give every existing customer a new id.
+        msg = (
+            "MPS_SESSION_SECRET_PREVIOUS is set but MPS_ID_KEY is not: set MPS_ID_KEY to the "
+            "session secret your customers' ids were made with (see SECURITY.md)"
+        )
+        raise ConfigError(msg)
 
     if mode == "production":
         missing = [
@@ -204,6 +220,9 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         node_id=args.node_id or env.get("MPS_NODE_ID") or "node-1",
         session_secret=session_secret,
         encryption_key=encryption_key,
+        session_secret_previous=session_secret_previous,
+        encryption_key_previous=encryption_key_previous,
+        id_key=id_key or b"",
         webhook_retry_scale=float(env.get("MPS_WEBHOOK_RETRY_SCALE") or 1),
         rate_limit_scale=_scale(
             args.rate_limit_scale

@@ -75,7 +75,13 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
     shape = parse_key(token)
     if shape is None:
         raise Unauthenticated("The API key is not valid")
-    row = await q.api_key_by_hash(database, keyring.hash_api_key(token))
+    # During a session-secret rotation a key made before it is stored under the previous
+    # secret: looked for under the current one first, then the previous (SECURITY.md).
+    row = None
+    for secret_hash in keyring.api_key_hashes(token):
+        row = await q.api_key_by_hash(database, secret_hash)
+        if row is not None:
+            break
     if row is None or row["revoked_at"] is not None:
         raise Unauthenticated("The API key is not valid or has been revoked")
     return ApiKeyPrincipal(

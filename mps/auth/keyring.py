@@ -2,6 +2,14 @@
 
 Codes and API keys are stored only as keyed hashes (HMAC-SHA256 under a purpose key), so a copy
 of the database alone does not let anyone test guesses offline.
+
+Rotation (SECURITY.md says how to rotate each secret). While a previous session secret or
+encryption key is configured, everything is still written under the current one (sessions
+signed, codes and API keys hashed, data sealed) and anything presented is checked against the
+current one first, then the previous one: `session_keys`, `code_hashes`, `api_key_hashes` and
+`unseal`. Customer ids are the exception: they name stored rows, so they are keyed by the id
+key (`MPS_ID_KEY`), which is never rotated and defaults to the session secret, the key that has
+named customers since the first start.
 """
 
 from __future__ import annotations
@@ -13,6 +21,7 @@ import hmac
 import os
 from dataclasses import dataclass
 
+from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 __all__ = ["Keyring"]
@@ -42,29 +51,53 @@ def _base62(data: bytes) -> str:
     return "".join(out)
 
 
+def _hash(master: bytes, purpose: str, text: str) -> str:
+    return hmac.new(_derive(master, purpose), text.encode(), hashlib.sha256).hexdigest()
+
+
 @dataclass(frozen=True)
 class Keyring:
     session_secret: bytes
     encryption_key: bytes
+    # Set only during a rotation: still accepted, never used to write.
+    session_secret_previous: bytes | None = None
+    encryption_key_previous: bytes | None = None
+    # Keys customer ids; never rotated. Empty: the session secret (as before it existed).
+    id_key: bytes = b""
+
+    @property
+    def _session_secrets(self) -> tuple[bytes, ...]:
+        previous = self.session_secret_previous
+        return (self.session_secret, previous) if previous else (self.session_secret,)
 
     @property
     def jwt_key(self) -> bytes:
+        """The key sessions are signed with."""
         return _derive(self.session_secret, "jwt")
 
+    @property
+    def session_keys(self) -> tuple[bytes, ...]:
+        """The keys a session's signature is checked against, current first."""
+        return tuple(_derive(secret, "jwt") for secret in self._session_secrets)
+
     def hash_code(self, login_id: str, code: str) -> str:
-        return hmac.new(
-            _derive(self.session_secret, "otp"), f"{login_id}:{code}".encode(), hashlib.sha256
-        ).hexdigest()
+        """The hash a new sign-in code is stored as."""
+        return _hash(self.session_secret, "otp", f"{login_id}:{code}")
+
+    def code_hashes(self, login_id: str, code: str) -> tuple[str, ...]:
+        """The hashes a presented code may be stored as, current first."""
+        return tuple(_hash(s, "otp", f"{login_id}:{code}") for s in self._session_secrets)
 
     def customer_id(self, company_id: str, mode: str, email: str | None, phone: str | None) -> str:
         """The id of the customer an email (or, without one, a phone) names in a company's mode.
 
         Derived rather than drawn so that concurrent payments meeting the same new customer
-        agree on its row; keyed, so it is as opaque as a random id.
+        agree on its row; keyed, so it is as opaque as a random id. Keyed by the id key, never
+        by a rotated secret: the id names the customer's row for good.
         """
         key = f"email:{email}" if email else f"phone:{phone}"
         digest = hmac.new(
-            _derive(self.session_secret, "customer"),
+            _derive(self.id_key or self.session_secret, "customer"),
             f"{company_id}|{mode}|{key}".encode(),
             hashlib.sha256,
         ).digest()
@@ -72,16 +105,27 @@ class Keyring:
 
     def seal(self, plaintext: bytes, purpose: str) -> str:
         """AES-256-GCM under a key for `purpose`; the purpose is also bound as associated data,
-        so a value sealed for one use cannot be opened as another."""
+        so a value sealed for one use cannot be opened as another. Always the current key."""
         nonce = os.urandom(12)
         sealed = _cipher(self.encryption_key, purpose).encrypt(nonce, plaintext, purpose.encode())
         return "v1:" + base64.b64encode(nonce + sealed).decode()
 
     def unseal(self, token: str, purpose: str) -> bytes:
+        """Open a sealed value with the current key, else the previous one while it is set;
+        `cryptography.exceptions.InvalidTag` when neither opens it."""
         raw = base64.b64decode(token.removeprefix("v1:"))
-        return _cipher(self.encryption_key, purpose).decrypt(raw[:12], raw[12:], purpose.encode())
+        nonce, sealed, aad = raw[:12], raw[12:], purpose.encode()
+        try:
+            return _cipher(self.encryption_key, purpose).decrypt(nonce, sealed, aad)
+        except InvalidTag:
+            if not self.encryption_key_previous:
+                raise
+            return _cipher(self.encryption_key_previous, purpose).decrypt(nonce, sealed, aad)
 
     def hash_api_key(self, key: str) -> str:
-        return hmac.new(
-            _derive(self.session_secret, "api-key"), key.encode(), hashlib.sha256
-        ).hexdigest()
+        """The hash a new API key is stored as."""
+        return _hash(self.session_secret, "api-key", key)
+
+    def api_key_hashes(self, key: str) -> tuple[str, ...]:
+        """The hashes a presented API key may be stored as, current first."""
+        return tuple(_hash(secret, "api-key", key) for secret in self._session_secrets)

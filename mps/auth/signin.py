@@ -142,17 +142,24 @@ async def verify_code(
     another company. Both checks are conditional updates, safe however many requests race.
     """
     now = iso(services.clock())
-    code_hash = services.keyring.hash_code(login_id, code)
-    rows = await services.actors.commit(
-        login_store.spend_code(login_id, code_hash, now, MAX_FAILED_CODES, company_id)
-    )
+    # A code mailed just before a session-secret rotation is stored under the previous secret:
+    # each hash the code may be stored as is tried, the current one first (SECURITY.md).
+    code_hashes = services.keyring.code_hashes(login_id, code)
+    for code_hash in code_hashes:
+        rows = await services.actors.commit(
+            login_store.spend_code(login_id, code_hash, now, MAX_FAILED_CODES, company_id)
+        )
+        if rows[0]:
+            break
     if not rows[0]:
         # Was only the company wrong? Answered only to the holder of the right code, who could
         # sign in and see their companies anyway, so the 403 tells a prober nothing.
-        if company_id is not None and await q.code_is_usable(
-            services.database, login_id, code_hash, now, MAX_FAILED_CODES
-        ):
-            raise Forbidden("You are not a member of that company", code="not_a_member")
+        if company_id is not None:
+            for code_hash in code_hashes:
+                if await q.code_is_usable(
+                    services.database, login_id, code_hash, now, MAX_FAILED_CODES
+                ):
+                    raise Forbidden("You are not a member of that company", code="not_a_member")
         await services.actors.commit(login_store.count_failed_code(login_id, MAX_FAILED_CODES))
         raise BadRequest("The code is wrong, expired or no longer usable", code="invalid_code")
     user_id: str = rows[0][0]["user_id"]

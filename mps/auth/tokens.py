@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import jwt
 
@@ -29,8 +30,12 @@ class SessionClaims:
 
 
 class SessionTokens:
-    def __init__(self, key: bytes) -> None:
+    """Issues tokens signed with `key`; accepts tokens signed with `key` or any of `older`
+    (the previous session secret's key during a rotation, SECURITY.md)."""
+
+    def __init__(self, key: bytes, *older: bytes) -> None:
         self._key = key
+        self._keys = (key, *older)
 
     def issue(self, claims: SessionClaims, issued_at: datetime) -> str:
         payload = {
@@ -49,22 +54,8 @@ class SessionTokens:
         """The token's claims; 401 for a bad signature, another algorithm, expiry or audience.
 
         Expiry is judged against `now`, the service's clock, the one that issued the token; the
-        signature, algorithm, audience and issuer by PyJWT."""
-        try:
-            payload = jwt.decode(
-                token,
-                self._key,
-                algorithms=[ALGORITHM],  # never "none", never another family
-                audience=AUDIENCE,
-                issuer=ISSUER,
-                options={
-                    "require": ["sub", "cid", "sid", "mode", "iat", "exp", "iss", "aud"],
-                    "verify_exp": False,
-                    "verify_iat": False,
-                },
-            )
-        except jwt.PyJWTError as exc:
-            raise Unauthenticated("The session token is not valid") from exc
+        signature, algorithm, audience and issuer by PyJWT, against each accepted key in turn."""
+        payload = self._verified(token)
         if payload["mode"] not in ("test", "live"):
             raise Unauthenticated("The session token is not valid")
         exp, iat = payload["exp"], payload["iat"]
@@ -81,3 +72,27 @@ class SessionTokens:
             mode=payload["mode"],
             expires_at=datetime.fromtimestamp(payload["exp"], UTC),
         )
+
+    def _verified(self, token: str) -> dict[str, Any]:
+        for key in self._keys:
+            try:
+                payload: dict[str, Any] = jwt.decode(
+                    token,
+                    key,
+                    algorithms=[ALGORITHM],  # never "none", never another family
+                    audience=AUDIENCE,
+                    issuer=ISSUER,
+                    options={
+                        "require": ["sub", "cid", "sid", "mode", "iat", "exp", "iss", "aud"],
+                        "verify_exp": False,
+                        "verify_iat": False,
+                    },
+                )
+            except jwt.InvalidSignatureError:
+                # Only the signature may be another accepted key's; any other fault (algorithm,
+                # claims, shape) is the token's whichever key signed it.
+                continue
+            except jwt.PyJWTError as exc:
+                raise Unauthenticated("The session token is not valid") from exc
+            return payload
+        raise Unauthenticated("The session token is not valid")
