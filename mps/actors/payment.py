@@ -117,8 +117,10 @@ class PaymentActor(AsyncioActor):
         public_url: str,
         *,
         references: References = payment_reference,
+        processor_deadline: float = PROCESSOR_DEADLINE,
     ) -> None:
         super().__init__()
+        self.processor_deadline = processor_deadline
         self.payment_id = payment_id
         self.company_id = company_id
         self.context = context
@@ -177,7 +179,7 @@ class PaymentActor(AsyncioActor):
         try:
             # The only awaited call in a payment's turn that is not its own commit: bounded, so
             # a processor that hangs cannot hold the payment (and its shopper) indefinitely.
-            async with asyncio.timeout(PROCESSOR_DEADLINE):
+            async with asyncio.timeout(self.processor_deadline):
                 result = await processor.authorize(
                     command.card, payment.amount_minor, payment.currency
                 )

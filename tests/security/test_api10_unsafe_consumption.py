@@ -1,0 +1,118 @@
+"""API10, unsafe consumption of APIs: what the service takes from third parties it bounds and
+checks. Built today: the card processor adapter (mps.adapters.processor), called by the payment
+actor at checkout, and the credentials broadcast read from the broker (mps.auth.credentials).
+Not built yet: webhook delivery (no merchant endpoint is called or read) and any real processor
+adapter beyond the simulator; their tests come with them.
+
+The payment actor is started directly with a fake processor, as tests/test_payment_references.py
+starts it, and a processor deadline of 0.2 s instead of its 10 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from mps.actors.company import CompanyActor, CreateCompany, CreatePayment
+from mps.actors.context import ActorContext
+from mps.actors.payment import Checkout, Outcome, PaymentActor
+from mps.actors.persistence import PersistenceActor
+from mps.actors.runtime import ActorRef, ask, stop
+from mps.adapters.processor import Authorization, CardInput, Processor, SimulatorProcessor
+from mps.auth.keyring import Keyring
+from mps.domain.clock import Clock
+from mps.domain.payments import NewPayment
+from mps.errors import Unavailable
+from mps.persistence.database import Database
+
+pytestmark = pytest.mark.both_backends
+
+COMPANY = "co_unsafe_consumption"
+PUBLIC_URL = "http://127.0.0.1:8080"
+KEYRING = Keyring(
+    session_secret=b"consumption-session-secret-0123456789",
+    encryption_key=b"consumption-encryption-key-0123456789",
+)
+CARD = CardInput("4242424242424242", 12, 2099, "123")
+
+
+class HangingProcessor:
+    """A processor that accepts the connection and never answers."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    async def authorize(self, card: CardInput, amount_minor: int, currency: str) -> Authorization:
+        self.calls += 1
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+@pytest.fixture
+async def context(database: Database, clock: Clock) -> AsyncIterator[ActorContext]:
+    writer: ActorRef[PersistenceActor] = PersistenceActor.start(database)
+    yield ActorContext(database, writer, clock)
+    await stop(writer)
+
+
+@pytest.fixture
+async def pending(context: ActorContext) -> AsyncIterator[Outcome]:
+    """A created company holding one PENDING test-mode payment."""
+    company = CompanyActor.start(COMPANY, context, KEYRING, PUBLIC_URL)
+    await ask(company, CreateCompany("Consumption Ltd", "owner@example.com", None))
+    outcome: Outcome = await ask(company, CreatePayment("test", NewPayment(2500, "USD")))
+    yield outcome
+    await stop(company)
+
+
+def _payment_actor(
+    context: ActorContext, outcome: Outcome, processor: Processor
+) -> ActorRef[PaymentActor]:
+    return PaymentActor.start(
+        outcome.payment.id,
+        COMPANY,
+        context,
+        KEYRING,
+        {"test": processor, "live": None},
+        PUBLIC_URL,
+        processor_deadline=0.2,
+    )
+
+
+async def test_a_processor_that_never_answers_is_cut_off_at_the_checkout_deadline(
+    context: ActorContext, pending: Outcome
+) -> None:
+    # given a payment whose processor hangs, and a short deadline
+    hanging = HangingProcessor()
+    actor = _payment_actor(context, pending, hanging)
+
+    # when a shopper checks out
+    with pytest.raises(Unavailable) as refused:
+        await asyncio.wait_for(ask(actor, Checkout(CARD, None, None, mode="test")), 5)
+
+    # then the shopper gets a retryable 503 that names no processor internals
+    assert hanging.calls == 1
+    assert refused.value.code == "processor_timeout"
+    assert "4242" not in str(refused.value)
+    await stop(actor)
+
+
+async def test_a_payment_stays_payable_after_its_processor_timed_out(
+    context: ActorContext, pending: Outcome
+) -> None:
+    # given a checkout that timed out against a hanging processor
+    hung = _payment_actor(context, pending, HangingProcessor())
+    with pytest.raises(Unavailable):
+        await ask(hung, Checkout(CARD, None, None, mode="test"))
+    await stop(hung)
+
+    # when the shopper retries once the processor answers again
+    actor = _payment_actor(context, pending, SimulatorProcessor())
+    paid: Outcome = await ask(actor, Checkout(CARD, None, None, mode="test"))
+
+    # then the timeout recorded no charge and left nothing half-done
+    assert pending.payment.status == "PENDING"
+    assert paid.payment.status == "PAID"
+    await stop(actor)
