@@ -10,6 +10,7 @@ from collections.abc import Iterable
 from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
+from mps.http import unparsed
 from mps.http.middlewares import envelope_middleware
 from mps.http.pipeline import MAX_BODY, endpoint
 from mps.http.routing import Route
@@ -27,6 +28,8 @@ def create_app(routes: Iterable[Route], *, development: bool) -> web.Application
     middlewares: list[Middleware] = [envelope_middleware]
     if gated:
         middlewares.append(_loopback_only(gated))
+    # Requests aiohttp cannot parse are answered before the app sees them: in the envelope too.
+    unparsed.install()
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     # Security headers on every response the app prepares (mps.http.security says why a signal).
     app.on_response_prepare.append(secure_response)

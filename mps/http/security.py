@@ -11,8 +11,8 @@ The headers are applied in the application's `on_response_prepare` signal, not i
 the signal sees every response prepared for a request the application routed, including those a
 middleware never gets back (a response a handler prepares itself) and aiohttp's own 404 and 405,
 and it runs just before aiohttp would add its own `Server` header. Answers aiohttp writes before
-any routing (a request line it cannot parse) never reach the application and keep aiohttp's
-defaults.
+any routing (a request line it cannot parse) never reach the application; mps.http.unparsed
+gives those the same headers and the error envelope.
 
 Inline code is allowed in one of two ways, never by `'unsafe-inline'`:
 
@@ -39,7 +39,7 @@ from aiohttp import web
 
 from mps.http.keys import CSP_NONCE
 
-__all__ = ["csp_nonce", "secure_response", "static_page"]
+__all__ = ["SERVER", "csp_nonce", "other_policy", "secure_response", "static_page"]
 
 SERVER = "mps"
 
@@ -94,6 +94,11 @@ def _page_policy(request: web.Request, response: web.StreamResponse) -> str:
             scripts, styles = registered
             return _PAGE_POLICY.format(scripts=scripts, styles=styles)
     return _PAGE_POLICY.format(scripts=_NO_INLINE, styles=_NO_INLINE)
+
+
+def other_policy() -> str:
+    """The policy of every answer that is not a page."""
+    return _OTHER_POLICY
 
 
 async def secure_response(request: web.Request, response: web.StreamResponse) -> None:
