@@ -169,15 +169,24 @@ async def test_the_cache_keeps_at_most_its_capacity(client: TestClient[Any, Any]
     assert len(credentials) == 2
 
 
-@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
-async def test_a_logout_on_one_node_is_refused_by_another_within_a_second(
+@pytest.fixture
+async def two_nodes(
     aiohttp_client: Callable[..., Any],
     make_app: Callable[..., web.Application],
     amqp_url: str,
-) -> None:
-    # given two nodes on one database and one RabbitMQ, both having verified the session
+) -> tuple[TestClient[Any, Any], TestClient[Any, Any]]:
+    """Two nodes on one database and one RabbitMQ."""
     first = await aiohttp_client(make_app(broker_url=amqp_url))
     second = await aiohttp_client(make_app(broker_url=amqp_url))
+    return first, second
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_logout_on_one_node_is_refused_by_another_within_a_second(
+    two_nodes: tuple[TestClient[Any, Any], TestClient[Any, Any]],
+) -> None:
+    # given two nodes on one database and one RabbitMQ, both having verified the session
+    first, second = two_nodes
     member = await sign_up(first)
     assert await _status(first, member.token) == 200
     assert await _status(second, member.token) == 200
@@ -192,12 +201,9 @@ async def test_a_logout_on_one_node_is_refused_by_another_within_a_second(
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_key_revoked_on_one_node_is_refused_by_another_within_a_second(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    amqp_url: str,
+    two_nodes: tuple[TestClient[Any, Any], TestClient[Any, Any]],
 ) -> None:
-    first = await aiohttp_client(make_app(broker_url=amqp_url))
-    second = await aiohttp_client(make_app(broker_url=amqp_url))
+    first, second = two_nodes
     member = await sign_up(first)
     key_id, key = await _api_key(first, member)
     assert await _status(second, key, "/api/v1/developer/ping") == 200

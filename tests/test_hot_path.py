@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from aiohttp import web
@@ -16,7 +16,7 @@ from mps.bootstrap import Overrides
 from mps.http.keys import SERVICES
 from mps.persistence.database import Database
 from tests.conftest import Clock
-from tests.fakes import GatedDatabase, SlowDatabase, wait_until
+from tests.fakes import GatedDatabase, SlowDatabase, WrappedDatabase, wait_until
 from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
 
 BODY = {"amountMinor": "1500", "currency": "USD"}
@@ -36,6 +36,26 @@ async def _create(client: TestClient[Any, Any], member: Member, key: str) -> Any
     return await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
 
 
+W = TypeVar("W", bound=WrappedDatabase)
+
+
+async def _served_on(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+    wrapper: Callable[[Database], W],
+) -> tuple[TestClient[Any, Any], W]:
+    """A client of the app whose database is wrapped by `wrapper`, and that wrapped database."""
+    wrapped: list[W] = []
+
+    def wrap(real: Database) -> Database:
+        wrapped.append(wrapper(real))
+        return wrapped[0]
+
+    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    return client, wrapped[0]
+
+
 @pytest.mark.both_backends
 async def test_creates_with_their_own_keys_are_not_serialized_behind_database_round_trips(
     aiohttp_client: Callable[..., Any],
@@ -43,16 +63,11 @@ async def test_creates_with_their_own_keys_are_not_serialized_behind_database_ro
     clock: Clock,
 ) -> None:
     # given every database round trip 5 ms slower, and one company
-    slow: list[SlowDatabase] = []
-
-    def wrap(real: Database) -> Database:
-        slow.append(SlowDatabase(real, DELAY))
-        return slow[0]
-
-    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    client, db = await _served_on(
+        aiohttp_client, make_app, clock, lambda real: SlowDatabase(real, DELAY)
+    )
     member = await sign_up(client)
     assert (await client.get("/api/v1/auth/me", headers=member.headers)).status == 200
-    db = slow[0]
     db.writes.clear()
 
     # when 64 creates arrive at once, each with its own key
@@ -75,16 +90,11 @@ async def test_checkouts_on_one_link_look_up_their_keys_side_by_side_and_share_c
     clock: Clock,
 ) -> None:
     # given every database round trip 5 ms slower, and a multi-use payment link
-    slow: list[SlowDatabase] = []
-
-    def wrap(real: Database) -> Database:
-        slow.append(SlowDatabase(real, DELAY))
-        return slow[0]
-
-    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    client, db = await _served_on(
+        aiohttp_client, make_app, clock, lambda real: SlowDatabase(real, DELAY)
+    )
     member = await sign_up(client)
     link = await create_payment(client, member, allowMultiplePayments=True)
-    db = slow[0]
     db.writes.clear()
     db.most_reads_in_flight = 0
     path = f"/api/v1/checkout/{link['reference']}/pay"
@@ -138,15 +148,9 @@ async def test_a_company_actor_lost_between_claim_and_commit_still_creates_one_p
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
 ) -> None:
     # given a create whose commit is held up, so its key stays in flight
-    gated: list[GatedDatabase] = []
-
-    def wrap(real: Database) -> Database:
-        gated.append(GatedDatabase(real))
-        return gated[0]
-
-    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    client, db = await _served_on(aiohttp_client, make_app, clock, GatedDatabase)
     member = await sign_up(client)
-    db, services = gated[0], client.app[SERVICES]
+    services = client.app[SERVICES]
     db.hold.clear()
     try:
         first = asyncio.ensure_future(_create(client, member, "k"))
@@ -173,15 +177,8 @@ async def test_a_failed_stored_response_lookup_is_503_and_leaves_the_key_usable(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
 ) -> None:
     # given a database whose idempotency lookups fail for a while
-    gated: list[GatedDatabase] = []
-
-    def wrap(real: Database) -> Database:
-        gated.append(GatedDatabase(real))
-        return gated[0]
-
-    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    client, db = await _served_on(aiohttp_client, make_app, clock, GatedDatabase)
     member = await sign_up(client)
-    db = gated[0]
     db.fails = lambda sql: "idempotency_keys" in sql
     db.error = OSError("connection reset by peer")
 

@@ -39,7 +39,7 @@ from aiohttp import web
 
 from mps.http.keys import CSP_NONCE
 
-__all__ = ["SERVER", "csp_nonce", "other_policy", "secure_response", "static_page"]
+__all__ = ["SERVER", "answer_headers", "csp_nonce", "secure_response", "static_page"]
 
 SERVER = "mps"
 
@@ -96,9 +96,15 @@ def _page_policy(request: web.Request, response: web.StreamResponse) -> str:
     return _PAGE_POLICY.format(scripts=_NO_INLINE, styles=_NO_INLINE)
 
 
-def other_policy() -> str:
-    """The policy of every answer that is not a page."""
-    return _OTHER_POLICY
+def answer_headers() -> dict[str, str]:
+    """The headers of an answer that is not a page, as `secure_response` sets them; for answers
+    written where the signal does not run (mps.http.unparsed)."""
+    return {
+        "Server": SERVER,
+        "X-Content-Type-Options": "nosniff",
+        "Cache-Control": "no-store",
+        "Content-Security-Policy": _OTHER_POLICY,
+    }
 
 
 async def secure_response(request: web.Request, response: web.StreamResponse) -> None:

@@ -19,7 +19,7 @@ from aiohttp import web, web_protocol
 from mps.domain.ids import request_id
 from mps.errors import BadRequest, ServiceError
 from mps.http.render import error_body
-from mps.http.security import SERVER, other_policy
+from mps.http.security import answer_headers
 
 __all__ = ["install"]
 
@@ -52,13 +52,7 @@ def install() -> None:
             status=status,
             body=orjson.dumps(error_body(error, rid)),
             content_type="application/json",
-            headers={
-                "X-Request-Id": rid,
-                "Server": SERVER,
-                "X-Content-Type-Options": "nosniff",
-                "Cache-Control": "no-store",
-                "Content-Security-Policy": other_policy(),
-            },
+            headers={"X-Request-Id": rid, **answer_headers()},
         )
         response.force_close()
         return response

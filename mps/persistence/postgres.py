@@ -222,8 +222,3 @@ class PostgresDatabase(Database):
                 raise
             self._idle.append(conn)
         return [dict(r) for r in rows]
-
-    async def drop_schema(self) -> None:
-        """Tests only: remove the schema this database was opened on."""
-        if self.schema:
-            await self._w.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')

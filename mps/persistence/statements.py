@@ -37,7 +37,7 @@ class Statement:
 
     @property
     def returns_rows(self) -> bool:
-        return " RETURNING " in self.sql.upper()
+        return _returns_rows(self.sql)
 
     @property
     def batchable(self) -> bool:
@@ -106,6 +106,12 @@ def _runs(index: int, unit: WriteUnit) -> list[list[tuple[int, int, Statement]]]
 
 
 WriteUnit = Sequence[Statement]
+
+
+@functools.lru_cache(maxsize=1024)
+def _returns_rows(sql: str) -> bool:
+    # Asked several times per statement of every group commit; the same SQL texts recur.
+    return " RETURNING " in sql.upper()
 
 
 def insert(table: str, row: Mapping[str, Any]) -> Statement:

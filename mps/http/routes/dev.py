@@ -26,9 +26,7 @@ async def mailbox(call: Call) -> Aggregate:
 
 
 async def explorer(call: Call) -> web.Response:
-    return web.Response(
-        text=EXPLORER_HTML, content_type="text/html", headers={"X-Content-Type-Options": "nosniff"}
-    )
+    return web.Response(text=EXPLORER_HTML, content_type="text/html")
 
 
 ROUTES = [

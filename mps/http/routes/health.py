@@ -33,12 +33,6 @@ NOT_BUILT = (
 )
 
 
-def _is_loopback(call: Call) -> bool:
-    # Peer and Host both: a page on another site, rebinding its name to 127.0.0.1 in a
-    # developer's browser, reaches us from loopback but names its own host.
-    return is_loopback_request(call.request)
-
-
 async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
     try:
         async with asyncio.timeout(PROBE_TIMEOUT):
@@ -73,7 +67,9 @@ async def health(call: Call) -> web.Response:
     else:
         overall = "down"
     # Details are for signed-in members and loopback callers only (decisions 14).
-    if not _is_loopback(call) and call.principal is None:
+    # Peer and Host both loopback: a page on another site, rebinding its name to 127.0.0.1 in a
+    # developer's browser, reaches us from loopback but names its own host.
+    if not is_loopback_request(call.request) and call.principal is None:
         states = {name: {"status": s["status"]} for name, s in states.items()}
     body = {
         "ok": overall != "down",
