@@ -4,7 +4,9 @@
     python run.py --mode production --database-url postgresql://… --broker-url amqp://…
 
 Every option is also an environment variable (MPS_PORT, MPS_DATABASE_URL, …); see README.
-`MPS_ACCESS_LOG=off` turns the access log off (load tests, or a proxy that logs already).
+`MPS_ACCESS_LOG=off` turns the access log off (load tests, or a proxy that logs already), and
+`sample:0.01` keeps a random hundredth of its lines. `MPS_LOG_FORMAT=json` writes every log line,
+the access log's too, as one JSON object.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from aiohttp import web
 
 from mps.bootstrap import build_app
 from mps.config import ConfigError, load_settings
-from mps.http.access_log import BatchedAccessLog
-from mps.logs import install_redaction
+from mps.http.access_log import BatchedAccessLog, access_log_fraction
+from mps.logs import JsonFormatter, install_redaction
+from mps.serve import ListenError, serve
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:
@@ -36,10 +39,24 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
+def _configure_logging(log_format: str) -> None:
+    """Text lines, or one JSON object per line (MPS_LOG_FORMAT=json), to stderr."""
+    if log_format == "json":
+        handler = logging.StreamHandler()
+        handler.setFormatter(JsonFormatter())
+        logging.basicConfig(level=logging.INFO, handlers=[handler])
+    else:
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+
+
 def main(argv: list[str]) -> int:
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    log_format = (os.environ.get("MPS_LOG_FORMAT") or "text").lower()
+    if log_format not in ("text", "json"):
+        print("run.py: MPS_LOG_FORMAT must be text or json", file=sys.stderr)
+        return 2
+    _configure_logging(log_format)
     install_redaction()  # no log line holds a token, key, code, card number or email (mps.logs)
     try:
         settings = load_settings(argv, os.environ)
@@ -47,17 +64,29 @@ def main(argv: list[str]) -> int:
         print(f"run.py: {exc}", file=sys.stderr)
         return 2
     app = build_app(settings)
+    try:
+        fraction = access_log_fraction(os.environ.get("MPS_ACCESS_LOG", "on"))
+    except ValueError as exc:
+        print(f"run.py: {exc}", file=sys.stderr)
+        return 2
     access: dict[str, Any] = {"access_log": None}
-    if os.environ.get("MPS_ACCESS_LOG", "on").lower() not in ("off", "0", "false", "no"):
-        access = {"access_log_class": BatchedAccessLog}
+    if fraction > 0:
+        access_log = BatchedAccessLog.configured(as_json=log_format == "json", sample=fraction)
+        access = {"access_log_class": access_log}
 
         async def flush_access_log(_app: web.Application) -> None:
-            BatchedAccessLog.flush()
+            access_log.flush()
 
         app.on_cleanup.append(flush_access_log)
     loop = _event_loop()
     asyncio.set_event_loop(loop)
-    web.run_app(app, host=settings.host, port=settings.port, print=None, loop=loop, **access)
+    try:
+        loop.run_until_complete(serve(app, settings, **access))
+    except ListenError as exc:
+        print(f"run.py: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        loop.close()
     return 0
 
 

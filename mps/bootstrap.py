@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 
@@ -29,14 +29,21 @@ from mps.adapters.processor import Processor, SimulatorProcessor
 from mps.auth.credentials import Credentials
 from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
+from mps.cluster.leases import ClusterAuthority
+from mps.cluster.node import ClusterNode
 from mps.config import Settings
-from mps.domain.clock import Clock, utcnow
+from mps.domain.clock import Clock, iso, utcnow
 from mps.http.app import create_app
 from mps.http.deadlines import Deadlines
 from mps.http.keys import ROUTE_TABLE, SERVICES
+from mps.http.metrics_listener import serving_metrics
 from mps.http.routes import all_routes
 from mps.limits import RateLimiter
+from mps.metrics import Metrics
 from mps.persistence.database import Database, open_database
+from mps.persistence.shard_store import backfill_company_shards
+from mps.persistence.shard_store import take as take_shard
+from mps.quota import LocalAuthority, QuotaLedger, SharedLimiter
 from mps.services import Services
 
 __all__ = ["Overrides", "build_app"]
@@ -64,13 +71,14 @@ def _processors(settings: Settings, extra: Overrides) -> dict[str, Processor | N
 
 
 def _make_shard_factory(
-    settings: Settings, context: ActorContext, keyring: Keyring, extra: Overrides
-) -> Callable[[int], Shard]:
+    settings: Settings, base: ActorContext, keyring: Keyring, extra: Overrides
+) -> Callable[[int, int | None], Shard]:
     companies_per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
     payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
     processors = _processors(settings, extra)
 
-    def make(index: int) -> Shard:
+    def make(index: int, epoch: int | None) -> Shard:
+        context = base if epoch is None else replace(base, fence=(index, epoch))
         companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
             f"company[{index}]",
             lambda company_id: CompanyActor(company_id, context, keyring, settings.public_url),
@@ -85,14 +93,15 @@ def _make_shard_factory(
             capacity=payments_per_shard,
             idle_after=settings.actor_idle_after,
         )
-        return Shard(index, companies, payments)
+        return Shard(index, companies, payments, epoch)
 
     return make
 
 
 def build_app(settings: Settings, overrides: Overrides | None = None) -> web.Application:
     routes = all_routes(development=settings.development)
-    app = create_app(routes, development=settings.development)
+    metrics = Metrics()
+    app = create_app(routes, development=settings.development, metrics=metrics)
     app[ROUTE_TABLE] = routes
     extra = overrides or Overrides()
 
@@ -101,7 +110,16 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         await database.open()
         if extra.wrap_database is not None:
             database = extra.wrap_database(database)
-        persistence = PersistenceActor.start(database)
+        clustered = settings.broker_url.startswith(("amqp://", "amqps://"))
+        cluster: ClusterNode | None = None
+
+        def on_fenced(lost: frozenset[int]) -> None:
+            if cluster is not None:
+                cluster.lost(lost)
+
+        persistence = PersistenceActor.start(
+            database, observe=metrics.observe_commit, on_fenced=on_fenced
+        )
         keyring = Keyring(
             settings.session_secret,
             settings.encryption_key,
@@ -111,8 +129,25 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         )
         context = ActorContext(database, persistence, extra.clock)
         shards = ShardRouter(
-            settings.shard_count, _make_shard_factory(settings, context, keyring, extra)
+            settings.shard_count,
+            _make_shard_factory(settings, context, keyring, extra),
+            clustered=clustered,
         )
+        if clustered:
+
+            async def take(index: int) -> int:
+                now = iso(extra.clock())
+                [[row]] = await context.commit(take_shard(index, settings.node_id, now))
+                return int(row["epoch"])
+
+            cluster = ClusterNode(
+                settings.broker_url,
+                settings.node_id,
+                shards,
+                take,
+                name=settings.cluster_name,
+                queue_type=settings.shard_queue_type,
+            )
         broker = open_broker(settings.broker_url)
         expiry: PaymentExpiry | None = None
         housekeeping: Housekeeping | None = None
@@ -126,13 +161,19 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         deadlines = Deadlines()
         key_usage = KeyUsage(context, settings.key_usage_interval)
         try:
+            await backfill_company_shards(database)
             await broker.connect()
             await credentials.attach(broker)
             shards.start()
+            if cluster is not None:
+                await cluster.start()
             deadlines.start()
             expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
             expiry.start()
-            housekeeping = Housekeeping(context, settings.housekeeping_interval)
+            # Cluster-wide work, done once: by the owner of shard 0.
+            housekeeping = Housekeeping(
+                context, settings.housekeeping_interval, when=lambda: shards.owns_shard(0)
+            )
             housekeeping.start()
             key_usage.start()
             app[SERVICES] = Services(
@@ -146,10 +187,20 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 mailer=mailer,
                 keyring=keyring,
                 tokens=tokens,
-                limiter=RateLimiter(scale=settings.rate_limit_scale),
+                limiter=RateLimiter(scale=settings.rate_limit_scale, on_refusal=metrics.refused),
+                # One process is the authority of every user's window; in a cluster, the owner
+                # of the shard a user's key hashes to (mps.quota, mps.cluster.leases).
+                shared_limiter=SharedLimiter(
+                    ClusterAuthority(cluster)
+                    if cluster is not None
+                    else LocalAuthority(QuotaLedger()),
+                    scale=settings.rate_limit_scale,
+                    on_refusal=metrics.refused,
+                ),
                 credentials=credentials,
                 deadlines=deadlines,
                 key_usage=key_usage,
+                cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
                 logger.warning(
@@ -167,7 +218,9 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 settings.public_url,
                 f"; API explorer at {settings.public_url}/api/docs" if settings.development else "",
             )
-            yield
+            # Scrapes read the parts opened above; MPS_METRICS_PORT's listener lives this long.
+            async with serving_metrics(metrics, app[SERVICES]):
+                yield
         finally:
             await deadlines.close()
             # The server takes no more requests by now; what they recorded is written before
@@ -177,6 +230,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 await housekeeping.close()
             if expiry is not None:
                 await expiry.close()
+            if cluster is not None:
+                await cluster.close()
             await shards.close()
             await stop(persistence)
             await broker.close()

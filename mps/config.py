@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import base64
 import os
+import re
 import secrets
+import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +36,10 @@ class Settings:
     broker_url: str = "memory://"
     public_url: str = "http://127.0.0.1:8080"
     node_id: str = "node-1"
+    # Names the cluster's queues and exchange on the broker, so two clusters can share one.
+    cluster_name: str = "mps"
+    # The shard queues' type: classic, or quorum for a replicated RabbitMQ cluster (README).
+    shard_queue_type: str = "classic"
     session_secret: bytes = field(default=b"", repr=False)
     encryption_key: bytes = field(default=b"", repr=False)
     # Key rotation (SECURITY.md): the secrets being replaced, still accepted, never used to write.
@@ -57,6 +63,10 @@ class Settings:
     housekeeping_interval: float = 600.0
     # How often the API-key uses buffered in memory (request log, lastUsedAt) are written.
     key_usage_interval: float = 1.0
+    # A second listener serving only GET /metrics (mps.http.metrics_listener); None: none. The
+    # public listener serves /metrics only in development, and only to loopback.
+    metrics_port: int | None = None
+    metrics_host: str = "127.0.0.1"
 
     @property
     def development(self) -> bool:
@@ -74,11 +84,32 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--public-url", help="base of payUrl and email links (MPS_PUBLIC_URL)")
     parser.add_argument("--node-id", help="this node's name in a cluster (MPS_NODE_ID)")
     parser.add_argument(
+        "--cluster-name", help="names the cluster's queues on the broker (MPS_CLUSTER_NAME)"
+    )
+    parser.add_argument(
         "--rate-limit-scale",
         type=float,
         help="multiply every rate limit; 0 turns them off (MPS_RATE_LIMIT_SCALE, default 1)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        help="serve GET /metrics on this port too (MPS_METRICS_PORT; host: MPS_METRICS_HOST)",
+    )
     return parser
+
+
+def _cluster_name(name: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", name):
+        msg = "MPS_CLUSTER_NAME must be 1 to 64 letters, digits, '.', '_' or '-'"
+        raise ConfigError(msg)
+    return name
+
+
+def _queue_type(name: str) -> str:
+    if name not in ("classic", "quorum"):
+        msg = "MPS_SHARD_QUEUE_TYPE must be classic or quorum"
+        raise ConfigError(msg)
+    return name
 
 
 def _secret_from_env(env: Mapping[str, str], name: str) -> bytes | None:
@@ -153,6 +184,22 @@ def _scale(value: float | str | None, name: str) -> float:
     return scale
 
 
+def _metrics_port(value: str | None, service_port: int) -> int | None:
+    if not value:
+        return None
+    try:
+        port = int(value)
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        msg = "MPS_METRICS_PORT must be a port number (1 to 65535)"
+        raise ConfigError(msg)
+    if port == service_port:
+        msg = "MPS_METRICS_PORT must differ from the service's port (MPS_PORT)"
+        raise ConfigError(msg)
+    return port
+
+
 def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
     args = _parser().parse_args(list(argv))
     mode = args.mode or env.get("MPS_MODE") or "development"
@@ -217,7 +264,11 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         public_url=(args.public_url or env.get("MPS_PUBLIC_URL") or f"http://{host}:{port}").rstrip(
             "/"
         ),
-        node_id=args.node_id or env.get("MPS_NODE_ID") or "node-1",
+        # Unique per process unless named: two nodes of one name would each ignore the other's
+        # heartbeats (mps.cluster.membership) and never balance.
+        node_id=args.node_id or env.get("MPS_NODE_ID") or f"{socket.gethostname()}-{os.getpid()}",
+        cluster_name=_cluster_name(args.cluster_name or env.get("MPS_CLUSTER_NAME") or "mps"),
+        shard_queue_type=_queue_type(env.get("MPS_SHARD_QUEUE_TYPE") or "classic"),
         session_secret=session_secret,
         encryption_key=encryption_key,
         session_secret_previous=session_secret_previous,
@@ -232,4 +283,6 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         ),
         smtp_url=env.get("MPS_SMTP_URL") or None,
         mail_from=env.get("MPS_MAIL_FROM") or Settings.mail_from,
+        metrics_port=_metrics_port(args.metrics_port or env.get("MPS_METRICS_PORT"), port),
+        metrics_host=env.get("MPS_METRICS_HOST") or Settings.metrics_host,
     )

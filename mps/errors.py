@@ -13,7 +13,8 @@
     ├── UnsupportedMedia    415
     ├── Unprocessable       422        idempotency_key_reuse
     ├── RateLimited         429        with retry_after seconds
-    └── Unavailable         503        unavailable, processor_unavailable
+    └── Unavailable         503        unavailable, processor_unavailable (ShardMoved: with
+                                       Retry-After)
 
     StaleWrite                         a snapshot was written from an older version (our own bug or
     │                                  a concurrent writer); never reaches a client as such
@@ -40,6 +41,7 @@ __all__ = [
     "PaymentDeclined",
     "RateLimited",
     "ServiceError",
+    "ShardMoved",
     "StaleWrite",
     "Unauthenticated",
     "Unavailable",
@@ -146,6 +148,22 @@ class RateLimited(ServiceError):
 class Unavailable(ServiceError):
     status = 503
     code = "unavailable"
+
+    def __init__(
+        self, message: str, *, code: str | None = None, retry_after: int | None = None
+    ) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
+
+class ShardMoved(Unavailable):
+    """The company's shard is no longer this node's (taken over, or being handed over) and the
+    request could not be passed on: nothing was done, and retrying reaches the new owner."""
+
+    def __init__(
+        self, message: str = "The service is moving this account between nodes; retry"
+    ) -> None:
+        super().__init__(message, retry_after=1)
 
 
 class StaleWrite(Exception):

@@ -5,8 +5,11 @@ Past `limit`, requests are refused with Retry-After until the window ends, and e
 request moves the window's end out by one emission interval (`period / limit`, at most to
 `now + period`), so a client that hammers while throttled waits longer [interface 8.2].
 
-State is in memory on this node. The developer-key limit is per node by contract; the others are
-per node for now too (see README, "Limits").
+State is in memory on this node. The developer-key limit is per node by contract, and so are the
+route limits (per user, IP, loginId or payment) and the sign-in limits: they all go through
+`RateLimiter`. The per-user standard limit holds across the nodes of a cluster instead: it goes
+through `mps.quota.SharedLimiter`, which spends blocks of the window leased from the key's one
+authority and applies the same window and throttled-retry rule (`throttled_end`).
 
 `scale` multiplies every limit (MPS_RATE_LIMIT_SCALE), so a load test can raise them without
 editing code; a scale of 0 turns limiting off, and `hit` then returns None.
@@ -25,7 +28,7 @@ from dataclasses import dataclass
 
 from mps.errors import RateLimited
 
-__all__ = ["Limit", "RateLimiter", "Verdict", "scaled"]
+__all__ = ["Limit", "RateLimiter", "Verdict", "scaled", "throttled_end"]
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,16 @@ def scaled(limit: Limit, scale: float) -> Limit:
     return Limit(limit.name, max(1, round(limit.limit * scale)), limit.period)
 
 
+def throttled_end(limit: Limit, ends: float, now: float) -> float:
+    """Where a window that refuses a request made at `now` ends: one emission interval
+    (`period / limit`) further out, but never more than one period from now [8.2]."""
+    return min(max(ends, now) + limit.period / limit.limit, now + limit.period)
+
+
+def _no_hook(_name: str) -> None:
+    pass
+
+
 class RateLimiter:
     def __init__(
         self,
@@ -73,6 +86,7 @@ class RateLimiter:
         *,
         scale: float = 1.0,
         sweep_every: float = 1.0,
+        on_refusal: Callable[[str], None] | None = None,
     ) -> None:
         if scale < 0:
             msg = "the rate limit scale cannot be negative"
@@ -84,6 +98,8 @@ class RateLimiter:
         self._scaled: dict[Limit, Limit] = {}
         self._sweep_every = sweep_every
         self._next_sweep = -math.inf
+        # Told the limit's name at each refusal (the metrics' refusal counter).
+        self._on_refusal = on_refusal or _no_hook
 
     @property
     def enabled(self) -> bool:
@@ -111,9 +127,8 @@ class RateLimiter:
             if window is None or now >= window.ends:
                 window = self._windows[slot] = _Window(now + limit.period)
         if window.count >= limit.limit:
-            window.ends = min(
-                max(window.ends, now) + limit.period / limit.limit, now + limit.period
-            )
+            window.ends = throttled_end(limit, window.ends, now)
+            self._on_refusal(limit.name)
             raise RateLimited(math.ceil(window.ends - now))
         window.count += 1
         return Verdict(limit, limit.limit - window.count, window.ends - now)

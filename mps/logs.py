@@ -27,6 +27,12 @@ gets no filter of its own: add one to it.
 
 This is a safety net, not a licence: code still logs ids (payment, user, request), never the
 secret itself.
+
+`JsonFormatter` writes a record as one JSON object per line (`MPS_LOG_FORMAT=json`, set up by
+run.py) for a log collector: time, level, logger, message, the exception text, and every field
+passed with `extra=`. The filter above runs before any formatter, so what it writes is redacted
+the same way; fields the filter does not redact (anything but strings and numbers) are written
+as their redacted text.
 """
 
 from __future__ import annotations
@@ -34,10 +40,15 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
 
 from mps.domain.cards import luhn_valid
+from mps.domain.clock import iso
 
-__all__ = ["RedactSecrets", "install_redaction", "redact"]
+__all__ = ["JsonFormatter", "RedactSecrets", "install_redaction", "redact"]
 
 REDACTED = "[redacted]"
 
@@ -147,3 +158,35 @@ def install_redaction(logger: logging.Logger | None = None) -> None:
     for handler in (logger or logging.getLogger()).handlers:
         if not any(isinstance(f, RedactSecrets) for f in handler.filters):
             handler.addFilter(RedactSecrets())
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: `time` (UTC, milliseconds), `level`, `logger`, `message`,
+    `exception` and `stack` when there are any, then each `extra=` field under its own name (one
+    that repeats a name above is left out)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        fields: dict[str, Any] = {
+            "time": iso(datetime.fromtimestamp(record.created, UTC)),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        if record.exc_info and not record.exc_text:
+            record.exc_text = self.formatException(record.exc_info)
+        if record.exc_text:
+            fields["exception"] = record.exc_text
+        if record.stack_info:
+            fields["stack"] = self.formatStack(record.stack_info)
+        for name, value in vars(record).items():
+            if name in _STANDARD or name in fields:
+                continue
+            plain = value is None or isinstance(value, str | int | float)
+            fields[name] = value if plain else redact(str(value))
+        try:
+            return orjson.dumps(fields).decode()
+        except orjson.JSONEncodeError:
+            # An integer beyond 64 bits: written as text rather than lose the record.
+            return orjson.dumps(
+                {k: v if isinstance(v, str) else str(v) for k, v in fields.items()}
+            ).decode()

@@ -15,11 +15,13 @@ from mps.adapters.mail import DevMailbox, Mailer
 from mps.auth.credentials import Credentials
 from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
+from mps.cluster.node import ClusterNode
 from mps.config import Settings
 from mps.domain.clock import Clock
 from mps.http.deadlines import Deadlines
 from mps.limits import RateLimiter
 from mps.persistence.database import Database
+from mps.quota import SharedLimiter
 
 __all__ = ["Services"]
 
@@ -37,9 +39,13 @@ class Services:
     keyring: Keyring
     tokens: SessionTokens
     limiter: RateLimiter
+    # The per-user standard limit, held across the cluster; every other limit is `limiter`'s.
+    shared_limiter: SharedLimiter
     credentials: Credentials
     deadlines: Deadlines
     key_usage: KeyUsage
+    # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
+    cluster: ClusterNode | None = None
 
     @property
     def dev_mailbox(self) -> DevMailbox | None:

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from mps.persistence.database import Database, UnitOutcome
+from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import Row, Statement, WriteUnit
 
 
@@ -25,8 +25,10 @@ class WrappedDatabase(Database):
     async def close(self) -> None:
         await self.real.close()
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
-        return await self.real.write(units)
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
+        return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         return await self.real.fetch(sql, *params)
@@ -43,10 +45,12 @@ class SlowDatabase(WrappedDatabase):
         self.most_reads_in_flight = 0
         self.writes: list[int] = []  # units per group commit
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
         self.writes.append(len(units))
         await asyncio.sleep(self.delay)
-        return await self.real.write(units)
+        return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         self.reads_in_flight += 1
@@ -70,11 +74,13 @@ class GatedDatabase(WrappedDatabase):
         self.hold.set()
         self.waiting_writes = 0
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
         if not self.hold.is_set():
             self.waiting_writes += 1
             await self.hold.wait()
-        return await self.real.write(units)
+        return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         if self.error is not None and self.fails(sql):
@@ -91,8 +97,10 @@ class RecordingDatabase(WrappedDatabase):
         self.units: list[WriteUnit] = []
         self.writes: list[int] = []
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
-        outcomes = await self.real.write(units)
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
+        outcomes = await self.real.write(units, fences)
         self.units.extend(units)
         self.writes.append(len(units))
         return outcomes

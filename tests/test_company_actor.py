@@ -21,7 +21,7 @@ from mps.auth.scopes import OWNER_ROLE
 from mps.domain.clock import Clock
 from mps.domain.company import Company
 from mps.errors import NotFound
-from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
+from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.statements import Row, Statement, WriteUnit
 
 pytestmark = pytest.mark.both_backends
@@ -51,12 +51,14 @@ class FaultyDatabase(Database):
     async def close(self) -> None:
         await self.real.close()
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
         if self.break_next_unit and units:
             self.break_next_unit = False
             broken = (*units[0], Statement("INSERT INTO companies (id) VALUES (NULL)"))
             units = [broken, *units[1:]]
-        return await self.real.write(units)
+        return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         return await self.real.fetch(sql, *params)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -16,6 +16,7 @@ from mps.auth.credentials import Credentials
 from mps.auth.principals import SessionPrincipal
 from mps.http.keys import SERVICES
 from mps.persistence.statements import Statement
+from tests.cluster import delete_cluster_queues, new_cluster_name, serve_passed_requests
 from tests.conftest import Clock
 from tests.helpers import Member, sign_up
 
@@ -174,11 +175,18 @@ async def two_nodes(
     aiohttp_client: Callable[..., Any],
     make_app: Callable[..., web.Application],
     amqp_url: str,
-) -> tuple[TestClient[Any, Any], TestClient[Any, Any]]:
-    """Two nodes on one database and one RabbitMQ."""
-    first = await aiohttp_client(make_app(broker_url=amqp_url))
-    second = await aiohttp_client(make_app(broker_url=amqp_url))
-    return first, second
+) -> AsyncIterator[tuple[TestClient[Any, Any], TestClient[Any, Any]]]:
+    """Two nodes of one cluster on one database and one RabbitMQ."""
+    name = new_cluster_name()
+    nodes = []
+    for _ in range(2):
+        node = await aiohttp_client(make_app(broker_url=amqp_url, cluster_name=name))
+        await serve_passed_requests(node)
+        nodes.append(node)
+    yield nodes[0], nodes[1]
+    for node in nodes:
+        await node.close()
+    delete_cluster_queues(amqp_url, name)
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)

@@ -12,6 +12,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
+from tests.cluster import delete_cluster_queues, new_cluster_name, serve_passed_requests
 from tests.conftest import Clock
 
 
@@ -67,11 +68,14 @@ async def test_health_is_down_when_the_database_is_gone(client: TestClient[Any, 
 async def test_production_mode_on_postgres_and_rabbitmq(
     aiohttp_client: Callable[..., Any], settings: Settings, clock: Clock, amqp_url: str
 ) -> None:
-    # given a production server on the real Postgres and RabbitMQ
+    # given a production server on the real Postgres and RabbitMQ, a cluster of one node
+    name = new_cluster_name()
     app: web.Application = build_app(
-        replace(settings, mode="production", broker_url=amqp_url), Overrides(clock=clock)
+        replace(settings, mode="production", broker_url=amqp_url, cluster_name=name),
+        Overrides(clock=clock),
     )
     client: TestClient[Any, Any] = await aiohttp_client(app)
+    await serve_passed_requests(client)
 
     # when
     health = await client.get("/api/v1/health")
@@ -85,6 +89,12 @@ async def test_production_mode_on_postgres_and_rabbitmq(
     assert body["services"]["database"]["status"] == "up"
     assert mailbox.status == 404
     assert explorer.status == 404
+    # and the node serves every shard, having joined the cluster
+    ready = await client.get("/api/v1/health/ready")
+    assert ready.status == 200, await ready.text()
+    assert body["node"]["clustered"] is True
+    await client.close()
+    delete_cluster_queues(amqp_url, name)
 
 
 async def _health_from(

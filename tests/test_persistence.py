@@ -19,7 +19,13 @@ from mps.actors.runtime import (
     stop,
 )
 from mps.errors import KeyAlreadyStored, StaleWrite, Unavailable
-from mps.persistence.database import Database, IntegrityConflict, UnitOutcome, open_database
+from mps.persistence.database import (
+    Database,
+    Fences,
+    IntegrityConflict,
+    UnitOutcome,
+    open_database,
+)
 from mps.persistence.migrations import load_migrations
 from mps.persistence.postgres import PostgresDatabase
 from mps.persistence.statements import (
@@ -91,13 +97,15 @@ class BreakingDatabase(Database):
     async def close(self) -> None:
         await self.real.close()
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
         self.writes += 1
         if self.break_next:
             self.break_next = False
             # Not a unit's own failure (a constraint or a version), so the whole batch fails.
             units = [*units, (Statement("SELECT no_such_column FROM users"),)]
-        return await self.real.write(units)
+        return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         return await self.real.fetch(sql, *params)
@@ -106,7 +114,9 @@ class BreakingDatabase(Database):
 class StuckDatabase(BreakingDatabase):
     """A real database whose writes never finish, as behind a hung network link."""
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
         self.writes += 1
         await asyncio.Event().wait()
         raise AssertionError  # unreachable: the wait above never ends

@@ -20,10 +20,13 @@ class ActorContext:
     database: Database
     persistence: ActorRef[PersistenceActor]
     clock: Clock
+    # (shard, epoch) for the actors of a shard this node took in a cluster: every commit names
+    # it, so a commit made after another node took the shard is refused (mps.actors.persistence).
+    fence: tuple[int, int] | None = None
 
     async def commit(self, *statements: Statement) -> list[list[Row]]:
         """Write the statements as one unit; returns once they are durable. 503 when the writer
         could not confirm it within its deadline: whether the unit landed is then unknown, so
         the caller must not adopt the new state (the next incarnation reloads what is stored)."""
-        result: list[list[Row]] = await ask(self.persistence, Commit(tuple(statements)))
+        result: list[list[Row]] = await ask(self.persistence, Commit(tuple(statements), self.fence))
         return result

@@ -48,11 +48,17 @@ class ActorDirectory(Generic[K, A]):
         self.idle_after = idle_after
         self._live: OrderedDict[K, A] = OrderedDict()
         self._stopping: dict[K, asyncio.Task[None]] = {}
+        self._closed = False
         self.activations = 0
         self.passivations = 0
 
     def __len__(self) -> int:
         return len(self._live)
+
+    def stats(self) -> tuple[int, int]:
+        """(active actors, messages waiting in their mailboxes), read without changing
+        anything; for the metrics scrape, which walks the active actors once."""
+        return len(self._live), sum(actor.inbox.qsize() for actor in self._live.values())
 
     def is_active(self, key: K) -> bool:
         actor = self._live.get(key)
@@ -82,6 +88,10 @@ class ActorDirectory(Generic[K, A]):
         actor.actor_ref.tell(message)
 
     async def _activate(self, key: K) -> A:
+        if self._closed:
+            # Its shard was handed over or the node is stopping: no new incarnation here.
+            msg = f"{self.name} is closed"
+            raise Unavailable(msg, retry_after=1)
         while True:
             actor = self._live.get(key)
             if actor is not None:
@@ -159,7 +169,8 @@ class ActorDirectory(Generic[K, A]):
             self.passivate_idle(loop.time())
 
     async def close(self) -> None:
-        """Passivate everything and wait until every actor has stopped."""
+        """Passivate everything and wait until every actor has stopped; activate nothing more."""
+        self._closed = True
         for key in list(self._live):
             self.passivate(key)
         if self._stopping:

@@ -52,7 +52,10 @@ class PaymentExpiry(Periodic):
     async def run_once(self) -> int:
         """Expire up to one batch of what is overdue now; returns how many overdue payments it
         found (a checkout or cancel may have won some of them in the meantime)."""
-        rows = await payment_queries.overdue(self._database, iso(self._clock()), self._batch)
+        # In a cluster only the owned shards' payments: each is expired by its owner alone,
+        # and after a failover the new owner finds what was due in storage.
+        owned = sorted(self._shards.owned) if self._shards.clustered else None
+        rows = await payment_queries.overdue(self._database, iso(self._clock()), self._batch, owned)
         mine = [r for r in rows if self._shards.owns(r["company_id"])]
         results = await asyncio.gather(
             *(self._shards.ask_payment(r["company_id"], r["id"], Expire()) for r in mine),

@@ -14,13 +14,15 @@ after the loop had a turn, so a large backlog (the first pass after a long outag
 small transactions that other writers' commits interleave with, never one that holds the single
 writer for long. A table is done when a batch deletes fewer than `batch` rows.
 
-A pass runs at start and then every `interval` seconds. In a cluster every node may run it; a
-row two nodes both select is deleted by one, and the other simply deletes fewer.
+A pass runs at start and then every `interval` seconds, on the node for which `when` holds: in a
+cluster, the owner of shard 0, so one node does it (should two overlap during a hand-over, a row
+both select is deleted by one, and the other simply deletes fewer).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from datetime import timedelta
 from typing import NamedTuple
 
@@ -50,13 +52,22 @@ class Swept(NamedTuple):
 
 
 class Housekeeping(Periodic):
-    def __init__(self, context: ActorContext, interval: float, *, batch: int = BATCH) -> None:
+    def __init__(
+        self,
+        context: ActorContext,
+        interval: float,
+        *,
+        batch: int = BATCH,
+        when: Callable[[], bool] = lambda: True,
+    ) -> None:
         super().__init__(interval)
         self._context = context
         self.batch = batch
+        self._when = when
 
     async def tick(self) -> bool:
-        await self.run_once()
+        if self._when():
+            await self.run_once()
         return False
 
     async def run_once(self) -> Swept:

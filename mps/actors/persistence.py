@@ -8,12 +8,19 @@ therefore pays one commit (one fsync) for many writes, and an answer always mean
 A unit that fails its own checks (StaleWrite, IntegrityConflict) is rolled back alone and its
 sender gets that error; the rest of the group commits. If the transaction as a whole fails (the
 database went away), every sender in the group gets `Unavailable` and nothing of it is committed.
+
+A commit made for a shard names the epoch its node took the shard under (`Commit.fence`). When
+another node has taken one of the batch's shards since, the storage refuses the batch (`Fenced`);
+the commits of the lost shards are answered `ShardMoved` (503, Retry-After) and the rest of the
+batch is written again without them, and `on_fenced` tells the node to drop those shards.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +28,8 @@ from pykka._envelope import Envelope
 from pykka.messages import _ActorStop
 
 from mps.actors.runtime import ActorDeadError, AsyncioActor
-from mps.errors import Unavailable
-from mps.persistence.database import Database, UnitOutcome
+from mps.errors import ShardMoved, Unavailable
+from mps.persistence.database import Database, Fenced, UnitOutcome
 from mps.persistence.statements import Statement
 
 __all__ = ["WRITE_DEADLINE", "Commit", "PersistenceActor"]
@@ -38,6 +45,8 @@ class Commit:
     """Statements that commit together or not at all. Reply: the rows each statement returned."""
 
     statements: tuple[Statement, ...]
+    # (shard, epoch) when written by the owner of a shard; None for writes no shard owns.
+    fence: tuple[int, int] | None = None
 
 
 class PersistenceActor(AsyncioActor):
@@ -46,12 +55,21 @@ class PersistenceActor(AsyncioActor):
     expected_errors = (Exception,)
 
     def __init__(
-        self, database: Database, *, max_batch: int = 512, deadline: float = WRITE_DEADLINE
+        self,
+        database: Database,
+        *,
+        max_batch: int = 512,
+        deadline: float = WRITE_DEADLINE,
+        on_fenced: Callable[[frozenset[int]], None] | None = None,
+        observe: Callable[[int, float], None] | None = None,
     ) -> None:
         super().__init__()
         self.database = database
         self.max_batch = max_batch
         self.deadline = deadline
+        self.on_fenced = on_fenced
+        # Told (units, seconds) of each group commit that succeeded (the metrics' histograms).
+        self.observe = observe
         self.commits = 0
         self.units = 0
 
@@ -83,9 +101,65 @@ class PersistenceActor(AsyncioActor):
         return False
 
     async def _commit(self, envelopes: list[Envelope[Any]]) -> None:
+        envelopes = self._without_superseded(envelopes)
+        while envelopes:
+            try:
+                await self._commit_fenced(envelopes)
+                return
+            except Fenced as exc:
+                envelopes = self._refuse_fenced(envelopes, exc.lost)
+
+    def _without_superseded(self, envelopes: list[Envelope[Any]]) -> list[Envelope[Any]]:
+        """Answer the commits made under an older epoch of a shard than another in the batch
+        (a shard lost and taken again): the newer epoch is the only one that can be current."""
+        newest: dict[int, int] = {}
+        for envelope in envelopes:
+            fence = envelope.message.fence
+            if fence is not None and fence[1] > newest.get(fence[0], -1):
+                newest[fence[0]] = fence[1]
+        stale = frozenset(
+            e.message.fence[0]
+            for e in envelopes
+            if e.message.fence is not None and e.message.fence[1] < newest[e.message.fence[0]]
+        )
+        if not stale:
+            return envelopes
+        kept = []
+        for envelope in envelopes:
+            fence = envelope.message.fence
+            if fence is not None and fence[1] < newest[fence[0]]:
+                self._answer_moved(envelope)
+            else:
+                kept.append(envelope)
+        return kept
+
+    def _refuse_fenced(
+        self, envelopes: list[Envelope[Any]], lost: frozenset[int]
+    ) -> list[Envelope[Any]]:
+        logger.warning("shards %s were taken over by another node; dropping them", sorted(lost))
+        if self.on_fenced is not None:
+            self.on_fenced(lost)
+        kept = []
+        for envelope in envelopes:
+            fence = envelope.message.fence
+            if fence is not None and fence[0] in lost:
+                self._answer_moved(envelope)
+            else:
+                kept.append(envelope)
+        return kept
+
+    @staticmethod
+    def _answer_moved(envelope: Envelope[Any]) -> None:
+        if envelope.reply_to is not None:
+            envelope.reply_to.set_exception((ShardMoved, ShardMoved(), None))
+
+    async def _commit_fenced(self, envelopes: list[Envelope[Any]]) -> None:
+        started = time.perf_counter()
         self.busy = True
         try:
             outcomes = await self._write(envelopes)
+        except Fenced:
+            raise
         except Exception as exc:
             logger.exception("group commit of %d units failed", len(envelopes))
             error = Unavailable("the database is unavailable; nothing was written")
@@ -116,14 +190,19 @@ class PersistenceActor(AsyncioActor):
                 envelope.reply_to.set_exception((type(outcome), outcome, None))
             else:
                 envelope.reply_to.set(outcome)
+        if self.observe is not None:
+            self.observe(len(envelopes), time.perf_counter() - started)
 
     async def _write(self, envelopes: list[Envelope[Any]]) -> list[UnitOutcome]:
         """The batch's outcomes. Past `deadline` its writers are answered 503 at once (whether
         it landed is unknown to them); the write itself is not interrupted, since a transaction
         cut off mid-way leaves the connection in an unknown state, and the next batch waits
         for it to end."""
+        fences = {
+            e.message.fence[0]: e.message.fence[1] for e in envelopes if e.message.fence is not None
+        }
         write = asyncio.ensure_future(
-            self.database.write([e.message.statements for e in envelopes])
+            self.database.write([e.message.statements for e in envelopes], fences)
         )
         try:
             return await asyncio.wait_for(asyncio.shield(write), self.deadline)

@@ -203,6 +203,10 @@ class AsyncioInbox:
     def empty(self) -> bool:
         return not self._items
 
+    def qsize(self) -> int:
+        """How many envelopes wait (for metrics; the actor itself only asks `empty`)."""
+        return len(self._items) if self._items else 0
+
 
 class _StoppedFlag:
     """What pykka reads of `actor_stopped` (`is_set`, `set`), without the Condition, Lock and

@@ -1,31 +1,43 @@
-"""Shards: the unit of ownership of companies between the nodes of a cluster.
+"""The shards this node owns and the actors living in them.
 
-A company belongs to shard `crc32(company_id) % shard_count`, fixed for the life of the cluster.
-All of a company's actors (the company actor and its payments' actors) live in its shard, so moving
-a shard to another node moves whole companies and never splits one. A single process owns every
-shard; the cluster mode changes only which shards `ShardRouter.owned` holds.
+A company belongs to a fixed shard (`mps.domain.shards`); all of its actors live there, so moving a
+shard moves whole companies. A single process owns every shard from the start. In a cluster the
+node takes a shard when the broker makes it the shard's owner (`mps.cluster`), under an epoch
+that every commit of the shard's actors names, and gives it up when it hands it over or loses it.
+
+Asking an actor of a shard this node does not own raises `ShardElsewhere`: the HTTP layer then
+passes the whole request to the owner. While a shard is being taken or handed over, asks for it
+wait until that is done, then go to the owner, whoever it is.
 """
 
 from __future__ import annotations
 
 import asyncio
-import zlib
+import contextlib
+import logging
 from collections.abc import Callable
 from typing import Any
 
 from mps.actors.company import CompanyActor
 from mps.actors.directory import ActorDirectory
 from mps.actors.payment import PaymentActor
-from mps.errors import Unavailable
+from mps.actors.runtime import ActorDeadError
+from mps.domain.shards import shard_of
+from mps.errors import ShardMoved
 
-__all__ = ["Shard", "ShardRouter", "shard_of"]
+__all__ = ["PaymentKey", "Shard", "ShardElsewhere", "ShardRouter", "shard_of"]
 
-
-def shard_of(company_id: str, shard_count: int) -> int:
-    return zlib.crc32(company_id.encode()) % shard_count
-
+logger = logging.getLogger(__name__)
 
 PaymentKey = tuple[str, str]  # (company id, payment id)
+
+
+class ShardElsewhere(Exception):
+    """The company's shard is owned by another node: the request must go there."""
+
+    def __init__(self, shard: int) -> None:
+        super().__init__(f"shard {shard} is owned by another node")
+        self.shard = shard
 
 
 class Shard:
@@ -34,60 +46,168 @@ class Shard:
         index: int,
         companies: ActorDirectory[str, CompanyActor],
         payments: ActorDirectory[PaymentKey, PaymentActor],
+        epoch: int | None = None,
     ) -> None:
         self.index = index
         self.companies = companies
         self.payments = payments
-
-    async def close(self) -> None:
-        # Companies ask payments, so payments stop last.
-        await self.companies.close()
-        await self.payments.close()
-
-
-class ShardRouter:
-    def __init__(
-        self,
-        shard_count: int,
-        make_shard: Callable[[int], Shard],
-        owned: set[int] | None = None,
-    ) -> None:
-        self.shard_count = shard_count
-        self._make_shard = make_shard
-        indexes = owned if owned is not None else set(range(shard_count))
-        self.owned: dict[int, Shard] = {i: make_shard(i) for i in indexes}
+        # The epoch this node took the shard under; None when it owns every shard alone.
+        self.epoch = epoch
+        self.in_flight = 0
+        self._idle = asyncio.Event()
+        self._idle.set()
         self._sweepers: list[asyncio.Task[None]] = []
-
-    def shard(self, company_id: str) -> Shard:
-        index = shard_of(company_id, self.shard_count)
-        shard = self.owned.get(index)
-        if shard is None:
-            # Until the cluster mode forwards commands to the owning node, a shard we do not own
-            # is an outage for its companies, not something to guess around.
-            msg = "this node does not own the company's shard"
-            raise Unavailable(msg)
-        return shard
-
-    def owns(self, company_id: str) -> bool:
-        return shard_of(company_id, self.shard_count) in self.owned
-
-    async def ask_company(self, company_id: str, message: Any) -> Any:
-        return await self.shard(company_id).companies.ask(company_id, message)
-
-    async def tell_company(self, company_id: str, message: Any) -> None:
-        await self.shard(company_id).companies.tell(company_id, message)
-
-    async def ask_payment(self, company_id: str, payment_id: str, message: Any) -> Any:
-        return await self.shard(company_id).payments.ask((company_id, payment_id), message)
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
-        for shard in self.owned.values():
-            self._sweepers.append(loop.create_task(shard.companies.run_sweeper()))
-            self._sweepers.append(loop.create_task(shard.payments.run_sweeper()))
+        self._sweepers = [
+            loop.create_task(self.companies.run_sweeper()),
+            loop.create_task(self.payments.run_sweeper()),
+        ]
+
+    def enter(self) -> None:
+        self.in_flight += 1
+        self._idle.clear()
+
+    def leave(self) -> None:
+        self.in_flight -= 1
+        if self.in_flight == 0:
+            self._idle.set()
+
+    async def drained(self) -> None:
+        """Return once no ask is in flight in this shard."""
+        await self._idle.wait()
 
     async def close(self) -> None:
         for task in self._sweepers:
             task.cancel()
         await asyncio.gather(*self._sweepers, return_exceptions=True)
+        # Companies ask payments, so payments stop last.
+        await self.companies.close()
+        await self.payments.close()
+
+
+MakeShard = Callable[[int, int | None], Shard]
+
+
+class ShardRouter:
+    """The shards this node owns. `clustered=False` owns all of them for good, with no epochs."""
+
+    def __init__(self, shard_count: int, make_shard: MakeShard, *, clustered: bool = False) -> None:
+        self.shard_count = shard_count
+        self.clustered = clustered
+        self._make_shard = make_shard
+        self.owned: dict[int, Shard] = {}
+        # Shards being taken or handed over: asks for them wait for the change to finish.
+        self._changing: dict[int, asyncio.Future[None]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
+        if not clustered:
+            self.owned = {i: make_shard(i, None) for i in range(shard_count)}
+
+    def index(self, company_id: str) -> int:
+        return shard_of(company_id, self.shard_count)
+
+    def owns(self, company_id: str) -> bool:
+        return self.index(company_id) in self.owned
+
+    def owns_shard(self, index: int) -> bool:
+        return index in self.owned
+
+    def require(self, company_id: str) -> None:
+        """Raise `ShardElsewhere` unless this node owns (or is taking) the company's shard."""
+        index = self.index(company_id)
+        if index not in self.owned and index not in self._changing:
+            raise ShardElsewhere(index)
+
+    async def _enter(self, company_id: str) -> Shard:
+        index = self.index(company_id)
+        while (change := self._changing.get(index)) is not None:
+            await asyncio.shield(change)
+        shard = self.owned.get(index)
+        if shard is None:
+            raise ShardElsewhere(index)
+        shard.enter()
+        return shard
+
+    async def ask_company(self, company_id: str, message: Any) -> Any:
+        shard = await self._enter(company_id)
+        try:
+            return await shard.companies.ask(company_id, message)
+        except ActorDeadError as exc:
+            # The shard was dropped under this ask (taken over): nothing answered it.
+            raise ShardMoved from exc
+        finally:
+            shard.leave()
+
+    async def tell_company(self, company_id: str, message: Any) -> None:
+        shard = await self._enter(company_id)
+        try:
+            await shard.companies.tell(company_id, message)
+        finally:
+            shard.leave()
+
+    async def ask_payment(self, company_id: str, payment_id: str, message: Any) -> Any:
+        shard = await self._enter(company_id)
+        try:
+            return await shard.payments.ask((company_id, payment_id), message)
+        except ActorDeadError as exc:
+            raise ShardMoved from exc
+        finally:
+            shard.leave()
+
+    # Ownership changes, made by the cluster node (mps.cluster.node).
+
+    def begin_change(self, index: int) -> None:
+        """Asks for the shard wait from now until `end_change`."""
+        if index not in self._changing:
+            self._changing[index] = asyncio.get_running_loop().create_future()
+
+    def end_change(self, index: int) -> None:
+        change = self._changing.pop(index, None)
+        if change is not None and not change.done():
+            change.set_result(None)
+
+    def adopt(self, index: int, epoch: int) -> Shard:
+        """Own shard `index` under `epoch` from now on."""
+        shard = self._make_shard(index, epoch)
+        shard.start()
+        self.owned[index] = shard
+        return shard
+
+    async def hand_over(self, index: int, *, drain_within: float) -> None:
+        """Stop owning shard `index` cleanly: wait (at most `drain_within` seconds) for the asks
+        in flight, then stop its actors, so whatever they wrote is committed before the next
+        owner takes over. Call between `begin_change` and `end_change`."""
+        shard = self.owned.get(index)
+        if shard is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain_within):
+                await shard.drained()
+        del self.owned[index]
+        await shard.close()
+
+    def drop(self, index: int) -> None:
+        """Stop owning shard `index` at once (another node has it already). Its actors stop in
+        the background; whatever they still try to commit is refused by the epoch check."""
+        shard = self.owned.pop(index, None)
+        if shard is None:
+            return
+        task = asyncio.get_running_loop().create_task(shard.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+
+    def drop_all(self) -> None:
+        for index in list(self.owned):
+            self.drop(index)
+
+    def start(self) -> None:
+        for shard in self.owned.values():
+            shard.start()
+
+    async def close(self) -> None:
+        for change in list(self._changing):
+            self.end_change(change)
         await asyncio.gather(*(shard.close() for shard in self.owned.values()))
+        self.owned.clear()
+        await asyncio.gather(*self._closing, return_exceptions=True)

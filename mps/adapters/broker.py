@@ -174,8 +174,13 @@ class AmqpBroker:
                 if not returned.done():
                     returned.set_result(None)
 
-            await probe.consume(on_message)
-            await returned
+            tag = await probe.consume(on_message)
+            try:
+                await returned
+            finally:
+                # Cancelled before the queue goes, or the broker cancels it and says so in the log.
+                with contextlib.suppress(Exception):
+                    await probe.cancel(tag)
         finally:
             with contextlib.suppress(Exception):
                 await probe.delete(if_unused=False, if_empty=False)

@@ -30,6 +30,8 @@ CODE_TTL = timedelta(minutes=10)
 MAX_FAILED_CODES = 5
 # A login may ask for fresh codes for this long; each code itself lives CODE_TTL.
 LOGIN_TTL = timedelta(hours=1)
+# One owned shard of 64 is found within 1,000 random ids but for odds of about 1e-7.
+_COMPANY_ID_TRIES = 1000
 
 
 def normalize_email(email: str) -> str:
@@ -44,12 +46,23 @@ async def sign_up(
     services: Services, company_name: str, email: str, name: str | None
 ) -> dict[str, Any]:
     email = normalize_email(email)
-    company_id = new_id("co")
+    company_id = _new_company_id(services)
     user_id = await services.shards.ask_company(
         company_id, CreateCompany(company_name, email, name)
     )
     login = await _create_login(services, email, user_id, company_id, send=True)
     return {"loginId": login["id"], "companyId": company_id, "expiresAt": login["expiresAt"]}
+
+
+def _new_company_id(services: Services) -> str:
+    """A new company's id, in a shard this node owns when it owns any, so that a sign-up is
+    served here rather than passed to another node of a cluster. Ids stay uniformly random
+    within the owned shards; a node that owns none passes the sign-up on, and the owner picks."""
+    for _ in range(_COMPANY_ID_TRIES):
+        company_id = new_id("co")
+        if services.shards.owns(company_id):
+            return company_id
+    return company_id
 
 
 async def start_login(services: Services, email: str) -> dict[str, Any]:
@@ -141,6 +154,7 @@ async def verify_code(
     and the code stays usable (and no try is counted), so the person who holds it can name
     another company. Both checks are conditional updates, safe however many requests race.
     """
+    await _serve_here(services, login_id, company_id)
     now = iso(services.clock())
     # A code mailed just before a session-secret rotation is stored under the previous secret:
     # each hash the code may be stored as is tried, the current one first (SECURITY.md).
@@ -165,6 +179,21 @@ async def verify_code(
     user_id: str = rows[0][0]["user_id"]
     chosen = company_id or rows[0][0]["company_id"] or await _first_company(services, user_id)
     return await _open_session(services, user_id, chosen, mode or "test")
+
+
+async def _serve_here(services: Services, login_id: str, company_id: str | None) -> None:
+    """In a cluster, make sure the session's company is served by this node before the code is
+    spent: if another node owns it, the whole request is passed there (`ShardElsewhere`), and a
+    code spent here first would be refused there. Reads only; names nothing to the client."""
+    login = await q.login_by_id(services.database, login_id)
+    if login is None or login["user_id"] is None:
+        return
+    target = company_id or login["company_id"]
+    if target is None:
+        found = await q.memberships(services.database, login["user_id"])
+        target = found[0]["company_id"] if found else None
+    if target is not None:
+        services.shards.require(target)
 
 
 async def _first_company(services: Services, user_id: str) -> str:

@@ -11,21 +11,36 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
 from mps.http import unparsed
+from mps.http.metrics_listener import scrape_handler
 from mps.http.middlewares import envelope_middleware
 from mps.http.pipeline import MAX_BODY, endpoint
+from mps.http.request_metrics import request_metrics
 from mps.http.routing import Route
 from mps.http.security import secure_response
+from mps.metrics import Metrics
 
 __all__ = ["create_app", "is_loopback_request"]
 
 # A Host header: a name or IPv4 address, or a bracketed IPv6 address, then an optional port.
 _HOST = re.compile(r"(?P<name>\[[^\[\]]+\]|[^:\[\]]+)(?::[0-9]{1,5})?")
 
+# Served on this listener in development only, to loopback (mps.http.metrics_listener).
+METRICS_PATH = "/metrics"
 
-def create_app(routes: Iterable[Route], *, development: bool) -> web.Application:
+
+def create_app(
+    routes: Iterable[Route], *, development: bool, metrics: Metrics | None = None
+) -> web.Application:
+    """The app serving `routes`; with `metrics`, every request is counted into it, and in
+    development `GET /metrics` answers loopback requests."""
     chosen = [route for route in routes if development or not route.development_only]
     gated = frozenset(route.full_path for route in chosen if route.development_only)
-    middlewares: list[Middleware] = [envelope_middleware]
+    scrape = scrape_handler(metrics) if development and metrics is not None else None
+    if scrape is not None:
+        gated |= {METRICS_PATH}
+    # Outermost, so the count includes the envelope's answers and aiohttp's own 404 and 405.
+    middlewares: list[Middleware] = [request_metrics(metrics)] if metrics is not None else []
+    middlewares.append(envelope_middleware)
     if gated:
         middlewares.append(_loopback_only(gated))
     # Requests aiohttp cannot parse are answered before the app sees them: in the envelope too.
@@ -35,6 +50,8 @@ def create_app(routes: Iterable[Route], *, development: bool) -> web.Application
     app.on_response_prepare.append(secure_response)
     for route in chosen:
         app.router.add_route(route.method, route.full_path, endpoint(route))
+    if scrape is not None:
+        app.router.add_get(METRICS_PATH, scrape)
     return app
 
 

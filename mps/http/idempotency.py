@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import re
 from collections.abc import Awaitable, Callable
@@ -32,6 +33,7 @@ import orjson
 from aiohttp import web
 
 from mps.actors.company import ClaimKey, ReleaseKey
+from mps.actors.shards import ShardElsewhere
 from mps.domain.clock import iso
 from mps.errors import BadRequest, KeyAlreadyStored, ServiceError, Unavailable, Unprocessable
 from mps.http.render import reply_body
@@ -174,8 +176,10 @@ async def run_idempotent(
                 return _replay(found, claim, services)
         return response
     finally:
-        # Told, not asked: nothing waits on the release but the duplicates it wakes.
-        await services.shards.tell_company(company_id, ReleaseKey(claim.key))
+        # Told, not asked: nothing waits on the release but the duplicates it wakes. A shard
+        # handed over meanwhile took the claim with its actor: nothing is left to release.
+        with contextlib.suppress(ShardElsewhere):
+            await services.shards.tell_company(company_id, ReleaseKey(claim.key))
 
 
 async def _stored(services: Services, claim: Claim) -> Row | None:

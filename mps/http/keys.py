@@ -11,6 +11,8 @@ __all__ = [
     "API_VERSION",
     "CSP_NONCE",
     "EXPLICIT_VERSION",
+    "PASSED",
+    "RELAYED",
     "REQUEST_ID",
     "ROUTE_TABLE",
     "SERVICES",
@@ -29,3 +31,7 @@ EXPLICIT_VERSION: web.RequestKey[str | None] = web.RequestKey("explicit_version"
 # The Content Security Policy nonce of the page being rendered; made on first use, see
 # `mps.http.security.csp_nonce`.
 CSP_NONCE = web.RequestKey("csp_nonce", str)
+# A request another node passed to this one, the owner of its shard (mps.http.forwarded).
+PASSED = web.RequestKey("passed", bool)
+# A response relayed whole from the owning node: its headers are already the final ones.
+RELAYED = web.ResponseKey("relayed", bool)

@@ -9,6 +9,7 @@ from aiohttp.typedefs import Handler
 
 from mps.domain.ids import request_id
 from mps.errors import BadRequest
+from mps.http.forwarded import passed_request_id
 from mps.http.keys import API_VERSION, EXPLICIT_VERSION, REQUEST_ID
 from mps.http.pipeline import to_service_error
 from mps.http.render import error_response
@@ -19,7 +20,7 @@ __all__ = ["envelope_middleware"]
 
 @web.middleware
 async def envelope_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    rid = request_id()
+    rid = passed_request_id(request) or request_id()
     request[REQUEST_ID] = rid
     try:
         explicit = parse_version(request.headers.get("X-Api-Version"))

@@ -3,6 +3,10 @@
     credential -> API version -> scope -> rate limits -> query and body validation
     -> handler -> response (versioned) -> API-key request log
 
+A handler that asks an actor of a shard another node owns (`ShardElsewhere`) has done nothing
+yet; the whole request is then passed to that node and its answer returned as it is
+(mps.http.passing).
+
 Errors at any step become the error envelope here, so the key log records the real status.
 """
 
@@ -14,6 +18,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from mps.actors.shards import ShardElsewhere
 from mps.auth.api_keys import looks_like_api_key
 from mps.auth.authenticate import bearer_token
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
@@ -36,7 +41,8 @@ from mps.http.idempotency import (
     stored_response,
     validate_key,
 )
-from mps.http.keys import API_VERSION, EXPLICIT_VERSION, REQUEST_ID, SERVICES
+from mps.http.keys import API_VERSION, EXPLICIT_VERSION, PASSED, REQUEST_ID, SERVICES
+from mps.http.passing import pass_on
 from mps.http.render import error_response, json_response, reply_body
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.routing import Auth, Call, Route
@@ -120,15 +126,18 @@ def _authorize(route: Route, principal: Principal | None) -> None:
         raise Forbidden(f"This needs the {route.scope} scope", code="insufficient_scope")
 
 
-def _apply_limits(call: Call) -> Verdict | None:
-    """Count the request against every limit that applies; the tightest verdict is reported."""
+async def _apply_limits(call: Call) -> Verdict | None:
+    """Count the request against every limit that applies; the tightest verdict is reported.
+
+    The standard limit holds across the cluster (`mps.quota`): it awaits only when this node
+    has no allowance left for the user. The others are counted on this node (`mps.limits`)."""
     services, route, principal = call.services, call.route, call.principal
     limiter = services.limiter
     if not limiter.enabled:
         return None
     verdicts: list[Verdict | None] = []
     if isinstance(principal, SessionPrincipal):
-        verdicts.append(limiter.hit(STANDARD_LIMIT, principal.rate_key))
+        verdicts.append(await services.shared_limiter.hit(STANDARD_LIMIT, principal.rate_key))
     elif isinstance(principal, ApiKeyPrincipal):
         verdicts.append(limiter.hit(DEVELOPER_LIMIT, principal.rate_key))
     for rule in route.limits:
@@ -177,7 +186,8 @@ def endpoint(route: Route) -> Any:
                 request[API_VERSION] = principal.api_version
             _authorize(route, principal)
             call = Call(request, services, route, request_id, principal)
-            verdict = _apply_limits(call)
+            # A request passed on by another node was counted there.
+            verdict = None if request.get(PASSED) else await _apply_limits(call)
             call.query = validate(route.query, _query_dict(request)) if route.query else {}
             # Pages for people keep whatever a shared link carries (?utm_source=...).
             if route.query is None and request.query and route.api:
@@ -187,27 +197,32 @@ def endpoint(route: Route) -> Any:
                 call.body = validate(route.body, raw_body)
             elif request.body_exists and (await request.read()).strip():
                 raise BadRequest("This route takes no request body")
-            key = request.headers.get("Idempotency-Key")
-            if key is not None and route.idempotent:
-                checked = validate_key(key)
-                response = await services.deadlines.run(
-                    lambda: _run_with_key(call, checked, raw_body)
-                )
-            else:
-                reply = await services.deadlines.run(lambda: route.handler(call))
-                response = _render(reply, route, request)
+            try:
+                response = await _run(call, raw_body)
+            except ShardElsewhere as elsewhere:
+                response = await pass_on(services, request, elsewhere.shard)
             if verdict is not None:
                 response.headers["RateLimit-Policy"] = verdict.limit.policy_header
                 response.headers["RateLimit"] = verdict.header
         except Exception as exc:
             error = to_service_error(exc, request)
             response = error_response(error, request_id, request[API_VERSION])
-        if isinstance(principal, ApiKeyPrincipal):
+        if isinstance(principal, ApiKeyPrincipal) and not request.get(PASSED):
             _log_key_use(services, principal, request, response.status)
         return response
 
     handle.__name__ = route.handler.__name__
     return handle
+
+
+async def _run(call: Call, raw_body: Any) -> web.StreamResponse:
+    route, request, services = call.route, call.request, call.services
+    key = request.headers.get("Idempotency-Key")
+    if key is not None and route.idempotent:
+        checked = validate_key(key)
+        return await services.deadlines.run(lambda: _run_with_key(call, checked, raw_body))
+    reply = await services.deadlines.run(lambda: route.handler(call))
+    return _render(reply, route, request)
 
 
 async def _run_with_key(call: Call, key: str, raw_body: Any) -> web.StreamResponse:

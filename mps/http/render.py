@@ -8,7 +8,7 @@ import orjson
 from aiohttp import web
 
 from mps.domain.clock import iso, utcnow
-from mps.errors import MethodNotAllowed, RateLimited, ServiceError, ValidationFailed
+from mps.errors import MethodNotAllowed, RateLimited, ServiceError, Unavailable, ValidationFailed
 from mps.http.replies import Aggregate, Page, Reply, Resource
 from mps.http.versions import apply_transforms, version_headers
 
@@ -55,7 +55,7 @@ def json_response(status: int, body: dict[str, Any], request_id: str, version: s
 
 def error_response(error: ServiceError, request_id: str, version: str) -> web.Response:
     response = json_response(error.status, error_body(error, request_id), request_id, version)
-    if isinstance(error, RateLimited):
+    if isinstance(error, RateLimited | Unavailable) and error.retry_after is not None:
         response.headers["Retry-After"] = str(error.retry_after)
     if isinstance(error, MethodNotAllowed) and error.allowed:
         response.headers["Allow"] = ", ".join(sorted(error.allowed))

@@ -37,7 +37,7 @@ import secrets
 
 from aiohttp import web
 
-from mps.http.keys import CSP_NONCE
+from mps.http.keys import CSP_NONCE, RELAYED
 
 __all__ = ["SERVER", "answer_headers", "csp_nonce", "secure_response", "static_page"]
 
@@ -109,6 +109,8 @@ def answer_headers() -> dict[str, str]:
 
 async def secure_response(request: web.Request, response: web.StreamResponse) -> None:
     """The application's `on_response_prepare` signal: put the headers above on `response`."""
+    if response.get(RELAYED):
+        return  # the owning node's answer, whose headers it set already (mps.cluster)
     headers = response.headers
     headers["Server"] = SERVER
     headers["X-Content-Type-Options"] = "nosniff"

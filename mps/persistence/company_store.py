@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from mps.domain.company import Company
+from mps.domain.shards import shard_of
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -31,6 +32,7 @@ def company_insert(company: Company) -> Statement:
             "created_at": company.created_at,
             "updated_at": company.created_at,
             "data": orjson.dumps(company.data_json()).decode(),
+            "shard": shard_of(company.id),
         },
     )
 

@@ -4,17 +4,30 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from mps.errors import StaleWrite, Unavailable
 from mps.persistence.statements import Row, WriteUnit
 
-__all__ = ["Database", "IntegrityConflict", "UnitOutcome", "open_database"]
+__all__ = ["Database", "Fenced", "Fences", "IntegrityConflict", "UnitOutcome", "open_database"]
 
 
 class IntegrityConflict(Exception):
     """A write broke a uniqueness or key constraint: someone else created that row first."""
+
+
+class Fenced(Exception):
+    """Another node took these shards since this one did: a batch writing for them must not
+    commit (mps.persistence.shard_store). Nothing of the batch was written."""
+
+    def __init__(self, lost: frozenset[int]) -> None:
+        super().__init__(f"shards taken over by another node: {sorted(lost)}")
+        self.lost = lost
+
+
+# The epoch each shard written for was taken under, by shard.
+Fences = Mapping[int, int]
 
 
 # Per write unit: the rows each of its statements returned, or the error that rolled it back.
@@ -40,8 +53,15 @@ class Database(abc.ABC):
     @abc.abstractmethod
     async def close(self) -> None: ...
 
-    async def write(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
         """Apply every unit in one transaction, as if each were inside its own savepoint.
+
+        `fences` names the epoch of each shard the units write for. The transaction first reads
+        those shards' epochs under a shared lock, which a new owner's bump waits for, and raises
+        `Fenced` if any moved on: a former owner's batch then commits nothing, however late it
+        runs, and a batch that got its locks first commits before the new owner takes over.
 
         A unit that fails (StaleWrite, IntegrityConflict) is rolled back alone and reported in its
         slot; the others commit. When this returns, every unit reported as rows is durable. An
@@ -52,22 +72,33 @@ class Database(abc.ABC):
         again with a savepoint per unit.
         """
         try:
-            return list(await self._write_together(units))
+            return list(await self._write_together(units, fences or {}))
         except (StaleWrite, IntegrityConflict) as exc:
             if len(units) == 1:
                 return [exc]
-        return await self._write_isolated(units)
+        return await self._write_isolated(units, fences or {})
 
     # The two ways of running a batch that `write` chooses between. Backends implement both;
     # they are not abstract so that a wrapper which overrides `write` itself need not.
 
-    async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
+    async def _write_together(
+        self, units: Sequence[WriteUnit], fences: Fences
+    ) -> list[list[list[Row]]]:
         """All units in one transaction without savepoints; any failing unit aborts all."""
         raise NotImplementedError
 
-    async def _write_isolated(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def _write_isolated(
+        self, units: Sequence[WriteUnit], fences: Fences
+    ) -> list[UnitOutcome]:
         """All units in one transaction, each in its own savepoint."""
         raise NotImplementedError
+
+    @staticmethod
+    def _check_fences(fences: Fences, current: Mapping[int, int]) -> None:
+        """Raise `Fenced` for every shard whose current epoch is not the one written under."""
+        lost = frozenset(s for s, epoch in fences.items() if current.get(s) != epoch)
+        if lost:
+            raise Fenced(lost)
 
     async def fetch(self, sql: str, *params: Any) -> list[Row]:
         """The rows of one read. Raises `Unavailable` when the database cannot answer in time,

@@ -16,7 +16,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import asyncpg
 
 from mps.errors import StaleWrite
-from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
+from mps.persistence.database import Database, Fenced, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
@@ -117,11 +117,25 @@ class PostgresDatabase(Database):
         finally:
             await conn.execute("SELECT pg_advisory_unlock($1)", _MIGRATION_LOCK)
 
-    async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
+    async def _fence(self, conn: asyncpg.Connection, fences: Fences) -> None:
+        if not fences:
+            return
+        # FOR SHARE: a node taking one of these shards (an UPDATE of its row) waits until this
+        # transaction ends, so no batch under the old epoch commits after the new one is taken.
+        rows = await conn.fetch(
+            "SELECT shard, epoch FROM shard_epochs WHERE shard = ANY($1::int[]) FOR SHARE",
+            list(fences),
+        )
+        self._check_fences(fences, {r["shard"]: r["epoch"] for r in rows})
+
+    async def _write_together(
+        self, units: Sequence[WriteUnit], fences: Fences
+    ) -> list[list[list[Row]]]:
         conn = await self._writer_connection()
         outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
         try:
             async with conn.transaction():
+                await self._fence(conn, fences)
                 for step in plan_batch(units):
                     if step.many:
                         await self._apply_many(conn, step)
@@ -129,7 +143,7 @@ class PostgresDatabase(Database):
                         unit, position, statement = step.members[0]
                         outcomes[unit][position] = await self._apply(conn, statement)
                 return outcomes
-        except (StaleWrite, IntegrityConflict):
+        except (StaleWrite, IntegrityConflict, Fenced):
             raise
         except BaseException:
             self._drop_if_stuck(conn)
@@ -141,11 +155,14 @@ class PostgresDatabase(Database):
         if not conn.is_closed() and conn.is_in_transaction():
             conn.terminate()
 
-    async def _write_isolated(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def _write_isolated(
+        self, units: Sequence[WriteUnit], fences: Fences
+    ) -> list[UnitOutcome]:
         conn = await self._writer_connection()
         outcomes: list[UnitOutcome] = []
         try:
             async with conn.transaction():
+                await self._fence(conn, fences)
                 for unit in units:
                     try:
                         async with conn.transaction():  # nested: a savepoint
@@ -153,6 +170,8 @@ class PostgresDatabase(Database):
                     except (StaleWrite, IntegrityConflict) as exc:
                         outcome = exc
                     outcomes.append(outcome)
+        except Fenced:
+            raise
         except BaseException:
             self._drop_if_stuck(conn)
             raise

@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import aiosqlite
 
 from mps.errors import StaleWrite
-from mps.persistence.database import Database, IntegrityConflict, UnitOutcome
+from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
@@ -163,11 +163,26 @@ class SqliteDatabase(Database):
                 raise
             await conn.execute("COMMIT")
 
-    async def _write_together(self, units: Sequence[WriteUnit]) -> list[list[list[Row]]]:
+    async def _fence(self, conn: aiosqlite.Connection, fences: Fences) -> None:
+        if not fences:
+            return
+        # BEGIN IMMEDIATE holds the file's write lock, so no other node bumps an epoch until
+        # this transaction ends: a plain read is enough.
+        marks = ", ".join("?" for _ in fences)
+        cursor = await conn.execute(
+            f"SELECT shard, epoch FROM shard_epochs WHERE shard IN ({marks})",
+            tuple(fences),
+        )
+        self._check_fences(fences, {row[0]: row[1] for row in await cursor.fetchall()})
+
+    async def _write_together(
+        self, units: Sequence[WriteUnit], fences: Fences
+    ) -> list[list[list[Row]]]:
         conn = self._w
         outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
         await conn.execute("BEGIN IMMEDIATE")
         try:
+            await self._fence(conn, fences)
             for step in plan_batch(units):
                 if step.many:
                     await self._apply_many(conn, step)
@@ -181,11 +196,14 @@ class SqliteDatabase(Database):
             raise
         return outcomes
 
-    async def _write_isolated(self, units: Sequence[WriteUnit]) -> list[UnitOutcome]:
+    async def _write_isolated(
+        self, units: Sequence[WriteUnit], fences: Fences
+    ) -> list[UnitOutcome]:
         conn = self._w
         outcomes: list[UnitOutcome] = []
         await conn.execute("BEGIN IMMEDIATE")
         try:
+            await self._fence(conn, fences)
             for unit in units:
                 await conn.execute("SAVEPOINT unit")
                 try:

@@ -4,6 +4,7 @@ service is not part of this build; nothing is reported up without being checked.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -69,14 +70,17 @@ async def health(call: Call) -> web.Response:
     # Details are for signed-in members and loopback callers only (decisions 14).
     # Peer and Host both loopback: a page on another site, rebinding its name to 127.0.0.1 in a
     # developer's browser, reaches us from loopback but names its own host.
-    if not is_loopback_request(call.request) and call.principal is None:
+    detailed = is_loopback_request(call.request) or call.principal is not None
+    if not detailed:
         states = {name: {"status": s["status"]} for name, s in states.items()}
-    body = {
+    body: dict[str, Any] = {
         "ok": overall != "down",
         "requestId": call.request_id,
         "status": overall,
         "services": states,
     }
+    if detailed:
+        body["node"] = _node(call.services)
     status = 503 if overall == "down" else 200
     return json_response(status, body, call.request_id, call.request[API_VERSION])
 
@@ -85,12 +89,42 @@ async def live(call: Call) -> Resource:
     return Resource({"status": "up"})
 
 
+def _node(services: Services) -> dict[str, Any]:
+    """This node: its name, the shards it owns, and in a cluster the other nodes it hears from
+    and the round trip of its last heartbeat through the broker."""
+    cluster = services.cluster
+    owned = sorted(services.shards.owned)
+    if cluster is None:
+        return {"id": services.settings.node_id, "clustered": False, "shards": len(owned)}
+    trip = cluster.round_trip
+    return {
+        "id": cluster.node_id,
+        "clustered": True,
+        "joined": cluster.joined,
+        "draining": cluster.draining,
+        "shards": len(owned),
+        "ownedShards": owned,
+        "nodesSeen": [
+            {"id": h.node, "shards": len(h.owned), "draining": h.draining}
+            for h in cluster.membership.others(time.monotonic())
+        ],
+        "brokerRoundTripMs": None if trip is None else round(trip * 1000, 2),
+    }
+
+
 async def ready(call: Call) -> web.Response:
+    """Ready to take traffic: storage and broker answer, and the node serves its shards (a
+    single process owns them all; a cluster node has joined every shard queue and is not
+    draining, and serves even before it owns a shard, by passing requests on)."""
     states = await service_states(call.services)
+    cluster = call.services.cluster
+    serving = (
+        bool(call.services.shards.owned)
+        if cluster is None
+        else cluster.joined and not cluster.draining
+    )
     is_ready = (
-        states["database"]["status"] == "up"
-        and states["broker"]["status"] == "up"
-        and bool(call.services.shards.owned)
+        states["database"]["status"] == "up" and states["broker"]["status"] == "up" and serving
     )
     body = {
         "ok": is_ready,
@@ -130,7 +164,7 @@ ROUTES = [
         "GET",
         "/health/ready",
         ready,
-        "Readiness: database and broker connected, shards owned",
+        "Readiness: database and broker connected, shards served",
         "health",
         Auth.PUBLIC,
         response=resource({"status": Enum(["ready", "not_ready"]), "shards": Int()}),

@@ -1,0 +1,72 @@
+"""Who is in the cluster, as this node sees it: the nodes whose heartbeats arrived recently.
+
+Every node broadcasts a heartbeat each second naming the shards it owns and whether it is
+draining. From them a node knows how many nodes share the shards (its fair share), and which
+shards nobody claims (an owner died, or a shard was just handed over): those it probes, so that
+whichever node the broker made the shard's active consumer learns it owns it.
+
+Membership decides nothing about ownership itself (the broker does); a wrong view only delays
+balancing or sends a needless probe.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["Heartbeat", "Membership"]
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    node: str
+    owned: frozenset[int]
+    draining: bool = False
+    seen_at: float = 0.0
+
+    def to_json(self) -> dict[str, object]:
+        return {"node": self.node, "owned": sorted(self.owned), "draining": self.draining}
+
+    @classmethod
+    def from_json(cls, data: dict[str, object], seen_at: float) -> Heartbeat:
+        owned = data.get("owned")
+        return cls(
+            node=str(data["node"]),
+            owned=frozenset(int(i) for i in owned) if isinstance(owned, list) else frozenset(),
+            draining=bool(data.get("draining")),
+            seen_at=seen_at,
+        )
+
+
+@dataclass
+class Membership:
+    node: str
+    shard_count: int
+    # A node whose last heartbeat is older than this is taken for gone.
+    timeout: float = 3.5
+    _seen: dict[str, Heartbeat] = field(default_factory=dict)
+
+    def saw(self, heartbeat: Heartbeat) -> None:
+        if heartbeat.node != self.node:
+            self._seen[heartbeat.node] = heartbeat
+
+    def others(self, now: float) -> list[Heartbeat]:
+        """The other nodes heard from within `timeout`, by name."""
+        for name in [n for n, h in self._seen.items() if now - h.seen_at > self.timeout]:
+            del self._seen[name]
+        return sorted(self._seen.values(), key=lambda h: h.node)
+
+    def share(self, now: float, *, draining: bool = False) -> int:
+        """How many shards this node should hold: an even split over the nodes not draining
+        (rounded up, so the shares always cover every shard); 0 while this node drains."""
+        if draining:
+            return 0
+        serving = 1 + sum(1 for h in self.others(now) if not h.draining)
+        return math.ceil(self.shard_count / serving)
+
+    def unclaimed(self, now: float, mine: set[int] | frozenset[int]) -> set[int]:
+        """Shards that neither this node nor any node heard from claims."""
+        claimed = set(mine)
+        for heartbeat in self.others(now):
+            claimed |= heartbeat.owned
+        return set(range(self.shard_count)) - claimed

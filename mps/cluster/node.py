@@ -1,0 +1,506 @@
+"""This node's part in a cluster: which shards it owns, decided by RabbitMQ, not by us.
+
+Each shard has one durable queue with single-active-consumer (classic by default, quorum with
+`MPS_SHARD_QUEUE_TYPE=quorum`; see README, "Cluster", for why classic). Every node consumes every
+shard queue; the broker makes one consumer active per queue and, when that node's connection
+drops, makes another one active. A node learns it is a shard's active consumer when a message of
+that queue reaches it, and takes the shard then: it bumps the shard's epoch in storage (which
+fences every former owner's commits, mps.persistence.shard_store) and starts serving the shard's
+actors. To make sure an unowned shard is taken even without traffic, nodes probe the shards no
+heartbeat claims: the probe reaches whoever is active.
+
+Messages of a shard queue:
+
+- `probe`: nothing to do but take the shard.
+- `http`: a client's request that reached another node; run here, answer sent back to the
+  asking node's reply queue (mps.cluster.forwarding).
+- any other kind registered in `services` (the rate-limit leases of mps.cluster.leases): its
+  handler's answer is sent back the same way.
+
+A message is acknowledged when its work starts, not when it ends: a node that dies mid-request
+never has it run a second time elsewhere (the asking node times out and answers 503). Messages
+not started yet when a node dies go back to the queue and reach the next owner.
+
+Losing the connection to the broker loses every shard at once: the broker may make someone else
+active the moment it notices. Handing a shard over on purpose (balancing, shutdown) is clean: the
+node holds new messages of that shard, waits for the work in flight, stops the shard's actors,
+then cancels its consumer and returns the held messages to the queue for the next owner.
+
+Balancing: RabbitMQ 3.10 ignores consumer priorities for single-active-consumer queues, so the
+application balances. From the heartbeats each node knows how many nodes serve; a node holding
+more than its share hands surplus shards over one at a time and consumes their queues again a few
+seconds later, as a standby at the back of the line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import aio_pika
+import aio_pika.abc
+import orjson
+
+from mps.actors.shards import ShardRouter
+from mps.cluster.forwarding import Answer, LocalDispatch, Passed
+from mps.cluster.membership import Heartbeat, Membership
+from mps.domain.ids import random_base62
+from mps.errors import ShardMoved, Unavailable
+
+__all__ = ["ClusterNode", "ClusterTimings", "shard_queue"]
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_KEY = "heartbeat"
+PROBE = "probe"
+HTTP = "http"
+
+
+def shard_queue(cluster: str, index: int) -> str:
+    return f"{cluster}.shard.{index}"
+
+
+@dataclass(frozen=True)
+class ClusterTimings:
+    heartbeat: float = 1.0
+    # A node not heard from for this long is taken for gone (its shards are probed).
+    node_timeout: float = 3.5
+    balance_every: float = 1.0
+    # After handing a shard over, consume its queue again as a standby after this long.
+    standby_after: float = 3.0
+    # Handing a shard over waits at most this long for its work in flight.
+    drain_within: float = 10.0
+    # A passed request is answered 503 if its owner has not answered within this long.
+    forward_within: float = 25.0
+    # AMQP heartbeat: how soon the broker notices a node that stopped answering (SIGSTOP, a
+    # network partition) and gives its shards to others; about twice this in practice.
+    broker_heartbeat: int = 5
+
+
+TakeShard = Callable[[int], Awaitable[int]]
+# Serves one kind of request sent to a shard's owner: the request's body in, the answer's out.
+Service = Callable[[bytes], Awaitable[bytes]]
+
+
+class ClusterNode:
+    def __init__(
+        self,
+        url: str,
+        node_id: str,
+        router: ShardRouter,
+        take: TakeShard,
+        *,
+        name: str = "mps",
+        queue_type: str = "classic",
+        timings: ClusterTimings | None = None,
+    ) -> None:
+        self.url = url
+        self.node_id = node_id
+        self.name = name
+        self.queue_type = queue_type
+        self.router = router
+        self._take_epoch = take
+        self.timings = timings or ClusterTimings()
+        self.dispatch = LocalDispatch()
+        self.services: dict[str, Service] = {}
+        self.membership = Membership(node_id, router.shard_count, self.timings.node_timeout)
+        self.draining = False
+        self.connected = False
+        self.joined = False
+        self._connection: aio_pika.abc.AbstractRobustConnection | None = None
+        self._consuming: aio_pika.abc.AbstractChannel | None = None
+        self._publishing: aio_pika.abc.AbstractChannel | None = None
+        self._exchange: aio_pika.abc.AbstractExchange | None = None
+        self._queues: dict[int, aio_pika.abc.AbstractQueue] = {}
+        self._consumers: dict[int, str] = {}
+        self._reply_queue: str | None = None
+        self._replies: dict[str, asyncio.Future[bytes]] = {}
+        self._taking: dict[int, asyncio.Future[None]] = {}
+        self._held: dict[int, list[aio_pika.abc.AbstractIncomingMessage]] = {}
+        # Passed requests running, by shard: a hand-over waits for them.
+        self._running: dict[int, set[asyncio.Task[Any]]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._later: set[asyncio.Task[None]] = set()
+        self._sent_at: float | None = None
+        self.round_trip: float | None = None
+
+    # Starting and stopping.
+
+    async def start(self) -> None:
+        self._connection = await aio_pika.connect_robust(
+            _with_heartbeat(self.url, self.timings.broker_heartbeat),
+            client_properties={"connection_name": f"mps {self.node_id}"},
+        )
+        self._connection.close_callbacks.add(self._on_connection_lost)
+        self._connection.reconnect_callbacks.add(self._on_reconnected)
+        self._publishing = await self._connection.channel(publisher_confirms=False)
+        self._consuming = await self._connection.channel(publisher_confirms=False)
+        await self._consuming.set_qos(prefetch_count=256)
+        self._exchange = await self._consuming.declare_exchange(
+            f"{self.name}.cluster",
+            aio_pika.ExchangeType.TOPIC,
+            durable=True,
+        )
+        replies = await self._consuming.declare_queue(exclusive=True, auto_delete=True)
+        await replies.consume(self._on_reply, no_ack=True)
+        self._reply_queue = replies.name
+        beats = await self._consuming.declare_queue(exclusive=True, auto_delete=True)
+        await beats.bind(self._exchange, HEARTBEAT_KEY)
+        await beats.consume(self._on_heartbeat, no_ack=True)
+        for index in range(self.router.shard_count):
+            self._queues[index] = await self._consuming.declare_queue(
+                shard_queue(self.name, index),
+                durable=True,
+                arguments={"x-queue-type": self.queue_type, "x-single-active-consumer": True},
+            )
+        for index in range(self.router.shard_count):
+            await self._consume(index)
+        self.connected = self.joined = True
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self._beat(), name="cluster heartbeat"),
+            loop.create_task(self._balance(), name="cluster balance"),
+        ]
+        await self._probe(set(range(self.router.shard_count)))
+
+    async def drain(self) -> None:
+        """Hand every shard over and stop taking any: for a clean shutdown. Requests that
+        reach this node meanwhile are passed to the new owners."""
+        self.draining = True
+        await self._send_heartbeat()
+        for index in list(self._consumers):
+            if not self.router.owns_shard(index):
+                await self._cancel_consumer(index)
+        await asyncio.gather(*(self._hand_over(i, again=False) for i in list(self.router.owned)))
+        logger.info("node %s handed over its shards", self.node_id)
+
+    async def close(self) -> None:
+        for task in [*self._tasks, *self._later]:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._later, return_exceptions=True)
+        for waiting in self._replies.values():
+            if not waiting.done():
+                waiting.set_exception(ShardMoved())
+        await self.dispatch.close()
+        if self._connection is not None:
+            await self._connection.close()
+        self.connected = self.joined = False
+
+    # Passing requests to owners.
+
+    async def forward(self, index: int, passed: Passed) -> Answer:
+        """Send `passed` to the owner of shard `index` and return its answer."""
+        try:
+            answer = await self.ask(index, HTTP, passed.encode(), self.timings.forward_within)
+        except TimeoutError:
+            msg = "the node that serves this account did not answer in time; retry"
+            raise Unavailable(msg, retry_after=1) from None
+        return Answer.decode(answer)
+
+    async def ask(self, index: int, kind: str, body: bytes, within: float) -> bytes:
+        """Send a request of `kind` to the owner of shard `index`; its answer's body. Raises
+        TimeoutError past `within` (the request is then dropped unrun if still queued)."""
+        if self._publishing is None or self._reply_queue is None or not self.connected:
+            msg = "this node is not connected to the cluster; retry"
+            raise Unavailable(msg, retry_after=1)
+        correlation = random_base62(16)
+        waiting: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._replies[correlation] = waiting
+        try:
+            await self._publishing.default_exchange.publish(
+                aio_pika.Message(
+                    body,
+                    type=kind,
+                    correlation_id=correlation,
+                    reply_to=self._reply_queue,
+                    # Not run at all once the asker has given up on it.
+                    expiration=within,
+                    # Whole milliseconds: a float in an AMQP table may travel as 32 bits,
+                    # which cannot hold today's epoch seconds to within a minute.
+                    headers={"deadline_ms": int((time.time() + within) * 1000)},
+                ),
+                routing_key=shard_queue(self.name, index),
+            )
+            async with asyncio.timeout(within):
+                return await waiting
+        finally:
+            self._replies.pop(correlation, None)
+
+    async def _on_reply(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        waiting = self._replies.get(message.correlation_id or "")
+        if waiting is not None and not waiting.done():
+            waiting.set_result(message.body)
+
+    # Shard messages.
+
+    async def _consume(self, index: int) -> None:
+        queue = self._queues[index]
+
+        async def on_message(message: aio_pika.abc.AbstractIncomingMessage) -> None:
+            await self._on_shard_message(index, message)
+
+        self._consumers[index] = await queue.consume(on_message)
+
+    async def _cancel_consumer(self, index: int) -> None:
+        tag = self._consumers.pop(index, None)
+        if tag is not None:
+            with contextlib.suppress(Exception):
+                await self._queues[index].cancel(tag)
+
+    async def _on_shard_message(
+        self, index: int, message: aio_pika.abc.AbstractIncomingMessage
+    ) -> None:
+        held = self._held.get(index)
+        if held is not None:
+            # Being handed over: the next owner runs it.
+            held.append(message)
+            return
+        if message.consumer_tag != self._consumers.get(index):
+            # Delivered to a consumer cancelled since (its task ran after the cancel): the
+            # broker has made someone else active, so the message is theirs.
+            await message.nack(requeue=True)
+            return
+        if not self.router.owns_shard(index):
+            try:
+                await self._take(index)
+            except Exception:
+                logger.exception("taking shard %d failed; its message goes back", index)
+                await asyncio.sleep(1)
+                await message.nack(requeue=True)
+                return
+        await message.ack()
+        service = self.services.get(message.type or "")
+        if service is not None:
+            await self._answer(message, service)
+            return
+        if message.type != HTTP:
+            return
+        running = self._running.setdefault(index, set())
+        task = asyncio.current_task()
+        assert task is not None
+        running.add(task)
+        try:
+            await self._run_passed(message)
+        finally:
+            running.discard(task)
+
+    async def _answer(
+        self, message: aio_pika.abc.AbstractIncomingMessage, service: Service
+    ) -> None:
+        if message.reply_to is None:
+            return
+        try:
+            answer = await service(message.body)
+        except Exception:
+            logger.exception("a %s request to this node failed", message.type)
+            return
+        await self._reply(message, answer)
+
+    async def _reply(self, message: aio_pika.abc.AbstractIncomingMessage, body: bytes) -> None:
+        if self._publishing is None or message.reply_to is None:
+            return
+        with contextlib.suppress(Exception):
+            await self._publishing.default_exchange.publish(
+                aio_pika.Message(body, correlation_id=message.correlation_id),
+                routing_key=message.reply_to,
+            )
+
+    async def _run_passed(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        deadline = (message.headers or {}).get("deadline_ms")
+        within = (deadline / 1000 if isinstance(deadline, int) else 0) - time.time()
+        if within <= 0 or message.reply_to is None:
+            return  # the asker gave up already
+        try:
+            answer = await self.dispatch.run(Passed.decode(message.body), within=within)
+        except Exception:
+            logger.exception("a request passed to this node failed")
+            return
+        await self._reply(message, answer.encode())
+
+    async def _take(self, index: int) -> None:
+        taking = self._taking.get(index)
+        if taking is None:
+            taking = self._taking[index] = asyncio.ensure_future(self._take_now(index))
+            taking.add_done_callback(lambda _f: self._taking.pop(index, None))
+        await asyncio.shield(taking)
+
+    async def _take_now(self, index: int) -> None:
+        self.router.begin_change(index)
+        try:
+            epoch = await self._take_epoch(index)
+            if not self.connected:
+                # Lost the broker meanwhile: someone else may be the active consumer by now.
+                return
+            self.router.adopt(index, epoch)
+            logger.info("node %s took shard %d (epoch %d)", self.node_id, index, epoch)
+        finally:
+            self.router.end_change(index)
+
+    async def _hand_over(self, index: int, *, again: bool) -> None:
+        """Give shard `index` to the next consumer in line, cleanly; with `again`, queue up as a
+        standby for it afterwards."""
+        if index in self._held or not self.router.owns_shard(index):
+            return
+        # New messages of the shard are held from now on. The requests passed here earlier
+        # finish first, while local asks still go through: they ask this shard's actors, so
+        # holding asks before they end would make each wait for the other.
+        self._held[index] = []
+        try:
+            running = self._running.get(index)
+            if running:
+                await asyncio.wait(running, timeout=self.timings.drain_within)
+            self.router.begin_change(index)
+            await self.router.hand_over(index, drain_within=self.timings.drain_within)
+            await self._cancel_consumer(index)
+        finally:
+            for message in self._held.pop(index, []):
+                with contextlib.suppress(Exception):
+                    await message.nack(requeue=True)
+            self.router.end_change(index)
+        logger.info("node %s handed shard %d over", self.node_id, index)
+        # Whoever is next in line learns it at once rather than at the next probe round.
+        await self._probe({index})
+        if again:
+            self._later_call(self.timings.standby_after, self._stand_by(index))
+
+    async def _stand_by(self, index: int) -> None:
+        if not self.draining and self.connected and index not in self._consumers:
+            await self._consume(index)
+
+    # Heartbeats, probes and balance.
+
+    async def _beat(self) -> None:
+        while True:
+            try:
+                await self._send_heartbeat()
+                await self._probe(
+                    self.membership.unclaimed(time.monotonic(), frozenset(self.router.owned))
+                )
+            except Exception:
+                logger.debug("heartbeat failed", exc_info=True)
+            await asyncio.sleep(self.timings.heartbeat)
+
+    async def _send_heartbeat(self) -> None:
+        if self._exchange is None or not self.connected:
+            return
+        beat = Heartbeat(self.node_id, frozenset(self.router.owned), self.draining)
+        started = time.monotonic()
+        await self._exchange.publish(
+            aio_pika.Message(orjson.dumps(beat.to_json()), expiration=10), routing_key=HEARTBEAT_KEY
+        )
+        self._sent_at = started
+
+    async def _on_heartbeat(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        now = time.monotonic()
+        try:
+            beat = Heartbeat.from_json(orjson.loads(message.body), now)
+        except (ValueError, KeyError):
+            return
+        if beat.node == self.node_id:
+            # Our own heartbeat back: a broker round trip, for /health.
+            if self._sent_at is not None:
+                self.round_trip = now - self._sent_at
+            return
+        self.membership.saw(beat)
+
+    async def _probe(self, shards: set[int] | frozenset[int]) -> None:
+        if self._publishing is None or not self.connected:
+            return
+        for index in sorted(shards):
+            if self.router.owns_shard(index):
+                continue
+            await self._publishing.default_exchange.publish(
+                aio_pika.Message(b"", type=PROBE, expiration=10),
+                routing_key=shard_queue(self.name, index),
+            )
+
+    async def _balance(self) -> None:
+        while True:
+            await asyncio.sleep(self.timings.balance_every)
+            if self.draining or not self.connected:
+                continue
+            try:
+                now = time.monotonic()
+                share = self.membership.share(now)
+                surplus = len(self.router.owned) - share
+                # Only towards a node below its share: the broker gives a shard handed over to
+                # the next consumer in line, and without someone short of shards in that line it
+                # would only pass between full nodes.
+                room = sum(
+                    max(share - len(h.owned), 0)
+                    for h in self.membership.others(now)
+                    if not h.draining
+                )
+                # The highest-numbered first: every node picks alike, so two nodes handing over
+                # at once do not pass the same shards back and forth.
+                for index in sorted(self.router.owned, reverse=True)[: max(min(surplus, room), 0)]:
+                    await self._hand_over(index, again=True)
+            except Exception:
+                logger.exception("balancing failed")
+
+    # Connection loss.
+
+    def _on_connection_lost(self, *_args: Any) -> None:
+        if not self.connected:
+            return
+        self.connected = self.joined = False
+        owned = sorted(self.router.owned)
+        if owned:
+            logger.warning(
+                "node %s lost the broker; dropping its %d shards", self.node_id, len(owned)
+            )
+        # The broker may have made another node active for each of them already.
+        self.router.drop_all()
+        self._held.clear()
+        for waiting in self._replies.values():
+            if not waiting.done():
+                waiting.set_exception(
+                    Unavailable("the connection to the cluster was lost; retry", retry_after=1)
+                )
+
+    def _on_reconnected(self, *_args: Any) -> None:
+        # The robust channel consumes again the queues it was consuming (as a standby at the back
+        # of each line); a queue whose stand-by came due while the broker was away is consumed
+        # here; probes then tell which shards are now ours.
+        self.connected = self.joined = True
+        self._later_call(0, self._rejoin())
+
+    async def _rejoin(self) -> None:
+        if not self.draining:
+            for index in range(self.router.shard_count):
+                if index not in self._consumers:
+                    await self._consume(index)
+        await self._probe(set(range(self.router.shard_count)))
+
+    def _later_call(self, delay: float, work: Awaitable[None]) -> None:
+        async def run() -> None:
+            await asyncio.sleep(delay)
+            try:
+                await work
+            except Exception as exc:
+                # The broker went away meanwhile: reconnecting consumes and probes again.
+                logger.info("deferred cluster work failed: %s", exc)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._later.add(task)
+        task.add_done_callback(self._later.discard)
+
+    def lost(self, shards: frozenset[int]) -> None:
+        """Storage refused a commit for `shards`: another node took them. Drop them now."""
+        for index in shards:
+            self.router.drop(index)
+
+
+def _with_heartbeat(url: str, seconds: int) -> str:
+    """`url` with an AMQP heartbeat of `seconds` unless it names one itself."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    if any(k == "heartbeat" for k, _ in query):
+        return url
+    return urlunsplit(parts._replace(query=urlencode([*query, ("heartbeat", str(seconds))])))

@@ -1,0 +1,63 @@
+"""Serving the application until a signal, then stopping it cleanly.
+
+SIGTERM or SIGINT: in a cluster the node first hands every shard over (finishing the work in
+flight; requests that arrive meanwhile are passed to the new owners), then stops listening,
+finishes the requests it is still serving, and closes its resources. A single process skips the
+hand-over.
+
+A node of a cluster also listens on a private Unix socket, in a directory only its user can
+read, for the requests other nodes pass to it (mps.cluster.forwarding).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shutil
+import signal
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from mps.config import Settings
+from mps.http.keys import SERVICES
+
+__all__ = ["ListenError", "serve"]
+
+logger = logging.getLogger(__name__)
+
+
+class ListenError(Exception):
+    """The address to listen on cannot be used (taken, or not this machine's)."""
+
+
+async def serve(app: web.Application, settings: Settings, **server: Any) -> None:
+    runner = web.AppRunner(app, handle_signals=False, **server)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    socket_dir: str | None = None
+    await runner.setup()
+    try:
+        try:
+            await web.TCPSite(runner, settings.host, settings.port).start()
+        except OSError as exc:
+            msg = f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
+            raise ListenError(msg) from None
+        cluster = app[SERVICES].cluster
+        if cluster is not None:
+            socket_dir = tempfile.mkdtemp(prefix="mps-node-")
+            path = str(Path(socket_dir) / "node.sock")
+            await web.UnixSite(runner, path).start()
+            cluster.dispatch.serve_at(path)
+        await stop.wait()
+        logger.info("stopping")
+        if cluster is not None:
+            await cluster.drain()
+    finally:
+        await runner.cleanup()
+        if socket_dir is not None:
+            shutil.rmtree(socket_dir, ignore_errors=True)

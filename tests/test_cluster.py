@@ -1,0 +1,430 @@
+"""A cluster of real run.py nodes on one Postgres and one RabbitMQ (decisions 18): any node
+answers any request, ownership of each shard is decided by the broker, a node that dies or
+pauses loses its shards to the others, and storage refuses what a former owner still tries to
+write. Companies are looked up on the node that owns their shard through its /health."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+import pytest
+
+from mps.domain.shards import SHARD_COUNT, shard_of
+from tests.cluster import LocalCluster
+from tests.conftest import PG_URL
+
+pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+
+API = "/api/v1"
+AMOUNT = {"amountMinor": "2500", "currency": "USD"}
+FINAL_EVENT = {
+    "PAID": "payment.completed",
+    "CANCELLED": "payment.cancelled",
+    "EXPIRED": "payment.expired",
+}
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path, empty_database_url: str, amqp_url: str) -> Iterator[LocalCluster]:
+    with LocalCluster(tmp_path, 3, empty_database_url, amqp_url) as cluster:
+        cluster.wait_balanced()
+        yield cluster
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=40)) as session:
+        yield session
+
+
+class Db:
+    """Reads of the cluster's schema, for assertions on what was committed."""
+
+    def __init__(self, url: str) -> None:
+        self.schema = url.split("schema=", 1)[1]
+
+    async def fetch(self, sql: str, *params: Any) -> list[asyncpg.Record]:
+        conn = await asyncpg.connect(PG_URL, server_settings={"search_path": self.schema})
+        try:
+            return await conn.fetch(sql, *params)
+        finally:
+            await conn.close()
+
+
+async def sign_up(http: aiohttp.ClientSession, base: str, email: str) -> dict[str, str]:
+    """Sign up through `base` (its dev mailbox holds the code) and verify there."""
+    async with http.post(
+        f"{base}{API}/auth/signup", json={"companyName": "Acme", "email": email}
+    ) as r:
+        assert r.status == 201, await r.text()
+        signup = await r.json()
+    async with http.get(f"{base}{API}/dev/mailbox", params={"to": email}) as r:
+        code = (await r.json())["data"][0]["otp"]
+    async with http.post(
+        f"{base}{API}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
+    ) as r:
+        assert r.status == 200, await r.text()
+        session = await r.json()
+    return {"token": session["sessionToken"], "company": signup["companyId"]}
+
+
+def bearer(member: dict[str, str], **extra: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {member['token']}", **extra}
+
+
+async def test_any_node_serves_any_company_the_same_answer(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a company whose shard one node owns
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[0], "ann@example.com")
+    owner = three_nodes.owner_of(member["company"])
+    others = [i for i in range(3) if i != owner]
+
+    # when the same payment is created through its owner and through both other nodes
+    answers = []
+    for index in [owner, *others]:
+        async with http.post(
+            f"{urls[index]}{API}/merchant/payments", json=AMOUNT, headers=bearer(member)
+        ) as r:
+            answers.append((r.status, r.headers.copy(), await r.json()))
+
+    # then every node answers alike: status, body shape and the headers the owner sets
+    for status, headers, body in answers:
+        assert status == 201, body
+        assert body["status"] == "PENDING"
+        assert headers["Content-Security-Policy"] == "default-src 'none'; frame-ancestors 'none'"
+        assert headers["X-Request-Id"] == body["requestId"]
+        assert headers["Server"] == "mps"
+    # and each is readable through every node
+    for _, _, body in answers:
+        for url in urls:
+            async with http.get(
+                f"{url}{API}/merchant/payments/{body['id']}", headers=bearer(member)
+            ) as r:
+                assert r.status == 200
+                assert (await r.json())["id"] == body["id"]
+
+
+async def test_one_idempotency_key_sent_to_all_nodes_at_once_creates_one_payment(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[1], "bob@example.com")
+    headers = bearer(member, **{"Idempotency-Key": "order-1001"})
+
+    async def create(url: str) -> tuple[int, dict[str, Any]]:
+        async with http.post(f"{url}{API}/merchant/payments", json=AMOUNT, headers=headers) as r:
+            return r.status, await r.json()
+
+    # when nine requests with one key arrive at once, three through each node
+    results = await asyncio.gather(*(create(url) for url in urls for _ in range(3)))
+
+    # then all nine got the one payment, and one is stored
+    assert [status for status, _ in results] == [201] * 9, results
+    assert len({body["id"] for _, body in results}) == 1
+    rows = await Db(empty_database_url).fetch(
+        "SELECT count(*) AS n FROM payments WHERE company_id = $1", member["company"]
+    )
+    assert rows[0]["n"] == 1
+
+
+async def test_a_logout_on_one_node_is_refused_by_the_others_within_a_second(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[0], "cy@example.com")
+    for url in urls:
+        async with http.get(f"{url}{API}/auth/me", headers=bearer(member)) as r:
+            assert r.status == 200  # cached as valid on every node
+
+    async with http.post(f"{urls[2]}{API}/auth/logout", headers=bearer(member)) as r:
+        assert r.status == 200
+    logged_out = time.monotonic()
+
+    refused: list[float] = []
+    for url in urls:
+        while True:
+            async with http.get(f"{url}{API}/auth/me", headers=bearer(member)) as r:
+                if r.status == 401:
+                    refused.append(time.monotonic() - logged_out)
+                    break
+            assert time.monotonic() - logged_out < 2, f"{url} still accepts the session"
+            await asyncio.sleep(0.02)
+    assert max(refused) < 1.0
+
+
+async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one_winner(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[0], "dee@example.com")
+    async with http.post(
+        f"{urls[0]}{API}/merchant/api-keys",
+        json={"name": "sandbox", "scopes": ["payments:write"]},
+        headers=bearer(member),
+    ) as r:
+        assert r.status == 201, await r.text()
+        key = (await r.json())["key"]
+    db = Db(empty_database_url)
+    card = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
+    for attempt in range(6):
+        async with http.post(
+            f"{urls[attempt % 3]}{API}/merchant/payments", json=AMOUNT, headers=bearer(member)
+        ) as r:
+            assert r.status == 201, await r.text()
+            payment = await r.json()
+
+        # when a checkout, a cancel and an expiry race, each through a different node
+        racing = [
+            http.post(
+                f"{urls[attempt % 3]}{API}/checkout/{payment['reference']}/pay",
+                json={"card": card},
+            ),
+            http.post(
+                f"{urls[(attempt + 1) % 3]}{API}/merchant/payments/{payment['id']}/cancel",
+                headers=bearer(member),
+            ),
+            http.post(
+                f"{urls[(attempt + 2) % 3]}{API}/developer/sandbox/payment.expired",
+                json={"paymentId": payment["id"]},
+                headers={"Authorization": f"Bearer {key}"},
+            ),
+        ]
+        responses = await asyncio.gather(*racing)
+        statuses = [r.status for r in responses]
+        for response in responses:
+            response.release()
+
+        # then exactly one of them won, and one final event tells of it
+        assert sorted(statuses)[:2] == [200, 409] or statuses.count(409) == 2, statuses
+        assert sum(1 for s in statuses if s < 300) == 1, statuses
+        [row] = await db.fetch("SELECT status FROM payments WHERE id = $1", payment["id"])
+        finals = await db.fetch(
+            "SELECT type FROM events WHERE data LIKE $1 AND type IN "
+            "('payment.completed', 'payment.cancelled', 'payment.expired')",
+            f"%{payment['id']}%",
+        )
+        assert [f["type"] for f in finals] == [FINAL_EVENT[row["status"]]]
+
+
+async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is_stored(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[0], "eve@example.com")
+    owner = three_nodes.owner_of(member["company"])
+    others = [i for i in range(3) if i != owner]
+    acknowledged: list[str] = []
+    refused: list[int] = []
+    stop = asyncio.Event()
+    killed_at: float | None = None
+    first_after_kill: float | None = None
+
+    async def creates(url: str, worker: int) -> None:
+        nonlocal first_after_kill
+        n = 0
+        while not stop.is_set():
+            n += 1
+            headers = bearer(member, **{"Idempotency-Key": f"w{worker}-{n}"})
+            for _ in range(40):  # a client retrying its keyed request until it is answered
+                try:
+                    async with http.post(
+                        f"{url}{API}/merchant/payments", json=AMOUNT, headers=headers
+                    ) as r:
+                        if r.status == 201:
+                            acknowledged.append((await r.json())["id"])
+                            if killed_at is not None and first_after_kill is None:
+                                first_after_kill = time.monotonic()
+                            break
+                        refused.append(r.status)
+                except aiohttp.ClientError:
+                    refused.append(0)
+                await asyncio.sleep(0.1)
+
+    # given creates running for the company through the two nodes that do not own it
+    workers = [asyncio.ensure_future(creates(urls[i], w)) for w, i in enumerate(others * 2)]
+    await asyncio.sleep(1.5)
+    before = len(acknowledged)
+
+    # when its owner is killed
+    killed_at = time.monotonic()
+    three_nodes.nodes[owner].kill()
+    moved_in = await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
+    await asyncio.sleep(2.0)
+    stop.set()
+    await asyncio.gather(*workers)
+
+    # then the shard moved within 10 s, creates went on, and every acknowledged one is stored
+    assert moved_in < 10.0
+    assert before > 0 and len(acknowledged) > before
+    assert first_after_kill is not None and first_after_kill - killed_at < 10.0
+    assert all(status in (0, 503) for status in refused), refused
+    stored = await Db(empty_database_url).fetch(
+        "SELECT id FROM payments WHERE company_id = $1", member["company"]
+    )
+    assert set(acknowledged) <= {row["id"] for row in stored}
+    # and no keyed request was run twice: one payment per acknowledged key, nothing more
+    assert len(acknowledged) == len(set(acknowledged)) == len(stored)
+
+
+async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commit(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    urls = three_nodes.urls()
+    db = Db(empty_database_url)
+    member = await sign_up(http, urls[0], "fay@example.com")
+    owner = three_nodes.owner_of(member["company"])
+    others = [i for i in range(3) if i != owner]
+    shard = shard_of(member["company"])
+    [[epoch_before]] = await db.fetch("SELECT epoch FROM shard_epochs WHERE shard = $1", shard)
+    headers = bearer(member, **{"Idempotency-Key": "paused-1"})
+
+    # given the owner paused, with a keyed create sent to it (its kernel accepts the bytes)
+    three_nodes.pause(owner)
+    late = asyncio.ensure_future(
+        http.post(f"{urls[owner]}{API}/merchant/payments", json=AMOUNT, headers=headers)
+    )
+    paused_at = time.monotonic()
+
+    # when its shards move to the others (the broker stops hearing its heartbeats)
+    moved_in = await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 30.0)
+    async with http.post(
+        f"{urls[others[0]]}{API}/merchant/payments", json=AMOUNT, headers=headers
+    ) as r:
+        assert r.status == 201, await r.text()
+        created = (await r.json())["id"]
+
+    # and it wakes up and answers the request it held
+    three_nodes.resume(owner)
+    async with await late as r:
+        late_status = r.status
+        late_body = await r.json()
+
+    # then the shard moved within 30 s under a new epoch, and the one key made one payment
+    assert moved_in < 30.0, time.monotonic() - paused_at
+    [[epoch_after]] = await db.fetch("SELECT epoch FROM shard_epochs WHERE shard = $1", shard)
+    assert epoch_after > epoch_before
+    rows = await db.fetch("SELECT id FROM payments WHERE company_id = $1", member["company"])
+    assert [row["id"] for row in rows] == [created]
+    assert late_status in (201, 503), late_body
+    if late_status == 201:
+        assert late_body["id"] == created  # a replay of what the new owner stored
+    # and the woken node rejoins without serving a shard someone else owns
+    await asyncio.to_thread(three_nodes.wait_balanced, 30.0)
+    owned = three_nodes.owned()
+    every = [s for shards in owned.values() for s in shards]
+    assert sorted(every) == list(range(SHARD_COUNT))
+
+
+@pytest.fixture
+def three_limited_nodes(
+    tmp_path: Path, empty_database_url: str, amqp_url: str
+) -> Iterator[LocalCluster]:
+    # A tenth of every limit: the standard limit is 60 a minute, reached in a second or two.
+    env = {"MPS_RATE_LIMIT_SCALE": "0.1"}
+    with LocalCluster(tmp_path, 3, empty_database_url, amqp_url, env=env) as cluster:
+        cluster.wait_balanced()
+        yield cluster
+
+
+async def test_the_per_user_limit_holds_across_three_nodes_within_five_percent(
+    three_limited_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    urls = three_limited_nodes.urls()
+    member = await sign_up(http, urls[0], "gus@example.com")
+    limit = 60  # 600 a minute, scaled by 0.1
+
+    async def me(url: str) -> int:
+        async with http.get(f"{url}{API}/auth/me", headers=bearer(member)) as r:
+            return r.status
+
+    # when the user's requests are spread evenly over the three nodes, in parallel, until every
+    # node refuses
+    accepted = 0
+    for _ in range(limit):
+        statuses = await asyncio.gather(*(me(url) for url in urls for _ in range(2)))
+        accepted += statuses.count(200)
+        assert set(statuses) <= {200, 429}, statuses
+        if statuses.count(429) == len(statuses):
+            break
+
+    # then the user got the limit across the cluster, not the limit on each node
+    assert limit * 0.9 <= accepted <= limit * 1.05, accepted
+
+
+async def test_a_rolling_restart_under_load_fails_no_request_and_loses_no_write(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    urls = three_nodes.urls()
+    members = [await sign_up(http, urls[i], f"roll{i}@example.com") for i in range(3)]
+    acknowledged: list[str] = []
+    errors: list[tuple[int, str]] = []
+    stop = asyncio.Event()
+
+    async def creates(worker: int) -> None:
+        # A client behind a load balancer: a refused or dropped connection is retried on the
+        # next node with the same Idempotency-Key, as a balancer retries an unanswered request.
+        member = members[worker % 3]
+        n = 0
+        while not stop.is_set():
+            n += 1
+            headers = bearer(member, **{"Idempotency-Key": f"roll-{worker}-{n}"})
+            for attempt in range(30):
+                url = urls[(worker + n + attempt) % 3]
+                try:
+                    async with http.post(
+                        f"{url}{API}/merchant/payments", json=AMOUNT, headers=headers
+                    ) as r:
+                        body = await r.json()
+                        if r.status >= 500:
+                            errors.append((r.status, body.get("message", "")))
+                        elif r.status == 201:
+                            acknowledged.append(body["id"])
+                        break
+                except (aiohttp.ClientConnectionError, aiohttp.ServerDisconnectedError):
+                    await asyncio.sleep(0.05)
+
+    workers = [asyncio.ensure_future(creates(w)) for w in range(6)]
+    await asyncio.sleep(1.0)
+
+    # when every node in turn is stopped (SIGTERM: it hands its shards over, then exits) and
+    # started again, while the load runs
+    for index in range(3):
+        status = await asyncio.to_thread(three_nodes.nodes[index].stop, 30.0)
+        assert status == 0, three_nodes.nodes[index].log_text()[-2000:]
+        await asyncio.to_thread(three_nodes.nodes[index].start)
+        await asyncio.to_thread(three_nodes.wait_balanced, 20.0)
+    await asyncio.sleep(1.0)
+    stop.set()
+    await asyncio.gather(*workers)
+
+    # then no request failed, and every acknowledged create is stored, once
+    assert errors == [], errors[:5]
+    assert len(acknowledged) > 50
+    stored = await Db(empty_database_url).fetch("SELECT id FROM payments")
+    assert sorted(acknowledged) == sorted(row["id"] for row in stored)
+
+
+async def test_a_joining_node_gets_its_share_within_ten_seconds(
+    tmp_path: Path, empty_database_url: str, amqp_url: str
+) -> None:
+    cluster = LocalCluster(tmp_path, 3, empty_database_url, amqp_url)
+    # given two nodes sharing the shards (the third not started yet)
+    third = cluster.nodes.pop()
+    with cluster:
+        cluster.wait_balanced()
+        cluster.nodes.append(third)
+
+        # when the third joins
+        third.start()
+        took = cluster.wait_balanced(within=10.0)
+
+    # then it holds its share within 10 s of answering
+    assert took < 10.0
