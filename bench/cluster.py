@@ -129,7 +129,12 @@ async def _throughput(
     )
     rps = sum(run.rps for run in runs)
     p99 = max(run.latency_ms("p99") for run in runs)
-    errors = sum(sum(int(n) for n in run.figures.get("statuses", {}).values()) for run in runs)
+    errors = sum(
+        int(n)
+        for run in runs
+        for status, n in run.figures.get("statuses", {}).items()
+        if not status.startswith("2")
+    )
     print(f"{size} nodes: {rps:,.0f} creates/s, p99 {p99:.1f} ms (non-2xx: {errors})")
     return rps, p99
 
@@ -177,6 +182,7 @@ async def main(args: argparse.Namespace) -> int:
     args.nonce = secrets.token_hex(3)
     args.bare_duration = None
     args.no_bare = False
+    (args.out / "bare.data").write_text("")
     bare = await _bare(args, args.out / "bare.data")
     if bare is not None:
         print(f"bare aiohttp: {bare.rps:,.0f} req/s, p99 {bare.latency_ms('p99'):.1f} ms")
