@@ -428,3 +428,47 @@ async def test_a_joining_node_gets_its_share_within_ten_seconds(
 
     # then it holds its share within 10 s of answering
     assert took < 10.0
+
+
+async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_the_new_owner(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    urls = three_nodes.urls()
+    db = Db(empty_database_url)
+    member = await sign_up(http, urls[0], "hal@example.com")
+    owner = three_nodes.owner_of(member["company"])
+    others = [i for i in range(3) if i != owner]
+    async with http.post(
+        f"{urls[owner]}{API}/merchant/payments", json=AMOUNT, headers=bearer(member)
+    ) as r:
+        assert r.status == 201
+        payment = await r.json()
+
+    # given its owner killed, and the payment's expiry passed meanwhile (set in storage, as if
+    # the payment had been created with a short expiry long ago)
+    three_nodes.nodes[owner].kill()
+    conn = await asyncpg.connect(PG_URL, server_settings={"search_path": db.schema})
+    try:
+        await conn.execute(
+            "UPDATE payments SET expires_at = '2020-01-01T00:00:00.000Z' WHERE id = $1",
+            payment["id"],
+        )
+    finally:
+        await conn.close()
+
+    # when the shard has moved to another node
+    await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
+
+    # then that node's expiry finds the payment in storage and expires it, once
+    deadline = time.monotonic() + 10
+    while True:
+        [row] = await db.fetch("SELECT status FROM payments WHERE id = $1", payment["id"])
+        if row["status"] == "EXPIRED" or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.2)
+    assert row["status"] == "EXPIRED"
+    expired = await db.fetch(
+        "SELECT id FROM events WHERE type = 'payment.expired' AND data LIKE $1",
+        f"%{payment['id']}%",
+    )
+    assert len(expired) == 1
