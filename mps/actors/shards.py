@@ -113,10 +113,13 @@ class ShardRouter:
     def owns_shard(self, index: int) -> bool:
         return index in self.owned
 
-    def require(self, company_id: str) -> None:
-        """Raise `ShardElsewhere` unless this node owns (or is taking) the company's shard."""
+    async def require(self, company_id: str) -> None:
+        """Raise `ShardElsewhere` unless this node owns the company's shard, once any change of
+        its owner under way here has finished."""
         index = self.index(company_id)
-        if index not in self.owned and index not in self._changing:
+        while (change := self._changing.get(index)) is not None:
+            await asyncio.shield(change)
+        if index not in self.owned:
             raise ShardElsewhere(index)
 
     async def _enter(self, company_id: str) -> Shard:

@@ -193,7 +193,7 @@ async def _serve_here(services: Services, login_id: str, company_id: str | None)
         found = await q.memberships(services.database, login["user_id"])
         target = found[0]["company_id"] if found else None
     if target is not None:
-        services.shards.require(target)
+        await services.shards.require(target)
 
 
 async def _first_company(services: Services, user_id: str) -> str:
