@@ -56,6 +56,9 @@ class Db:
         finally:
             await conn.close()
 
+    async def execute(self, sql: str, *params: Any) -> None:
+        await self.fetch(sql, *params)
+
 
 async def sign_up(http: aiohttp.ClientSession, base: str, email: str) -> dict[str, str]:
     """Sign up through `base` (its dev mailbox holds the code) and verify there."""
@@ -447,14 +450,9 @@ async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_t
     # given its owner killed, and the payment's expiry passed meanwhile (set in storage, as if
     # the payment had been created with a short expiry long ago)
     three_nodes.nodes[owner].kill()
-    conn = await asyncpg.connect(PG_URL, server_settings={"search_path": db.schema})
-    try:
-        await conn.execute(
-            "UPDATE payments SET expires_at = '2020-01-01T00:00:00.000Z' WHERE id = $1",
-            payment["id"],
-        )
-    finally:
-        await conn.close()
+    await db.execute(
+        "UPDATE payments SET expires_at = '2020-01-01T00:00:00.000Z' WHERE id = $1", payment["id"]
+    )
 
     # when the shard has moved to another node
     await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
