@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
@@ -123,10 +124,13 @@ class ActorDirectory(Generic[K, A]):
             return
         # Least recently used first; an actor that cannot be passivated now is skipped, so the
         # directory may exceed its capacity briefly rather than strand that actor's waiters.
-        evictable = [
-            key for key, actor in self._live.items() if key != keep and actor.can_passivate()
-        ]
-        for key in evictable[:excess]:
+        # Taken from the front of the LRU order and no further than needed: a full directory
+        # must not cost a scan of every active actor per activation.
+        evictable = itertools.islice(
+            (key for key, actor in self._live.items() if key != keep and actor.can_passivate()),
+            excess,
+        )
+        for key in list(evictable):
             self.passivate(key)
 
     def passivate(self, key: K) -> None:
