@@ -27,9 +27,10 @@ node holds new messages of that shard, waits for the work in flight, stops the s
 then cancels its consumer and returns the held messages to the queue for the next owner.
 
 Balancing: RabbitMQ 3.10 ignores consumer priorities for single-active-consumer queues, so the
-application balances. From the heartbeats each node knows how many nodes serve; a node holding
-more than its share hands surplus shards over one at a time and consumes their queues again a few
-seconds later, as a standby at the back of the line.
+application balances. From the heartbeats each node knows how many nodes serve and how many
+shards each holds; a node holding more than its share hands surplus shards over, one after the
+other and only while some node is below its share (else a shard would only pass between full
+nodes), and consumes their queues again a few seconds later, as a standby at the back of the line.
 """
 
 from __future__ import annotations
