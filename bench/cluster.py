@@ -31,7 +31,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import aio_pika
 import aiohttp
 import orjson
 
@@ -51,7 +50,7 @@ from bench.load import (
     _wait_up,
     _write_data,
 )
-from mps.cluster.node import shard_queue
+from mps.cluster.node import delete_cluster
 from mps.domain.shards import SHARD_COUNT, shard_of
 
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
@@ -69,7 +68,7 @@ async def _cluster(args: argparse.Namespace, size: int) -> AsyncIterator[list[Ta
         # Pushed first, so run last (after every node has stopped): the schema and the
         # cluster's durable queues go with the cluster.
         stack.push_async_callback(_drop_schema, args.pg_url, schema)
-        stack.push_async_callback(_delete_queues, args.broker_url, f"bench-{nonce}")
+        stack.push_async_callback(delete_cluster, args.broker_url, f"bench-{nonce}")
         for index in range(size):
             port = _free_port()
             env = {
@@ -95,18 +94,6 @@ async def _cluster(args: argparse.Namespace, size: int) -> AsyncIterator[list[Ta
             targets.append(target)
         await _balanced(targets)
         yield targets
-
-
-async def _delete_queues(broker_url: str, name: str) -> None:
-    """The cluster's shard queues and exchange are durable: remove them with the cluster."""
-    connection = await aio_pika.connect(broker_url)
-    try:
-        channel = await connection.channel()
-        for index in range(SHARD_COUNT):
-            await channel.queue_delete(shard_queue(name, index))
-        await channel.exchange_delete(f"{name}.cluster")
-    finally:
-        await connection.close()
 
 
 async def _owned(session: aiohttp.ClientSession, target: Target) -> list[int]:

@@ -172,7 +172,7 @@ class _LiveFigures:
         owned.add_metric([], len(shards))
         for index, shard in sorted(shards.items()):
             # None (or no attribute at all) when the node owns every shard alone.
-            epoch.add_metric([str(index)], getattr(shard, "epoch", 0) or 0)
+            epoch.add_metric([str(index)], shard.epoch or 0)
         lag.add_metric([], self.outbox_lag)
         yield from families
 

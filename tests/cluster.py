@@ -26,12 +26,11 @@ from types import TracebackType
 from typing import Any, Self
 from urllib.request import urlopen
 
-import aio_pika
 import orjson
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from mps.cluster.node import shard_queue
+from mps.cluster.node import delete_cluster
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.keys import SERVICES
 from tests.server import RunningServer
@@ -167,19 +166,8 @@ def new_cluster_name() -> str:
 
 def delete_cluster_queues(amqp_url: str, name: str) -> None:
     """Delete a test cluster's queues and exchange from the broker (they are durable)."""
-
-    async def delete() -> None:
-        connection = await aio_pika.connect(amqp_url)
-        try:
-            channel = await connection.channel()
-            for index in range(SHARD_COUNT):
-                await channel.queue_delete(shard_queue(name, index))
-            await channel.exchange_delete(f"{name}.cluster")
-        finally:
-            await connection.close()
-
     # Called from fixtures of async tests, whose loop is running on this thread.
-    worker = threading.Thread(target=asyncio.run, args=(delete(),))
+    worker = threading.Thread(target=asyncio.run, args=(delete_cluster(amqp_url, name),))
     worker.start()
     worker.join(30)
 

@@ -117,21 +117,7 @@ class PersistenceActor(AsyncioActor):
             fence = envelope.message.fence
             if fence is not None and fence[1] > newest.get(fence[0], -1):
                 newest[fence[0]] = fence[1]
-        stale = frozenset(
-            e.message.fence[0]
-            for e in envelopes
-            if e.message.fence is not None and e.message.fence[1] < newest[e.message.fence[0]]
-        )
-        if not stale:
-            return envelopes
-        kept = []
-        for envelope in envelopes:
-            fence = envelope.message.fence
-            if fence is not None and fence[1] < newest[fence[0]]:
-                self._answer_moved(envelope)
-            else:
-                kept.append(envelope)
-        return kept
+        return self._answer_moved_if(envelopes, lambda fence: fence[1] < newest[fence[0]])
 
     def _refuse_fenced(
         self, envelopes: list[Envelope[Any]], lost: frozenset[int]
@@ -139,19 +125,22 @@ class PersistenceActor(AsyncioActor):
         logger.warning("shards %s were taken over by another node; dropping them", sorted(lost))
         if self.on_fenced is not None:
             self.on_fenced(lost)
+        return self._answer_moved_if(envelopes, lambda fence: fence[0] in lost)
+
+    @staticmethod
+    def _answer_moved_if(
+        envelopes: list[Envelope[Any]], moved: Callable[[tuple[int, int]], bool]
+    ) -> list[Envelope[Any]]:
+        """Answer `ShardMoved` to the commits whose fence is `moved`; the others, to write."""
         kept = []
         for envelope in envelopes:
             fence = envelope.message.fence
-            if fence is not None and fence[0] in lost:
-                self._answer_moved(envelope)
+            if fence is not None and moved(fence):
+                if envelope.reply_to is not None:
+                    envelope.reply_to.set_exception((ShardMoved, ShardMoved(), None))
             else:
                 kept.append(envelope)
         return kept
-
-    @staticmethod
-    def _answer_moved(envelope: Envelope[Any]) -> None:
-        if envelope.reply_to is not None:
-            envelope.reply_to.set_exception((ShardMoved, ShardMoved(), None))
 
     async def _commit_fenced(self, envelopes: list[Envelope[Any]]) -> None:
         started = time.perf_counter()

@@ -116,19 +116,21 @@ class ShardRouter:
     async def require(self, company_id: str) -> None:
         """Raise `ShardElsewhere` unless this node owns the company's shard, once any change of
         its owner under way here has finished."""
-        index = self.index(company_id)
-        while (change := self._changing.get(index)) is not None:
-            await asyncio.shield(change)
-        if index not in self.owned:
-            raise ShardElsewhere(index)
+        await self._settled(company_id)
 
-    async def _enter(self, company_id: str) -> Shard:
+    async def _settled(self, company_id: str) -> Shard:
+        """The company's shard once any change of its owner here has finished; `ShardElsewhere`
+        when another node owns it."""
         index = self.index(company_id)
         while (change := self._changing.get(index)) is not None:
             await asyncio.shield(change)
         shard = self.owned.get(index)
         if shard is None:
             raise ShardElsewhere(index)
+        return shard
+
+    async def _enter(self, company_id: str) -> Shard:
+        shard = await self._settled(company_id)
         shard.enter()
         return shard
 

@@ -52,9 +52,10 @@ from mps.actors.shards import ShardRouter
 from mps.cluster.forwarding import Answer, LocalDispatch, Passed
 from mps.cluster.membership import Heartbeat, Membership
 from mps.domain.ids import random_base62
+from mps.domain.shards import SHARD_COUNT
 from mps.errors import ShardMoved, Unavailable
 
-__all__ = ["ClusterNode", "ClusterTimings", "shard_queue"]
+__all__ = ["ClusterNode", "ClusterTimings", "cluster_exchange", "delete_cluster", "shard_queue"]
 
 logger = logging.getLogger(__name__)
 
@@ -65,6 +66,23 @@ HTTP = "http"
 
 def shard_queue(cluster: str, index: int) -> str:
     return f"{cluster}.shard.{index}"
+
+
+def cluster_exchange(cluster: str) -> str:
+    return f"{cluster}.cluster"
+
+
+async def delete_cluster(url: str, cluster: str) -> None:
+    """Remove a cluster's durable queues and exchange from the broker, for a cluster gone for
+    good (its nodes stopped): a benchmark's or a test's."""
+    connection = await aio_pika.connect(url)
+    try:
+        channel = await connection.channel()
+        for index in range(SHARD_COUNT):
+            await channel.queue_delete(shard_queue(cluster, index))
+        await channel.exchange_delete(cluster_exchange(cluster))
+    finally:
+        await connection.close()
 
 
 @dataclass(frozen=True)
@@ -144,7 +162,7 @@ class ClusterNode:
         self._consuming = await self._connection.channel(publisher_confirms=False)
         await self._consuming.set_qos(prefetch_count=256)
         self._exchange = await self._consuming.declare_exchange(
-            f"{self.name}.cluster",
+            cluster_exchange(self.name),
             aio_pika.ExchangeType.TOPIC,
             durable=True,
         )
