@@ -36,11 +36,13 @@ class WrappedDatabase(Database):
 
 class SlowDatabase(WrappedDatabase):
     """Every round trip (a read, or one group commit) takes `delay` seconds longer, as on a
-    distant database server. Records how many reads were in flight at once, and each write."""
+    distant database server. Records how many reads were made and how many were in flight at
+    once, and each write."""
 
     def __init__(self, real: Database, delay: float) -> None:
         super().__init__(real)
         self.delay = delay
+        self.reads = 0
         self.reads_in_flight = 0
         self.most_reads_in_flight = 0
         self.writes: list[int] = []  # units per group commit
@@ -53,6 +55,7 @@ class SlowDatabase(WrappedDatabase):
         return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
+        self.reads += 1
         self.reads_in_flight += 1
         self.most_reads_in_flight = max(self.most_reads_in_flight, self.reads_in_flight)
         try:
