@@ -23,6 +23,7 @@ from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
 from mps.actors.shards import PaymentKey, Shard, ShardRouter
+from mps.actors.webhooks import Webhooks
 from mps.adapters.broker import open_broker
 from mps.adapters.mail import DevMailbox, Mailer, SmtpMailer
 from mps.adapters.processor import Processor, SimulatorProcessor
@@ -117,8 +118,14 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             if cluster is not None:
                 cluster.lost(lost)
 
+        webhooks: Webhooks | None = None
+
+        def on_events() -> None:
+            if webhooks is not None:
+                webhooks.relay.wake()
+
         persistence = PersistenceActor.start(
-            database, observe=metrics.observe_commit, on_fenced=on_fenced
+            database, observe=metrics.observe_commit, on_fenced=on_fenced, on_events=on_events
         )
         keyring = Keyring(
             settings.session_secret,
@@ -176,6 +183,16 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             )
             housekeeping.start()
             key_usage.start()
+            webhooks = Webhooks(
+                context,
+                broker,
+                keyring,
+                shards,
+                prefix=settings.cluster_name,
+                retry_scale=settings.webhook_retry_scale,
+                allow_private=settings.development,
+            )
+            await webhooks.start()
             app[SERVICES] = Services(
                 settings=settings,
                 clock=extra.clock,
@@ -200,6 +217,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 credentials=credentials,
                 deadlines=deadlines,
                 key_usage=key_usage,
+                webhooks=webhooks,
                 cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
@@ -228,6 +246,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             await key_usage.close()
             if housekeeping is not None:
                 await housekeeping.close()
+            if webhooks is not None:
+                await webhooks.close()
             if expiry is not None:
                 await expiry.close()
             if cluster is not None:

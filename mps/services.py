@@ -10,6 +10,7 @@ from mps.actors.context import ActorContext
 from mps.actors.key_usage import KeyUsage
 from mps.actors.persistence import PersistenceActor
 from mps.actors.shards import ShardRouter
+from mps.actors.webhooks import Webhooks
 from mps.adapters.broker import Broker
 from mps.adapters.mail import DevMailbox, Mailer
 from mps.auth.credentials import Credentials
@@ -44,6 +45,7 @@ class Services:
     credentials: Credentials
     deadlines: Deadlines
     key_usage: KeyUsage
+    webhooks: Webhooks
     # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
     cluster: ClusterNode | None = None
 

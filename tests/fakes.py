@@ -42,7 +42,7 @@ class SlowDatabase(WrappedDatabase):
     def __init__(self, real: Database, delay: float) -> None:
         super().__init__(real)
         self.delay = delay
-        self.reads = 0
+        self.reads: list[str] = []  # the SQL of each read
         self.reads_in_flight = 0
         self.most_reads_in_flight = 0
         self.writes: list[int] = []  # units per group commit
@@ -55,7 +55,7 @@ class SlowDatabase(WrappedDatabase):
         return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        self.reads += 1
+        self.reads.append(sql)
         self.reads_in_flight += 1
         self.most_reads_in_flight = max(self.most_reads_in_flight, self.reads_in_flight)
         try:

@@ -10,6 +10,7 @@ as soon as it is declared.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import re
@@ -186,6 +187,14 @@ async def world(
 ) -> World:
     client: TestClient[Any, Any] = await aiohttp_client(make_app(rate_limit_scale=0))
     member = await sign_up(client, "ann@example.com")
+    # An endpoint nothing listens on: its deliveries exist, and keep failing.
+    response = await client.post(
+        "/api/v1/merchant/webhooks",
+        json={"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    endpoint = await response.json()
     payment = await create_payment(client, member, customerEmail="bob@example.com")
     response = await client.post(
         "/api/v1/merchant/api-keys",
@@ -196,6 +205,12 @@ async def world(
     key = await response.json()
     response = await client.get("/api/v1/merchant/customers", headers=member.headers)
     customer = (await response.json())["data"][0]
+    deliveries_url = f"/api/v1/merchant/webhooks/{endpoint['id']}/deliveries"
+    deliveries: list[dict[str, Any]] = []
+    async with asyncio.timeout(10):
+        while not deliveries:
+            response = await client.get(deliveries_url, headers=member.headers)
+            deliveries = (await response.json())["data"]
     real = {
         "payments/id": payment["id"],
         "customers/id": customer["id"],
@@ -203,10 +218,15 @@ async def world(
         "checkout/reference": payment["reference"],
         "pay/reference": payment["reference"],
         "sandbox/kind": "payment.completed",
+        "webhooks/id": endpoint["id"],
+        "deliveries/id": deliveries[0]["id"],
+        "events/id": deliveries[0]["eventId"],
     }
     bodies = {
         "/checkout/{reference}/pay": {"card": TEST_CARD},
         "/developer/sandbox/{kind}": {"paymentId": payment["id"]},
+        "/merchant/webhooks/{id}": {"description": "edges"},
+        "/merchant/webhooks/{id}/recover": {"since": "2020-01-01"},
     }
     return World(client, member, {"Authorization": f"Bearer {key['key']}"}, real, bodies)
 

@@ -30,6 +30,7 @@ from pykka.messages import _ActorStop
 from mps.actors.runtime import ActorDeadError, AsyncioActor
 from mps.errors import ShardMoved, Unavailable
 from mps.persistence.database import Database, Fenced, UnitOutcome
+from mps.persistence.outbox import inserts_events
 from mps.persistence.statements import Statement
 
 __all__ = ["WRITE_DEADLINE", "Commit", "PersistenceActor"]
@@ -62,6 +63,7 @@ class PersistenceActor(AsyncioActor):
         deadline: float = WRITE_DEADLINE,
         on_fenced: Callable[[frozenset[int]], None] | None = None,
         observe: Callable[[int, float], None] | None = None,
+        on_events: Callable[[], None] | None = None,
     ) -> None:
         super().__init__()
         self.database = database
@@ -70,6 +72,8 @@ class PersistenceActor(AsyncioActor):
         self.on_fenced = on_fenced
         # Told (units, seconds) of each group commit that succeeded (the metrics' histograms).
         self.observe = observe
+        # Told after each group commit that inserted events (the outbox relay's wake-up).
+        self.on_events = on_events
         self.commits = 0
         self.units = 0
 
@@ -181,6 +185,8 @@ class PersistenceActor(AsyncioActor):
                 envelope.reply_to.set(outcome)
         if self.observe is not None:
             self.observe(len(envelopes), time.perf_counter() - started)
+        if self.on_events is not None and inserts_events([e.message.statements for e in envelopes]):
+            self.on_events()
 
     async def _write(self, envelopes: list[Envelope[Any]]) -> list[UnitOutcome]:
         """The batch's outcomes. Past `deadline` its writers are answered 503 at once (whether

@@ -1,7 +1,9 @@
 """The message broker: RabbitMQ through aio-pika in production, an in-process stand-in otherwise.
 
 Both implement `Broker`: durable named queues bound to routing keys on one topic exchange, with
-at-least-once delivery to a handler, and a `ping` that makes a real round trip.
+at-least-once delivery to a handler, delayed publishing, and a `ping` that makes a real round
+trip. The in-process broker keeps nothing across a restart (`durable` is False): what relies on
+it for work must be able to find that work again in storage (mps.actors.webhooks).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -17,7 +20,16 @@ import aio_pika.abc
 
 from mps.domain.ids import random_base62
 
-__all__ = ["AmqpBroker", "Broker", "Handler", "MemoryBroker", "open_broker"]
+__all__ = [
+    "DELAY_LEVELS_MS",
+    "AmqpBroker",
+    "Broker",
+    "Handler",
+    "MemoryBroker",
+    "delay_level",
+    "delay_queue_name",
+    "open_broker",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -25,14 +37,67 @@ Handler = Callable[[bytes], Awaitable[None]]
 EXCHANGE = "mps"
 
 
+# A parked queue in process keeps at most this many messages (the oldest go first).
+PARKED_LIMIT = 10_000
+# The waits RabbitMQ delays a message by, in ms: one queue per level and destination, so any
+# delay costs a bounded set of queues. They include every wait of the webhook retry schedule.
+DELAY_LEVELS_MS = (
+    50,
+    200,
+    1_000,
+    5_000,
+    30_000,
+    60_000,
+    300_000,
+    1_800_000,
+    7_200_000,
+    21_600_000,
+    43_200_000,
+    86_400_000,
+)
+
+
+def delay_level(delay: float) -> int:
+    """The longest level not above `delay` (the shortest level when all are above)."""
+    wanted = delay * 1000
+    fitting = [level for level in DELAY_LEVELS_MS if level <= wanted]
+    return fitting[-1] if fitting else DELAY_LEVELS_MS[0]
+
+
 class Broker(Protocol):
+    # Whether a published message survives a restart of this process.
+    durable: bool
+
     async def connect(self) -> None: ...
 
     async def close(self) -> None: ...
 
-    async def publish(self, routing_key: str, body: bytes) -> None: ...
+    async def publish(
+        self, routing_key: str, body: bytes, *, delay: float = 0.0, settled: bool = False
+    ) -> None:
+        """Send `body` to the queues bound to `routing_key`, after `delay` seconds when given.
 
-    async def subscribe(self, queue: str, routing_key: str, handler: Handler) -> None: ...
+        A delay may be served in steps (RabbitMQ waits in fixed levels, `delay_level`), so the
+        message can arrive a little early: a consumer that must not act before a moment checks
+        it and publishes the message again with the rest of the wait.
+
+        With `settled`, return only once the message is safe: confirmed by RabbitMQ (it is
+        persistent, so it outlives a broker restart), or, in process, handled by its consumer,
+        since nothing in memory outlives this process."""
+        ...
+
+    async def subscribe(
+        self, queue: str, routing_key: str, handler: Handler, *, prefetch: int = 1
+    ) -> None:
+        """Consume the durable `queue` bound to `routing_key`: up to `prefetch` messages at once
+        (1 keeps their order); each is acknowledged when `handler` returns and redelivered when
+        it raises."""
+        ...
+
+    async def declare(self, queue: str, routing_key: str) -> None:
+        """A durable queue bound to `routing_key` that keeps its messages until someone
+        consumes them (a dead-letter queue, or a work queue declared before its consumer)."""
+        ...
 
     async def subscribe_broadcast(self, routing_key: str, handler: Handler) -> None:
         """Every node gets every message of `routing_key` (a queue of this node's own, gone with
@@ -54,38 +119,108 @@ class Broker(Protocol):
 class MemoryBroker:
     """Same interface, one process: messages go to in-memory queues served by tasks."""
 
+    durable = False
+
     def __init__(self) -> None:
-        self._bindings: dict[str, list[asyncio.Queue[bytes]]] = {}
+        self._bindings: dict[str, list[_Inbox]] = {}
         self._tasks: list[asyncio.Task[None]] = []
+        self._timers: set[asyncio.TimerHandle] = set()
+        # Messages of declared queues that nobody consumes, by queue: dead letters.
+        self.parked: dict[str, deque[bytes]] = {}
 
     async def connect(self) -> None:
         return None
 
     async def close(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+        self._timers.clear()
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
         self._tasks.clear()
 
-    async def publish(self, routing_key: str, body: bytes) -> None:
-        for queue in self._bindings.get(routing_key, []):
-            queue.put_nowait(body)
+    async def publish(
+        self, routing_key: str, body: bytes, *, delay: float = 0.0, settled: bool = False
+    ) -> None:
+        if delay > 0:
+            loop = asyncio.get_running_loop()
 
-    async def subscribe(self, queue: str, routing_key: str, handler: Handler) -> None:
-        inbox: asyncio.Queue[bytes] = asyncio.Queue()
+            def fire() -> None:
+                self._timers.discard(timer)
+                self._route(routing_key, body, None)
+
+            timer = loop.call_later(delay, fire)
+            self._timers.add(timer)
+            return
+        if not settled:
+            self._route(routing_key, body, None)
+            return
+        handled = asyncio.get_running_loop().create_future()
+        if self._route(routing_key, body, handled):
+            await handled
+
+    def _route(self, routing_key: str, body: bytes, handled: asyncio.Future[None] | None) -> bool:
+        """Put `body` in every queue bound to `routing_key`; whether any consumer will handle it
+        (and so resolve `handled`)."""
+        consumed = False
+        for inbox in self._bindings.get(routing_key, []):
+            if isinstance(inbox, deque):
+                inbox.append(body)
+            else:
+                inbox.put_nowait((body, handled if not consumed else None))
+                consumed = True
+        if handled is not None and not consumed:
+            handled.set_result(None)
+        return consumed
+
+    async def subscribe(
+        self, queue: str, routing_key: str, handler: Handler, *, prefetch: int = 1
+    ) -> None:
+        inbox: asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]] = asyncio.Queue()
         self._bindings.setdefault(routing_key, []).append(inbox)
-        self._tasks.append(asyncio.get_running_loop().create_task(self._serve(inbox, handler)))
+        loop = asyncio.get_running_loop()
+        self._tasks.append(loop.create_task(self._serve(inbox, handler, prefetch)))
+
+    async def declare(self, queue: str, routing_key: str) -> None:
+        if queue in self.parked:
+            return
+        parked: deque[bytes] = deque(maxlen=PARKED_LIMIT)
+        self.parked[queue] = parked
+        self._bindings.setdefault(routing_key, []).append(parked)
 
     @staticmethod
-    async def _serve(inbox: asyncio.Queue[bytes], handler: Handler) -> None:
-        while True:
-            body = await inbox.get()
+    async def _serve(
+        inbox: asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]],
+        handler: Handler,
+        prefetch: int,
+    ) -> None:
+        slots = asyncio.Semaphore(prefetch)
+        running: set[asyncio.Task[None]] = set()
+
+        async def handle(body: bytes, handled: asyncio.Future[None] | None) -> None:
             try:
                 await handler(body)
             except Exception:
                 logger.exception("broker handler failed; the message is redelivered")
-                inbox.put_nowait(body)
                 await asyncio.sleep(0.1)
+                inbox.put_nowait((body, handled))
+            else:
+                if handled is not None and not handled.done():
+                    handled.set_result(None)
+            finally:
+                slots.release()
+
+        try:
+            while True:
+                body, handled = await inbox.get()
+                await slots.acquire()
+                task = asyncio.get_running_loop().create_task(handle(body, handled))
+                running.add(task)
+                task.add_done_callback(running.discard)
+        finally:
+            for task in running:
+                task.cancel()
 
     async def subscribe_broadcast(self, routing_key: str, handler: Handler) -> None:
         await self.subscribe(f"broadcast.{random_base62(12)}", routing_key, handler)
@@ -98,12 +233,19 @@ class MemoryBroker:
         return None
 
 
+_Inbox = asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]] | deque[bytes]
+
+
 class AmqpBroker:
+    durable = True
+
     def __init__(self, url: str) -> None:
         self._url = url
         self._connection: aio_pika.abc.AbstractRobustConnection | None = None
         self._channel: aio_pika.abc.AbstractChannel | None = None
         self._exchange: aio_pika.abc.AbstractExchange | None = None
+        # Delay queues declared so far, by name (see `_delay_queue`).
+        self._delays: set[str] = set()
 
     async def connect(self) -> None:
         self._connection = await aio_pika.connect_robust(self._url)
@@ -117,6 +259,7 @@ class AmqpBroker:
         if self._connection is not None:
             await self._connection.close()
         self._connection = self._channel = self._exchange = None
+        self._delays.clear()
 
     def _parts(self) -> tuple[aio_pika.abc.AbstractChannel, aio_pika.abc.AbstractExchange]:
         if self._channel is None or self._exchange is None:
@@ -124,13 +267,56 @@ class AmqpBroker:
             raise RuntimeError(msg)
         return self._channel, self._exchange
 
-    async def publish(self, routing_key: str, body: bytes) -> None:
-        _, exchange = self._parts()
+    async def publish(
+        self, routing_key: str, body: bytes, *, delay: float = 0.0, settled: bool = False
+    ) -> None:
+        # Every publish is persistent and confirmed (the channel has publisher confirms), so
+        # `settled` asks nothing more of RabbitMQ.
+        channel, exchange = self._parts()
         message = aio_pika.Message(body, delivery_mode=aio_pika.DeliveryMode.PERSISTENT)
+        if delay > 0:
+            queue = await self._delay_queue(channel, routing_key, delay)
+            await channel.default_exchange.publish(message, routing_key=queue)
+            return
         await exchange.publish(message, routing_key=routing_key)
 
-    async def subscribe(self, queue: str, routing_key: str, handler: Handler) -> None:
+    async def _delay_queue(
+        self, channel: aio_pika.abc.AbstractChannel, routing_key: str, delay: float
+    ) -> str:
+        """A queue where messages wait the level of `delay` (its message TTL), then dead-letter
+        to `routing_key` on the exchange. One per level and destination, each FIFO with a
+        single TTL, so no message waits behind a longer one; durable, so a wait survives a
+        restart of either side."""
+        ttl = delay_level(delay)
+        name = delay_queue_name(routing_key, ttl)
+        if name not in self._delays:
+            await channel.declare_queue(
+                name,
+                durable=True,
+                arguments={
+                    "x-message-ttl": ttl,
+                    "x-dead-letter-exchange": EXCHANGE,
+                    "x-dead-letter-routing-key": routing_key,
+                    # An unused delay level (a changed retry scale) goes away by itself.
+                    "x-expires": max(ttl * 4, 3_600_000),
+                },
+            )
+            self._delays.add(name)
+        return name
+
+    async def declare(self, queue: str, routing_key: str) -> None:
         channel, exchange = self._parts()
+        declared = await channel.declare_queue(queue, durable=True)
+        await declared.bind(exchange, routing_key)
+
+    async def subscribe(
+        self, queue: str, routing_key: str, handler: Handler, *, prefetch: int = 1
+    ) -> None:
+        _, exchange = self._parts()
+        assert self._connection is not None
+        # A channel of its own: the prefetch window is per channel.
+        channel = await self._connection.channel()
+        await channel.set_qos(prefetch_count=prefetch)
         declared = await channel.declare_queue(queue, durable=True)
         await declared.bind(exchange, routing_key)
 
@@ -184,6 +370,10 @@ class AmqpBroker:
         finally:
             with contextlib.suppress(Exception):
                 await probe.delete(if_unused=False, if_empty=False)
+
+
+def delay_queue_name(routing_key: str, level_ms: int) -> str:
+    return f"{routing_key}.delay.{level_ms}"
 
 
 def open_broker(url: str) -> Broker:

@@ -49,6 +49,8 @@ import aio_pika.abc
 import orjson
 
 from mps.actors.shards import ShardRouter
+from mps.actors.webhooks.topology import Topology
+from mps.adapters.broker import DELAY_LEVELS_MS, delay_queue_name
 from mps.cluster.forwarding import Answer, LocalDispatch, Passed
 from mps.cluster.membership import Heartbeat, Membership
 from mps.domain.ids import random_base62
@@ -81,6 +83,11 @@ async def delete_cluster(url: str, cluster: str) -> None:
         for index in range(SHARD_COUNT):
             await channel.queue_delete(shard_queue(cluster, index))
         await channel.exchange_delete(cluster_exchange(cluster))
+        topology = Topology(cluster)
+        for queue in topology.queues:
+            await channel.queue_delete(queue)
+        for level in DELAY_LEVELS_MS:
+            await channel.queue_delete(delay_queue_name(topology.attempts, level))
     finally:
         await connection.close()
 

@@ -172,3 +172,61 @@ SETTINGS: dict[str, Schema] = {
     "defaultApiVersion": Enum(["v1", "v2"]),
     "kycStatus": Enum(["UNVERIFIED", "PENDING", "VERIFIED", "REJECTED"]),
 }
+
+WEBHOOK_ENDPOINT_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "url": Str(),
+    "description": _NULL_STR,
+    "events": Array(Str()),
+    "status": Enum(["enabled", "disabled"]),
+    "disabledReason": _NULL_STR,
+    "livemode": Bool(),
+    "previousSecretExpiresAt": Str(format="date-time", nullable=True),
+    "createdAt": _TIME,
+    "updatedAt": _TIME,
+}
+WEBHOOK_ENDPOINT = Obj(
+    WEBHOOK_ENDPOINT_FIELDS, required=list(WEBHOOK_ENDPOINT_FIELDS), allow_unknown=True
+)
+
+WEBHOOK_DELIVERY_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "eventId": Str(),
+    "eventType": Str(),
+    "endpointId": _NULL_STR,
+    "url": Str(),
+    "status": Enum(["PENDING", "SUCCEEDED", "RETRYING", "DEAD"]),
+    "attempts": Int(),
+    "nextAttemptAt": Str(format="date-time", nullable=True),
+    "lastAttemptAt": Str(format="date-time", nullable=True),
+    "lastStatusCode": Int(nullable=True),
+    "lastError": _NULL_STR,
+    "replay": Bool(),
+    "livemode": Bool(),
+    "createdAt": _TIME,
+    "updatedAt": _TIME,
+}
+WEBHOOK_DELIVERY = Obj(
+    WEBHOOK_DELIVERY_FIELDS, required=list(WEBHOOK_DELIVERY_FIELDS), allow_unknown=True
+)
+WEBHOOK_ATTEMPT = Obj(
+    {
+        "attempt": Int(),
+        "at": _TIME,
+        "statusCode": Int(nullable=True),
+        "error": _NULL_STR,
+        "durationMs": Int(),
+    },
+    required=["attempt", "at", "statusCode", "error", "durationMs"],
+)
+
+EVENT_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "type": Str(),
+    "createdAt": _TIME,
+    "livemode": Bool(),
+    "apiVersion": Str(),
+    "sequence": Int(description="One more than the previous event of this company and mode."),
+    "data": Obj({"object": Map(values=Anything())}, required=["object"]),
+}
+EVENT = Obj(EVENT_FIELDS, required=list(EVENT_FIELDS), allow_unknown=True)

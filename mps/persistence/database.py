@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from mps.errors import StaleWrite, Unavailable
-from mps.persistence.statements import Row, WriteUnit
+from mps.persistence.outbox import NUMBERING, inserts_events
+from mps.persistence.statements import Row, Statement, WriteUnit
 
 __all__ = ["Database", "Fenced", "Fences", "IntegrityConflict", "UnitOutcome", "open_database"]
 
@@ -70,27 +71,32 @@ class Database(abc.ABC):
         Savepoints cost round trips on every unit, and units almost never fail, so the batch is
         first tried as one plain transaction; only when a unit fails is it rolled back and run
         again with a savepoint per unit.
+
+        A batch that inserted events ends with the statements that number them
+        (mps.persistence.outbox), in the same transaction.
         """
+        finish = NUMBERING if inserts_events(units) else ()
         try:
-            return list(await self._write_together(units, fences or {}))
+            return list(await self._write_together(units, fences or {}, finish))
         except (StaleWrite, IntegrityConflict) as exc:
             if len(units) == 1:
                 return [exc]
-        return await self._write_isolated(units, fences or {})
+        return await self._write_isolated(units, fences or {}, finish)
 
     # The two ways of running a batch that `write` chooses between. Backends implement both;
     # they are not abstract so that a wrapper which overrides `write` itself need not.
 
     async def _write_together(
-        self, units: Sequence[WriteUnit], fences: Fences
+        self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[list[list[Row]]]:
-        """All units in one transaction without savepoints; any failing unit aborts all."""
+        """All units in one transaction without savepoints, then `finish`; any failing unit
+        aborts all."""
         raise NotImplementedError
 
     async def _write_isolated(
-        self, units: Sequence[WriteUnit], fences: Fences
+        self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[UnitOutcome]:
-        """All units in one transaction, each in its own savepoint."""
+        """All units in one transaction, each in its own savepoint, then `finish`."""
         raise NotImplementedError
 
     @staticmethod

@@ -129,7 +129,7 @@ class PostgresDatabase(Database):
         self._check_fences(fences, {r["shard"]: r["epoch"] for r in rows})
 
     async def _write_together(
-        self, units: Sequence[WriteUnit], fences: Fences
+        self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[list[list[Row]]]:
         conn = await self._writer_connection()
         outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
@@ -142,6 +142,8 @@ class PostgresDatabase(Database):
                     else:
                         unit, position, statement = step.members[0]
                         outcomes[unit][position] = await self._apply(conn, statement)
+                for statement in finish:
+                    await self._apply(conn, statement)
                 return outcomes
         except (StaleWrite, IntegrityConflict, Fenced):
             raise
@@ -156,7 +158,7 @@ class PostgresDatabase(Database):
             conn.terminate()
 
     async def _write_isolated(
-        self, units: Sequence[WriteUnit], fences: Fences
+        self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[UnitOutcome]:
         conn = await self._writer_connection()
         outcomes: list[UnitOutcome] = []
@@ -170,6 +172,8 @@ class PostgresDatabase(Database):
                     except (StaleWrite, IntegrityConflict) as exc:
                         outcome = exc
                     outcomes.append(outcome)
+                for statement in finish:
+                    await self._apply(conn, statement)
         except Fenced:
             raise
         except BaseException:

@@ -176,7 +176,7 @@ class SqliteDatabase(Database):
         self._check_fences(fences, {row[0]: row[1] for row in await cursor.fetchall()})
 
     async def _write_together(
-        self, units: Sequence[WriteUnit], fences: Fences
+        self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[list[list[Row]]]:
         conn = self._w
         outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
@@ -189,6 +189,8 @@ class SqliteDatabase(Database):
                 else:
                     unit, position, statement = step.members[0]
                     outcomes[unit][position] = await self._apply(conn, statement)
+            for statement in finish:
+                await self._apply(conn, statement)
             await conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:
@@ -197,7 +199,7 @@ class SqliteDatabase(Database):
         return outcomes
 
     async def _write_isolated(
-        self, units: Sequence[WriteUnit], fences: Fences
+        self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[UnitOutcome]:
         conn = self._w
         outcomes: list[UnitOutcome] = []
@@ -213,6 +215,8 @@ class SqliteDatabase(Database):
                     outcome = exc
                 await conn.execute("RELEASE unit")
                 outcomes.append(outcome)
+            for statement in finish:
+                await self._apply(conn, statement)
             await conn.execute("COMMIT")
         except BaseException:
             if conn.in_transaction:

@@ -12,7 +12,8 @@ key), so one merchant's traffic never queues behind database round trips.
 The package is split by capability: `actor` (activation, dispatch, passivation), `state` (what
 the actor holds, which every handler takes), `messages` (the commands and their replies), and
 one module of handlers each for `members` (the company, its members and settings), `sessions`,
-`api_keys`, `claims` (Idempotency-Key claims) and `payments` (creating one).
+`api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one) and `webhooks`
+(endpoints, replayed deliveries, company events).
 """
 
 from mps.actors.company.actor import CompanyActor
@@ -21,11 +22,17 @@ from mps.actors.company.messages import (
     ClaimKey,
     CreateApiKey,
     CreateCompany,
+    CreateEndpoint,
     CreatePayment,
+    DeleteEndpoint,
+    EmitEvent,
     OpenSession,
+    RecordDeliveries,
     ReleaseKey,
     RevokeApiKey,
     RevokeSession,
+    RotateEndpointSecret,
+    UpdateEndpoint,
     UpdateSettings,
 )
 
@@ -35,10 +42,16 @@ __all__ = [
     "CompanyActor",
     "CreateApiKey",
     "CreateCompany",
+    "CreateEndpoint",
     "CreatePayment",
+    "DeleteEndpoint",
+    "EmitEvent",
     "OpenSession",
+    "RecordDeliveries",
     "ReleaseKey",
     "RevokeApiKey",
     "RevokeSession",
+    "RotateEndpointSecret",
+    "UpdateEndpoint",
     "UpdateSettings",
 ]

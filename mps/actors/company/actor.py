@@ -8,17 +8,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.actors.company import api_keys, claims, members, payments, sessions
+from mps.actors.company import api_keys, claims, members, payments, sessions, webhooks
 from mps.actors.company.messages import (
     AddMember,
     ClaimKey,
     CreateApiKey,
     CreateCompany,
+    CreateEndpoint,
     CreatePayment,
+    DeleteEndpoint,
+    EmitEvent,
     OpenSession,
+    RecordDeliveries,
     ReleaseKey,
     RevokeApiKey,
     RevokeSession,
+    RotateEndpointSecret,
+    UpdateEndpoint,
     UpdateSettings,
 )
 from mps.actors.company.state import CompanyState
@@ -86,5 +92,17 @@ class CompanyActor(AsyncioActor):
                 return None
             case CreatePayment():
                 return payments.create_payment(state, message)
+            case CreateEndpoint():
+                return await webhooks.create_endpoint(state, message)
+            case UpdateEndpoint():
+                return await webhooks.update_endpoint(state, message)
+            case RotateEndpointSecret():
+                return await webhooks.rotate_secret(state, message)
+            case DeleteEndpoint():
+                return await webhooks.delete_endpoint(state, message)
+            case RecordDeliveries():
+                return await webhooks.record_deliveries(state, message)
+            case EmitEvent():
+                return await webhooks.emit_event(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

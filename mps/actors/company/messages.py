@@ -14,11 +14,17 @@ __all__ = [
     "ClaimKey",
     "CreateApiKey",
     "CreateCompany",
+    "CreateEndpoint",
     "CreatePayment",
+    "DeleteEndpoint",
+    "EmitEvent",
     "OpenSession",
+    "RecordDeliveries",
     "ReleaseKey",
     "RevokeApiKey",
     "RevokeSession",
+    "RotateEndpointSecret",
+    "UpdateEndpoint",
     "UpdateSettings",
 ]
 
@@ -107,4 +113,60 @@ class CreatePayment:
 
     mode: str
     spec: NewPayment
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class CreateEndpoint:
+    """Reply: (the endpoint's row as stored, its secret shown once). `stored_count` is how many
+    endpoints the caller read for the mode, used until the actor counts them itself."""
+
+    mode: str
+    url: str
+    events: tuple[str, ...]
+    description: str | None
+    stored_count: int
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class UpdateEndpoint:
+    """Reply: the endpoint's row after the change. `endpoint` is the row as the caller read it;
+    `changes` are validated column values (url, events, description, status)."""
+
+    endpoint: Row
+    changes: dict[str, Any]
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class RotateEndpointSecret:
+    """Reply: (the endpoint's row after, the new secret shown once)."""
+
+    endpoint: Row
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class DeleteEndpoint:
+    """Reply: the row that was deleted."""
+
+    endpoint: Row
+
+
+@dataclass(frozen=True)
+class RecordDeliveries:
+    """Reply: the rows, once committed. New deliveries of a replay or a recovery."""
+
+    rows: tuple[Row, ...]
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class EmitEvent:
+    """Reply: the event's body. An event about the company itself (webhook.ping)."""
+
+    mode: str
+    type: str
+    obj: dict[str, Any]
     idempotency: IdempotencyRecord | None = None

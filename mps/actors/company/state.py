@@ -34,6 +34,8 @@ class CompanyState:
     # Idempotency keys whose first request is still running, with a future its duplicates
     # wait on.
     in_flight: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+    # mode -> webhook endpoints, once a create told us (mps.actors.company.webhooks).
+    endpoint_counts: dict[str, int] = field(default_factory=dict)
 
     def require(self) -> Company:
         if self.company is None:

@@ -9,10 +9,12 @@ from mps.http.routes import (
     customers,
     dev,
     developer,
+    events,
     health,
     payments,
     sandbox,
     settings,
+    webhooks,
 )
 from mps.http.routing import Route
 
@@ -28,6 +30,8 @@ def all_routes(*, development: bool) -> list[Route]:
         *checkout.build(development),
         *customers.ROUTES,
         *settings.ROUTES,
+        *webhooks.ROUTES,
+        *events.ROUTES,
         *developer.ROUTES,
         *sandbox.ROUTES,
         *dev.ROUTES,

@@ -7,11 +7,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mps.actors.company import EmitEvent
 from mps.actors.payment import Checkout, CheckoutDeclined, Expire, Outcome, Reverse
 from mps.adapters.processor import CardInput
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
-from mps.http.resources import PAYMENT, resource
+from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
 from mps.representations.payments import payment_json
@@ -25,7 +26,29 @@ _DECLINED = CardInput("4000000000000002", 12, 2099, "123")
 @dataclass(frozen=True)
 class Kind:
     scope: str
-    run: Callable[[Call, Any], Awaitable[Outcome]]
+    # Runs the transition, with the request's idempotency record; returns its result.
+    run: Callable[[Call, Any], Awaitable[Any]]
+    # The result as (object, event): what the answer shows.
+    shape: Callable[[Call, Any], tuple[dict[str, Any], dict[str, Any] | None]]
+
+
+def _payment_shape(call: Call, outcome: Outcome) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    payment = payment_json(outcome.payment, call.services.settings.public_url)
+    return payment, outcome.events[-1] if outcome.events else None
+
+
+async def _ping(call: Call, idem: Any) -> dict[str, Any]:
+    """A webhook.ping event to every endpoint subscribed to it (or to `webhook.*`, or `*`)."""
+    key = call.api_key
+    ping = {"object": "webhook.ping", "requestId": call.request_id}
+    body: dict[str, Any] = await call.services.shards.ask_company(
+        key.company_id, EmitEvent(key.mode, "webhook.ping", ping, idem)
+    )
+    return body
+
+
+def _event_shape(call: Call, event: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    return event["data"]["object"], event
 
 
 async def _completed(call: Call, idem: Any) -> Outcome:
@@ -59,10 +82,11 @@ async def _payment(call: Call, message: Any) -> Outcome:
 
 
 KINDS: dict[str, Kind] = {
-    "payment.completed": Kind("payments:write", _completed),
-    "payment.failed": Kind("payments:write", _failed),
-    "payment.expired": Kind("payments:write", _expired),
-    "payment.reversed": Kind("payments:write", _reversed),
+    "payment.completed": Kind("payments:write", _completed, _payment_shape),
+    "payment.failed": Kind("payments:write", _failed, _payment_shape),
+    "payment.expired": Kind("payments:write", _expired, _payment_shape),
+    "payment.reversed": Kind("payments:write", _reversed, _payment_shape),
+    "webhook.ping": Kind("settings:write", _ping, _event_shape),
 }
 
 
@@ -77,17 +101,12 @@ async def simulate(call: Call) -> Resource:
     if kind.scope not in key.scopes:
         raise Forbidden(f"This needs the {kind.scope} scope", code="insufficient_scope")
 
-    def present(outcome: Outcome) -> Resource:
-        return Resource(
-            {
-                "kind": name,
-                "object": payment_json(outcome.payment, call.services.settings.public_url),
-                "event": outcome.events[-1] if outcome.events else None,
-            }
-        )
+    def present(result: Any) -> Resource:
+        obj, event = kind.shape(call, result)
+        return Resource({"kind": name, "object": obj, "event": event})
 
-    outcome = await kind.run(call, call.idempotent(present))
-    return present(outcome)
+    result = await kind.run(call, call.idempotent(present))
+    return present(result)
 
 
 ROUTES = [
@@ -102,7 +121,7 @@ ROUTES = [
         response=resource(
             {
                 "kind": Str(),
-                "object": PAYMENT,
+                "object": Obj({}, allow_unknown=True, description="The object the kind touched."),
                 "event": Obj({"id": Str(), "type": Str()}, nullable=True, allow_unknown=True),
             }
         ),

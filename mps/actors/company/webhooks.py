@@ -1,0 +1,172 @@
+"""Webhook endpoints (decisions 10): create (the secret shown once), change, delete, rotate the
+secret; and the writes that make replayed deliveries or emit a company event.
+
+The caller reads the endpoint before asking (404 before the turn), so a turn holds no read. The
+company's endpoint count per mode is learnt from the first caller's read and then kept here, so
+the cap holds under concurrent creates.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import orjson
+
+from mps.actors.company.messages import (
+    CreateEndpoint,
+    DeleteEndpoint,
+    EmitEvent,
+    RecordDeliveries,
+    RotateEndpointSecret,
+    UpdateEndpoint,
+)
+from mps.actors.company.state import CompanyState
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.domain.webhooks import SECRET_PURPOSE
+from mps.errors import Conflict, NotFound
+from mps.persistence import webhook_store as store
+from mps.persistence.outbox import event_row
+from mps.persistence.statements import Row, insert
+from mps.webhooks.signing import new_secret
+
+__all__ = [
+    "MAX_ENDPOINTS",
+    "ROTATION_OVERLAP",
+    "create_endpoint",
+    "delete_endpoint",
+    "emit_event",
+    "record_deliveries",
+    "rotate_secret",
+    "update_endpoint",
+]
+
+# Per company and mode, as Stripe's 16.
+MAX_ENDPOINTS = 16
+# The old secret keeps signing this long after a rotation (decisions 10).
+ROTATION_OVERLAP = timedelta(hours=24)
+
+
+def _seal(state: CompanyState, secret: str) -> str:
+    return state.keyring.seal(secret.encode(), SECRET_PURPOSE)
+
+
+async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple[Row, str]:
+    state.require()
+    count = state.endpoint_counts.setdefault(command.mode, command.stored_count)
+    if count >= MAX_ENDPOINTS:
+        msg = f"A company can have at most {MAX_ENDPOINTS} webhook endpoints per mode"
+        raise Conflict(msg, code="limit_reached")
+    secret = new_secret()
+    now = iso(state.context.clock())
+    row: Row = {
+        "id": new_id("whe"),
+        "company_id": state.company_id,
+        "mode": command.mode,
+        "url": command.url,
+        "description": command.description,
+        "events": orjson.dumps(list(command.events)).decode(),
+        "secret": _seal(state, secret),
+        "previous_secret": None,
+        "previous_secret_expires_at": None,
+        "status": "enabled",
+        "disabled_reason": None,
+        "created_at": now,
+        "updated_at": now,
+    }
+    result = (row, secret)
+    statements = [store.endpoint_insert(row)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(result)
+    await state.context.commit(*statements)
+    state.endpoint_counts[command.mode] = count + 1
+    return result
+
+
+async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
+    before = command.endpoint
+    changes: dict[str, Any] = dict(command.changes)
+    if "events" in changes:
+        changes["events"] = orjson.dumps(list(changes["events"])).decode()
+    if "status" in changes:
+        changes["disabled_reason"] = (
+            None if changes["status"] == "enabled" else "disabled by a member"
+        )
+    changes["updated_at"] = iso(state.context.clock())
+    return await _change(state, before, changes, command.idempotency)
+
+
+async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> tuple[Row, str]:
+    before = command.endpoint
+    secret = new_secret()
+    now = state.context.clock()
+    changes = {
+        "secret": _seal(state, secret),
+        "previous_secret": before["secret"],
+        "previous_secret_expires_at": iso(now + ROTATION_OVERLAP),
+        "updated_at": iso(now),
+    }
+    after = {**before, **changes}
+    result = (after, secret)
+    statements = [store.endpoint_update(state.company_id, before["mode"], before["id"], changes)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(result)
+    rows = await state.context.commit(*statements)
+    if not rows[0]:
+        raise NotFound("No such webhook endpoint")
+    return result
+
+
+async def _change(
+    state: CompanyState, before: Row, changes: dict[str, Any], idempotency: Any
+) -> Row:
+    after = {**before, **changes}
+    statements = [store.endpoint_update(state.company_id, before["mode"], before["id"], changes)]
+    if idempotency is not None:
+        statements += idempotency.statements(after)
+    rows = await state.context.commit(*statements)
+    if not rows[0]:
+        raise NotFound("No such webhook endpoint")
+    return after
+
+
+async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
+    endpoint = command.endpoint
+    rows = await state.context.commit(
+        store.endpoint_delete(state.company_id, endpoint["mode"], endpoint["id"])
+    )
+    if not rows[0]:
+        raise NotFound("No such webhook endpoint")
+    mode = endpoint["mode"]
+    if mode in state.endpoint_counts:
+        state.endpoint_counts[mode] = max(0, state.endpoint_counts[mode] - 1)
+    return endpoint
+
+
+async def record_deliveries(state: CompanyState, command: RecordDeliveries) -> list[Row]:
+    """Commit new deliveries (a replay or a recovery) with the request's key."""
+    statements = [store.delivery_insert(r) for r in command.rows]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(command.rows)
+    if statements:
+        await state.context.commit(*statements)
+    return list(command.rows)
+
+
+async def emit_event(state: CompanyState, command: EmitEvent) -> dict[str, Any]:
+    """An event about the company itself (webhook.ping); its body as a client sees it."""
+    state.require()
+    row = event_row(
+        company_id=state.company_id,
+        mode=command.mode,
+        event_type=command.type,
+        created_at=iso(state.context.clock()),
+        obj=command.obj,
+    )
+    body: dict[str, Any] = orjson.loads(row["data"])
+    statements = [insert("events", row)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(body)
+    await state.context.commit(*statements)
+    return body

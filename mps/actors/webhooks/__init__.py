@@ -1,0 +1,140 @@
+"""Events out to merchants: the outbox relay, the fan-out, and the webhook-dispatcher actor.
+
+`Webhooks` wires them to the broker (mps.actors.webhooks.topology says what travels where) and
+is opened and closed by the composition root. Every node runs all of it: the relay publishes the
+events of the shards the node owns, and every node consumes fan-out and attempt messages, so
+deliveries spread over the cluster. Nothing here is held only in memory: with the in-process
+broker, which forgets everything on restart, the deliveries still to be attempted are found in
+storage at start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Coroutine
+from typing import Any
+
+from pykka import ActorRef
+
+from mps.actors.context import ActorContext
+from mps.actors.runtime import ask, stop
+from mps.actors.shards import ShardRouter
+from mps.actors.webhooks.deliveries import Deliveries, lane_of
+from mps.actors.webhooks.dispatcher import Run, WebhookDispatcher
+from mps.actors.webhooks.relay import OutboxRelay
+from mps.actors.webhooks.sender import Sender
+from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
+from mps.adapters.broker import Broker
+from mps.auth.keyring import Keyring
+from mps.domain.clock import parse_iso
+from mps.persistence.queries import webhooks as queries
+
+__all__ = ["Webhooks"]
+
+logger = logging.getLogger(__name__)
+
+# Messages taken at once by each node: fan-outs are short database work; attempts mostly wait
+# on receivers, bounded per lane by the dispatcher.
+EVENT_PREFETCH = 32
+ATTEMPT_PREFETCH = 256
+# How long an attempt that failed on our side (the database was down) waits before it is tried
+# again: not an attempt of the delivery, which is only counted once a receiver was asked.
+RETRY_OWN_FAILURE = 5.0
+# An attempt this close to its moment is due: waiting again for less would cost more than it
+# is worth (and a moment stored in whole milliseconds is up to half of one ahead).
+DUE_SLACK = 0.01
+
+
+class Webhooks:
+    def __init__(
+        self,
+        context: ActorContext,
+        broker: Broker,
+        keyring: Keyring,
+        shards: ShardRouter,
+        *,
+        prefix: str,
+        retry_scale: float,
+        allow_private: bool,
+    ) -> None:
+        self.topology = Topology(prefix)
+        self.broker = broker
+        self.sender = Sender(allow_private=allow_private)
+        self.deliveries = Deliveries(
+            context, broker, self.topology, keyring, self.sender, retry_scale
+        )
+        self.relay = OutboxRelay(context, broker, self.topology, shards)
+        self.dispatcher: ActorRef[WebhookDispatcher] | None = None
+        self._context = context
+        self._background: set[asyncio.Task[None]] = set()
+
+    def in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` after the request that asked for it was answered. What it publishes is
+        stored already, so if the process stops first the sweep finds it."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def start(self) -> None:
+        await self.sender.start()
+        self.dispatcher = WebhookDispatcher.start(self.deliveries)
+        topology = self.topology
+        await self.broker.declare(f"{topology.dead}", topology.dead)
+        await self.broker.subscribe(
+            topology.events, topology.events, self._on_event, prefetch=EVENT_PREFETCH
+        )
+        await self.broker.subscribe(
+            topology.attempts, topology.attempts, self._on_attempt, prefetch=ATTEMPT_PREFETCH
+        )
+        if not self.broker.durable:
+            await self._recover()
+        self.relay.start()
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        await self.relay.close()
+        if self.dispatcher is not None:
+            await stop(self.dispatcher)
+        await self.sender.close()
+
+    async def _on_event(self, body: bytes) -> None:
+        job = EventJob.decode(body)
+        await self.deliveries.fan_out(job)
+
+    async def _on_attempt(self, body: bytes) -> None:
+        job = AttemptJob.decode(body)
+        wait = await self.deliveries.due(job)
+        if wait > DUE_SLACK:
+            # Not due yet: a receiver's Retry-After longer than the delay queue's, or a message
+            # deferred by a full lane. Back to wait the rest.
+            await self.deliveries.defer(job, wait)
+            return
+        assert self.dispatcher is not None
+        try:
+            await ask(self.dispatcher, Run(job))
+        except Exception:
+            logger.exception("webhook attempt of %s failed on our side", job.delivery_id)
+            await self.deliveries.defer(job, RETRY_OWN_FAILURE)
+
+    async def _recover(self) -> None:
+        """Publish again every delivery still to be attempted: the in-process broker lost them
+        with the last process."""
+        after, found = "", 0
+        while True:
+            rows = await queries.open_deliveries(self._context.database, after, 500)
+            for row in rows:
+                due = parse_iso(row["next_attempt_at"] or row["created_at"])
+                lane = row["endpoint_id"] or lane_of(row["url"])
+                job = AttemptJob(
+                    row["id"], row["attempts"] + 1, round(due.timestamp() * 1000), lane
+                )
+                await self.broker.publish(self.topology.attempts, job.encode())
+            found += len(rows)
+            if len(rows) < 500:
+                break
+            after = rows[-1]["id"]
+        if found:
+            logger.info("webhooks: %d deliveries to attempt were found in storage", found)

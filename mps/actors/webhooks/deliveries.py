@@ -1,0 +1,292 @@
+"""The work behind the webhook queues: making an event's deliveries, and making one attempt.
+
+Both run in the broker consumer's task on whichever node took the message, outside any actor
+turn: they read what they need, POST, and commit through the persistence actor. Every step is
+safe to repeat, because the broker delivers at least once:
+
+- fan-out: a delivery's id is derived from (event, target, origin), and its insert does nothing
+  when the row exists, so a fan-out handled twice makes each delivery once and publishes the
+  same first attempts (which the attempt step then dedupes);
+- attempt: a message for an attempt the delivery has already made is dropped; the next attempt
+  (or the dead letter) is published before the outcome is recorded, so a crash in between
+  repeats the POST (at least once) rather than losing the retry.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+import orjson
+
+from mps.actors.context import ActorContext
+from mps.actors.webhooks.sender import Sender
+from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
+from mps.adapters.broker import Broker
+from mps.auth.keyring import Keyring
+from mps.domain.clock import iso
+from mps.domain.webhooks import SECRET_PURPOSE, Answer, after_attempt, subscribed
+from mps.persistence import webhook_store as store
+from mps.persistence.queries import events as event_queries
+from mps.persistence.queries import webhooks as queries
+from mps.persistence.statements import Row
+from mps.representations.events import event_body
+from mps.webhooks.signing import new_secret
+
+__all__ = ["Deliveries", "default_secret", "delivery_id_for", "lane_of"]
+
+logger = logging.getLogger(__name__)
+
+
+def delivery_id_for(event_id: str, target: str, origin: str) -> str:
+    digest = hashlib.sha256(f"{event_id}|{target}|{origin}".encode()).hexdigest()
+    return f"whd_{digest[:24]}"
+
+
+def lane_of(url: str) -> str:
+    """The lane of a payment's own URL: its origin, so one slow host holds only its own."""
+    parts = urlsplit(url)
+    return f"url:{parts.scheme}://{parts.netloc}"
+
+
+async def default_secret(
+    context: ActorContext, keyring: Keyring, company_id: str, mode: str
+) -> str:
+    """The company's default signing secret in `mode`, made on first use (first writer wins)."""
+    sealed = await queries.default_secret(context.database, company_id, mode)
+    if sealed is None:
+        fresh = keyring.seal(new_secret().encode(), SECRET_PURPOSE)
+        now = iso(context.clock())
+        await context.commit(store.default_secret_insert(company_id, mode, fresh, now))
+        sealed = await queries.default_secret(context.database, company_id, mode)
+        assert sealed is not None
+    return keyring.unseal(sealed, SECRET_PURPOSE).decode()
+
+
+@dataclass
+class Deliveries:
+    context: ActorContext
+    broker: Broker
+    topology: Topology
+    keyring: Keyring
+    sender: Sender
+    retry_scale: float
+    # Told (company_id, mode, endpoint row) when an endpoint was disabled by its answers.
+    on_disabled: Callable[[Row, str], None] | None = None
+
+    @property
+    def _now(self) -> datetime:
+        return self.context.clock()
+
+    # -- fan-out -----------------------------------------------------------------------------
+
+    async def fan_out(self, job: EventJob) -> list[str]:
+        """Make the event's deliveries and publish their first attempts; their ids."""
+        db = self.context.database
+        event = await event_queries.event(db, job.company_id, job.mode, job.event_id)
+        if event is None:
+            return []  # past retention, or never committed
+        rows = await self.targets(event, job.origin)
+        if not rows:
+            return []
+        await self.context.commit(*(store.delivery_insert(r) for r in rows))
+        await self.publish_first_attempts(rows)
+        return [r["id"] for r in rows]
+
+    async def publish_first_attempts(self, rows: list[Row]) -> None:
+        due = _ms(self._now)
+        for row in rows:
+            attempt = AttemptJob(row["id"], 1, due, _lane(row))
+            await self.broker.publish(self.topology.attempts, attempt.encode())
+
+    def now_iso(self) -> str:
+        return iso(self._now)
+
+    def replay_row(self, original: Row, url: str, origin: str) -> Row:
+        """A new delivery of `original`'s event to the same target, at `url`."""
+        return self._row(
+            event_id=original["event_id"],
+            event_type=original["event_type"],
+            company_id=original["company_id"],
+            mode=original["mode"],
+            endpoint_id=original["endpoint_id"],
+            target=original["target"],
+            url=url,
+            origin=origin,
+        )
+
+    def _row(
+        self,
+        *,
+        event_id: str,
+        event_type: str,
+        company_id: str,
+        mode: str,
+        endpoint_id: str | None,
+        target: str,
+        url: str,
+        origin: str,
+    ) -> Row:
+        now = iso(self._now)
+        return {
+            "id": delivery_id_for(event_id, target, origin),
+            "company_id": company_id,
+            "mode": mode,
+            "event_id": event_id,
+            "event_type": event_type,
+            "endpoint_id": endpoint_id,
+            "target": target,
+            "origin": origin,
+            "url": url,
+            "status": "PENDING",
+            "attempts": 0,
+            "next_attempt_at": now,
+            "last_attempt_at": None,
+            "last_status_code": None,
+            "last_error": None,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    async def targets(self, event: Row, origin: str) -> list[Row]:
+        """One new delivery row per target: a payment's own webhookUrl receives its events
+        instead of the company's endpoints (decisions 10); otherwise every enabled endpoint
+        subscribed to the event's type, as it is now."""
+        data: dict[str, Any] = orjson.loads(event["data"])
+        obj = data.get("data", {}).get("object", {})
+        own_url = obj.get("webhookUrl") if event["type"].startswith("payment.") else None
+        if own_url:
+            targets = [(None, f"payment:{obj.get('id')}", str(own_url))]
+        else:
+            endpoints = await queries.endpoints_for_event(
+                self.context.database, event["company_id"], event["mode"]
+            )
+            targets = [
+                (e["id"], e["id"], e["url"])
+                for e in endpoints
+                if subscribed(orjson.loads(e["events"]), event["type"])
+            ]
+        return [
+            self._row(
+                event_id=event["id"],
+                event_type=event["type"],
+                company_id=event["company_id"],
+                mode=event["mode"],
+                endpoint_id=endpoint_id,
+                target=target,
+                url=url,
+                origin=origin,
+            )
+            for endpoint_id, target, url in targets
+        ]
+
+    # -- attempts ----------------------------------------------------------------------------
+
+    async def attempt(self, job: AttemptJob) -> None:
+        db = self.context.database
+        delivery = await queries.delivery(db, job.delivery_id)
+        if delivery is None or delivery["status"] not in ("PENDING", "RETRYING"):
+            return  # gone with retention, or finished by a copy of this message
+        if delivery["attempts"] >= job.attempt:
+            return  # this attempt was made (a redelivered or duplicated message)
+        number = delivery["attempts"] + 1
+        event = await event_queries.event(
+            db, delivery["company_id"], delivery["mode"], delivery["event_id"]
+        )
+        secrets, refusal = await self._secrets(delivery)
+        now = self._now
+        if event is None:
+            answer, duration = Answer(None, "the event is past its retention", abort=True), 0
+        elif refusal is not None:
+            answer, duration = Answer(None, refusal, abort=True), 0
+        else:
+            sent = await self.sender.send(
+                delivery["url"],
+                event_body(event),
+                secrets,
+                event_id=delivery["event_id"],
+                delivery_id=delivery["id"],
+                attempt=number,
+                now=now,
+            )
+            answer, duration = sent.answer, sent.duration_ms
+        await self._settle(delivery, number, answer, duration, job.lane)
+
+    async def _secrets(self, delivery: Row) -> tuple[list[str], str | None]:
+        """The secrets to sign with, newest first; or why the delivery cannot be made."""
+        if delivery["endpoint_id"] is None:
+            secret = await default_secret(
+                self.context, self.keyring, delivery["company_id"], delivery["mode"]
+            )
+            return [secret], None
+        endpoint = await queries.endpoint(
+            self.context.database, delivery["company_id"], delivery["mode"], delivery["endpoint_id"]
+        )
+        if endpoint is None:
+            return [], "the endpoint was deleted"
+        if endpoint["status"] != "enabled":
+            return [], "the endpoint is disabled"
+        secrets = [self.keyring.unseal(endpoint["secret"], SECRET_PURPOSE).decode()]
+        expires = endpoint["previous_secret_expires_at"]
+        if endpoint["previous_secret"] and expires and expires > iso(self._now):
+            secrets.append(
+                self.keyring.unseal(endpoint["previous_secret"], SECRET_PURPOSE).decode()
+            )
+        return secrets, None
+
+    async def _settle(
+        self, delivery: Row, number: int, answer: Answer, duration_ms: int, lane: str
+    ) -> None:
+        now = self._now
+        next_state = after_attempt(number, answer, now, self.retry_scale)
+        if next_state.status == "RETRYING":
+            assert next_state.due is not None
+            retry = AttemptJob(delivery["id"], number + 1, _ms(next_state.due), lane)
+            delay = (next_state.due - now).total_seconds()
+            await self.broker.publish(self.topology.attempts, retry.encode(), delay=delay)
+        elif next_state.status == "DEAD":
+            await self.broker.publish(
+                self.topology.dead,
+                orjson.dumps(
+                    {"delivery": delivery["id"], "event": delivery["event_id"], "at": iso(now)}
+                ),
+            )
+        statements = store.delivery_outcome(
+            delivery["id"],
+            number,
+            status=next_state.status,
+            next_attempt_at=iso(next_state.due) if next_state.due is not None else None,
+            at=iso(now),
+            status_code=answer.status,
+            error=answer.error,
+            duration_ms=duration_ms,
+        )
+        if next_state.disable_endpoint and delivery["endpoint_id"] is not None:
+            statements.append(
+                store.endpoint_disable(delivery["endpoint_id"], "gone (HTTP 410)", iso(now))
+            )
+        rows = await self.context.commit(*statements)
+        if not rows[0]:
+            return  # a copy of this attempt was recorded first
+        if len(rows) > 2 and rows[2] and self.on_disabled is not None:
+            self.on_disabled(rows[2][0], "gone (HTTP 410)")
+
+    async def due(self, job: AttemptJob) -> float:
+        """Seconds until the attempt is due (0 when it is)."""
+        return max(0.0, job.due_ms / 1000 - self._now.timestamp())
+
+    async def defer(self, job: AttemptJob, delay: float) -> None:
+        await self.broker.publish(self.topology.attempts, job.encode(), delay=delay)
+
+
+def _lane(row: Row) -> str:
+    return str(row["endpoint_id"]) if row["endpoint_id"] is not None else lane_of(row["url"])
+
+
+def _ms(when: datetime) -> int:
+    return round(when.timestamp() * 1000)

@@ -1,0 +1,98 @@
+"""The outbox relay: committed events to the broker, in order, marked once the broker has them.
+
+Woken by the persistence actor whenever a commit inserted events, and every `poll` seconds in
+case a wake-up was missed (or another process wrote them). Each pass takes the oldest undispatched
+events (in a cluster, of the shards this node owns), publishes them all with confirmation
+(`settled`), and only then marks them dispatched, in one commit. A crash between the two
+publishes them again after restart: delivery is at least once, and the fan-out makes each
+delivery once however often its event arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+
+from mps.actors.context import ActorContext
+from mps.actors.shards import ShardRouter
+from mps.actors.webhooks.topology import EventJob, Topology
+from mps.adapters.broker import Broker
+from mps.domain.clock import iso
+from mps.persistence import webhook_store as store
+from mps.persistence.queries import events as event_queries
+
+__all__ = ["OutboxRelay"]
+
+logger = logging.getLogger(__name__)
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        context: ActorContext,
+        broker: Broker,
+        topology: Topology,
+        shards: ShardRouter,
+        *,
+        batch: int = 500,
+        poll: float = 1.0,
+    ) -> None:
+        self._context = context
+        self._broker = broker
+        self._topology = topology
+        self._shards = shards
+        self._batch = batch
+        self._poll = poll
+        self._wakeup = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.published = 0
+        self.passes = 0
+
+    def wake(self) -> None:
+        """A commit inserted events. Safe to call from any code on the loop, at any rate."""
+        self._wakeup.set()
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="OutboxRelay")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._poll):
+                    await self._wakeup.wait()
+            self._wakeup.clear()
+            try:
+                while await self.run_once() == self._batch:
+                    pass
+            except Exception:
+                logger.exception("outbox relay pass failed; retrying")
+                await asyncio.sleep(self._poll)
+
+    async def run_once(self) -> int:
+        """Publish one batch of undispatched events; how many it found."""
+        self.passes += 1
+        owned = sorted(self._shards.owned) if self._shards.clustered else None
+        rows = await event_queries.undispatched(self._context.database, owned, self._batch)
+        if not rows:
+            return 0
+        await asyncio.gather(
+            *(
+                self._broker.publish(
+                    self._topology.events,
+                    EventJob(r["id"], r["company_id"], r["mode"]).encode(),
+                    settled=True,
+                )
+                for r in rows
+            )
+        )
+        now = iso(self._context.clock())
+        await self._context.commit(store.events_dispatched([r["id"] for r in rows], now))
+        self.published += len(rows)
+        return len(rows)

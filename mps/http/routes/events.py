@@ -1,0 +1,102 @@
+"""Events (decisions 10): the company's event log for this mode, and replaying one."""
+
+from __future__ import annotations
+
+from mps.actors.company import RecordDeliveries
+from mps.domain.ids import new_id
+from mps.errors import NotFound
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Page, Resource
+from mps.http.resources import EVENT, EVENT_FIELDS, WEBHOOK_DELIVERY, page, resource
+from mps.http.routes.payments import DATE_RANGE, range_filter
+from mps.http.routing import Call, Route
+from mps.http.schema import Array, Obj, Str
+from mps.persistence.queries import events as q
+from mps.persistence.statements import Row
+from mps.representations.events import event_view
+from mps.representations.webhooks import delivery_view
+
+__all__ = ["ROUTES"]
+
+
+async def list_events(call: Call) -> Page:
+    session = call.session
+    start, end = range_filter(call.query)
+    rows, cursor = await q.list_events(
+        call.services.database,
+        session.company_id,
+        session.mode,
+        page_request(call.query),
+        event_type=call.query.get("type"),
+        created_from=start,
+        created_to=end,
+    )
+    return Page([event_view(r) for r in rows], cursor)
+
+
+async def _event(call: Call) -> Row:
+    session = call.session
+    row = await q.event(call.services.database, session.company_id, session.mode, call.param("id"))
+    if row is None:
+        raise NotFound("No such event")
+    return row
+
+
+async def get_event(call: Call) -> Resource:
+    return Resource(event_view(await _event(call)))
+
+
+async def replay_event(call: Call) -> Resource:
+    """A new delivery of the event to each target subscribed now (decisions 10)."""
+    event = await _event(call)
+    services = call.services
+    deliveries = services.webhooks.deliveries
+    rows = await deliveries.targets(event, f"replay:{new_id('whd')}")
+    view = event_view(event)
+
+    def present(replayed: tuple[Row, ...]) -> Resource:
+        return Resource({**view, "deliveries": [delivery_view(r) for r in replayed]})
+
+    await services.shards.ask_company(
+        call.session.company_id, RecordDeliveries(tuple(rows), call.idempotent(present))
+    )
+    await deliveries.publish_first_attempts(rows)
+    return present(tuple(rows))
+
+
+ROUTES = [
+    Route(
+        "GET",
+        "/merchant/events",
+        list_events,
+        "The company's events in this mode, newest first (kept 30 days)",
+        "events",
+        scope="settings:read",
+        query=Obj(
+            {
+                **PAGE_FIELDS,
+                "type": Str(min_length=1, max_length=100, description="Only events of this type."),
+                **DATE_RANGE,
+            }
+        ),
+        response=page(EVENT),
+    ),
+    Route(
+        "GET",
+        "/merchant/events/{id}",
+        get_event,
+        "An event",
+        "events",
+        scope="settings:read",
+        response=resource(EVENT_FIELDS),
+    ),
+    Route(
+        "POST",
+        "/merchant/events/{id}/replay",
+        replay_event,
+        "Deliver an event again to every endpoint subscribed to it now",
+        "events",
+        scope="settings:write",
+        response=resource({**EVENT_FIELDS, "deliveries": Array(WEBHOOK_DELIVERY)}),
+    ),
+]

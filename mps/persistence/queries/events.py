@@ -1,0 +1,65 @@
+"""Event reads for `GET /merchant/events` (decisions 10) and the outbox relay."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from mps.persistence.database import Database
+from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.statements import Row
+
+__all__ = ["event", "list_events", "undispatched"]
+
+_COLUMNS = "id, company_id, mode, type, created_at, data, sequence, dispatched_at"
+
+
+async def list_events(
+    db: Database,
+    company_id: str,
+    mode: str,
+    page: PageRequest,
+    *,
+    event_type: str | None = None,
+    created_from: str | None = None,
+    created_to: str | None = None,
+) -> tuple[list[Row], str | None]:
+    where = (
+        Where()
+        .compare("company_id", company_id)
+        .compare("mode", mode)
+        .compare("type", event_type)
+        .compare("created_at", created_from, ">=")
+        .compare("created_at", created_to, "<=")
+    )
+    return await fetch_page(db, f"SELECT {_COLUMNS} FROM events", where, page)
+
+
+async def event(db: Database, company_id: str, mode: str, event_id: str) -> Row | None:
+    return await db.fetchrow(
+        f"SELECT {_COLUMNS} FROM events WHERE id = $1 AND company_id = $2 AND mode = $3",
+        event_id,
+        company_id,
+        mode,
+    )
+
+
+async def undispatched(db: Database, shards: Sequence[int] | None, limit: int) -> list[Row]:
+    """Committed events not yet handed to the broker, oldest first: of every company, or (in a
+    cluster) of the companies on `shards`, the shards this node owns."""
+    if shards is None:
+        return await db.fetch(
+            f"SELECT {_COLUMNS} FROM events WHERE dispatched_at IS NULL "
+            "ORDER BY created_at, id LIMIT $1",
+            limit,
+        )
+    if not shards:
+        return []
+    # Integers of our own making, so written into the SQL: one text for both backends.
+    owned = ", ".join(str(int(s)) for s in shards)
+    return await db.fetch(
+        "SELECT e.id, e.company_id, e.mode, e.type, e.created_at, e.data, e.sequence, "
+        "e.dispatched_at FROM events e JOIN companies c ON c.id = e.company_id "
+        f"WHERE e.dispatched_at IS NULL AND c.shard IN ({owned}) "
+        "ORDER BY e.created_at, e.id LIMIT $1",
+        limit,
+    )

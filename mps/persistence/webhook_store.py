@@ -1,0 +1,120 @@
+"""Webhook endpoints, deliveries and attempts as rows: the statements their writers commit.
+
+Endpoint statements name the company and mode, so no write reaches another tenant's endpoint.
+Delivery statements are the dispatcher's: each is guarded by the state it expects, so two
+nodes handling copies of one broker message (at-least-once) cannot both record an attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mps.persistence.statements import Row, Statement, insert
+
+__all__ = [
+    "default_secret_insert",
+    "delivery_insert",
+    "delivery_outcome",
+    "endpoint_delete",
+    "endpoint_disable",
+    "endpoint_insert",
+    "endpoint_update",
+    "events_dispatched",
+]
+
+
+def endpoint_insert(row: Row) -> Statement:
+    return insert("webhook_endpoints", row)
+
+
+def endpoint_update(
+    company_id: str, mode: str, endpoint_id: str, changes: Mapping[str, Any]
+) -> Statement:
+    """Set `changes` on the endpoint; returns its row, none when it is gone."""
+    columns = list(changes)
+    sets = ", ".join(f"{c} = ${i}" for i, c in enumerate(columns, start=1))
+    n = len(columns)
+    return Statement(
+        f"UPDATE webhook_endpoints SET {sets} "
+        f"WHERE id = ${n + 1} AND company_id = ${n + 2} AND mode = ${n + 3} RETURNING id",
+        (*changes.values(), endpoint_id, company_id, mode),
+    )
+
+
+def endpoint_delete(company_id: str, mode: str, endpoint_id: str) -> Statement:
+    return Statement(
+        "DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2 AND mode = $3 "
+        "RETURNING id",
+        (endpoint_id, company_id, mode),
+    )
+
+
+def endpoint_disable(endpoint_id: str, reason: str, now: str) -> Statement:
+    """Disable an enabled endpoint; returns a row only when this statement disabled it, so the
+    owners are told once."""
+    return Statement(
+        "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2 "
+        "WHERE id = $3 AND status = 'enabled' RETURNING id, company_id, mode, url",
+        (reason, now, endpoint_id),
+    )
+
+
+def default_secret_insert(company_id: str, mode: str, sealed: str, now: str) -> Statement:
+    """The company's default signing secret, unless one exists (first writer wins)."""
+    return Statement(
+        "INSERT INTO webhook_default_secrets (company_id, mode, secret, created_at) "
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (company_id, mode) DO NOTHING",
+        (company_id, mode, sealed, now),
+    )
+
+
+def delivery_insert(row: Row) -> Statement:
+    """A delivery, unless this event already has one for this target and origin (a fan-out
+    message handled twice); returns the row only when inserted."""
+    columns = ", ".join(row)
+    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    return Statement(
+        f"INSERT INTO webhook_deliveries ({columns}) VALUES ({marks}) "
+        "ON CONFLICT (event_id, target, origin) DO NOTHING RETURNING id",
+        tuple(row.values()),
+    )
+
+
+def delivery_outcome(
+    delivery_id: str,
+    attempt: int,
+    *,
+    status: str,
+    next_attempt_at: str | None,
+    at: str,
+    status_code: int | None,
+    error: str | None,
+    duration_ms: int,
+) -> list[Statement]:
+    """Record attempt number `attempt` and the state it left the delivery in. The update
+    matches only while the delivery has made `attempt - 1` attempts and is still open, so a
+    copy of the same attempt handled elsewhere records nothing (the unit's first statement
+    then returns no row and the caller drops the rest)."""
+    return [
+        Statement(
+            "UPDATE webhook_deliveries SET status = $1, attempts = $2, next_attempt_at = $3, "
+            "last_attempt_at = $4, last_status_code = $5, last_error = $6, updated_at = $4 "
+            "WHERE id = $7 AND attempts = $8 AND status IN ('PENDING', 'RETRYING') RETURNING id",
+            (status, attempt, next_attempt_at, at, status_code, error, delivery_id, attempt - 1),
+        ),
+        Statement(
+            "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, "
+            "duration_ms) SELECT $1, $2, $3, $4, $5, $6 WHERE EXISTS (SELECT 1 FROM "
+            "webhook_deliveries WHERE id = $1 AND attempts = $2 AND last_attempt_at = $3)",
+            (delivery_id, attempt, at, status_code, error, duration_ms),
+        ),
+    ]
+
+
+def events_dispatched(event_ids: list[str], now: str) -> Statement:
+    marks = ", ".join(f"${i}" for i in range(2, len(event_ids) + 2))
+    return Statement(
+        f"UPDATE events SET dispatched_at = $1 WHERE id IN ({marks}) AND dispatched_at IS NULL",
+        (now, *event_ids),
+    )
