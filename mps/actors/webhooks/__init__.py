@@ -21,7 +21,7 @@ from mps.actors.context import ActorContext
 from mps.actors.runtime import ask, stop
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks.deliveries import Deliveries, lane_of
-from mps.actors.webhooks.dispatcher import Run, WebhookDispatcher
+from mps.actors.webhooks.dispatcher import Drain, Run, WebhookDispatcher
 from mps.actors.webhooks.relay import OutboxRelay
 from mps.actors.webhooks.sender import Sender
 from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
@@ -97,6 +97,7 @@ class Webhooks:
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.relay.close()
         if self.dispatcher is not None:
+            await ask(self.dispatcher, Drain())
             await stop(self.dispatcher)
         await self.sender.close()
 

@@ -15,16 +15,17 @@ does the broker consumer acknowledge the message.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from mps.actors.runtime import AsyncioActor, Detached
+from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached
 from mps.actors.webhooks.deliveries import Deliveries
 from mps.actors.webhooks.topology import AttemptJob
 
-__all__ = ["Finished", "Run", "WebhookDispatcher"]
+__all__ = ["Drain", "Finished", "Run", "WebhookDispatcher"]
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +42,13 @@ class Finished:
     """An attempt of `lane` ended: its slot is free."""
 
     lane: str
+
+
+@dataclass(frozen=True, slots=True)
+class Drain:
+    """The process is stopping: attempts still waiting for a slot give up (their messages go
+    back to the broker, or are found in storage at the next start), so that the stop, which
+    waits for detached work, does not wait for slots that no `Finished` will free."""
 
 
 @dataclass
@@ -87,6 +95,12 @@ class WebhookDispatcher(AsyncioActor):
                 turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 lane.waiting.append(turn)
                 return Detached(self._attempt(job, turn))
+            case Drain():
+                for lane in self.lanes.values():
+                    for turn in lane.waiting:
+                        turn.cancel()
+                    lane.waiting.clear()
+                return None
             case Finished(lane=name):
                 lane = self.lanes[name]
                 while lane.waiting:
@@ -109,7 +123,9 @@ class WebhookDispatcher(AsyncioActor):
             await self.deliveries.attempt(job)
         finally:
             if turn is None or (turn.done() and not turn.cancelled()):
-                self.actor_ref.tell(Finished(job.lane))
+                # Stopped meanwhile: nobody counts slots any more.
+                with contextlib.suppress(ActorDeadError):
+                    self.actor_ref.tell(Finished(job.lane))
             else:
                 # Cancelled while waiting: it never held the slot.
                 turn.cancel()
