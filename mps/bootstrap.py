@@ -191,6 +191,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 prefix=settings.cluster_name,
                 retry_scale=settings.webhook_retry_scale,
                 allow_private=settings.development,
+                mailer=mailer,
             )
             await webhooks.start()
             app[SERVICES] = Services(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -14,6 +15,7 @@ from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
 from tests.cluster import delete_cluster_queues, new_cluster_name, serve_passed_requests
 from tests.conftest import Clock
+from tests.helpers import Member, create_payment, sign_up
 
 
 async def test_health_probes_the_database_and_broker(client: TestClient[Any, Any]) -> None:
@@ -38,6 +40,43 @@ async def test_health_probes_the_database_and_broker(client: TestClient[Any, Any
         "webhooks",
     }
     assert set(body["services"]) == expected
+
+
+async def test_webhooks_health_reports_the_backlog_and_degrades_when_deliveries_wait(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    # given an endpoint nobody listens on, and an event for it
+    member = await sign_up(client)
+    response = await client.post(
+        "/api/v1/merchant/webhooks",
+        json={"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
+        headers=member.headers,
+    )
+    assert response.status == 201
+    await create_payment(client, member)
+    healthy = (await (await client.get("/api/v1/health")).json())["services"]["webhooks"]
+
+    # when its retry has been due for ten minutes
+    await wait_until_delivery_attempted(client, member)
+    clock.advance(minutes=10)
+    late = (await (await client.get("/api/v1/health")).json())["services"]["webhooks"]
+
+    # then the probe said so from storage
+    assert healthy["status"] == "up"
+    assert late["status"] == "degraded"
+    assert "1 deliveries due" in late["detail"]
+
+
+async def wait_until_delivery_attempted(client: TestClient[Any, Any], member: Member) -> None:
+    endpoints = await (await client.get("/api/v1/merchant/webhooks", headers=member.headers)).json()
+    path = f"/api/v1/merchant/webhooks/{endpoints['data'][0]['id']}/deliveries"
+    rows: list[Any] = []
+    for _ in range(500):
+        rows = (await (await client.get(path, headers=member.headers)).json())["data"]
+        if rows and rows[0]["attempts"] >= 1:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the delivery was never attempted: {rows}")
 
 
 async def test_live_and_ready(client: TestClient[Any, Any]) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from mps.actors.context import ActorContext
-from mps.actors.housekeeping import Housekeeping
+from mps.actors.housekeeping import Housekeeping, Swept
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
 from mps.domain.clock import iso
 from mps.persistence.database import Database
-from mps.persistence.statements import insert
+from mps.persistence.statements import Statement, insert
 from tests.fakes import RecordingDatabase
 
 pytestmark = pytest.mark.both_backends
@@ -168,7 +168,72 @@ async def test_housekeeping_sends_one_statement_per_table_when_nothing_is_past_r
     swept = await Housekeeping(context, 600, batch=10).run_once()
 
     # then each table was asked once, and nothing was deleted
-    assert len(db.units) == 5
+    assert len(db.units) == len(Swept._fields) == 7
     assert sum(swept) == 0
     assert await _ids(db, "api_key_logs") == ["log_new"]
     assert await _ids(db, "sessions") == ["ses"]
+
+
+def _delivery(delivery_id: str, created_at: str) -> Statement:
+    return insert(
+        "webhook_deliveries",
+        {
+            "id": delivery_id,
+            "company_id": "co_x",
+            "mode": "test",
+            "event_id": f"evt_{delivery_id}",
+            "event_type": "payment.created",
+            "endpoint_id": "whe_x",
+            "target": "whe_x",
+            "origin": "event",
+            "url": "https://shop.example/hooks",
+            "status": "SUCCEEDED",
+            "attempts": 1,
+            "next_attempt_at": None,
+            "last_attempt_at": created_at,
+            "last_status_code": 200,
+            "last_error": None,
+            "created_at": created_at,
+            "updated_at": created_at,
+        },
+    )
+
+
+def _attempt(delivery_id: str, at: str) -> Statement:
+    return insert(
+        "webhook_attempts",
+        {
+            "delivery_id": delivery_id,
+            "attempt": 1,
+            "at": at,
+            "status_code": 200,
+            "error": None,
+            "duration_ms": 3,
+        },
+    )
+
+
+async def test_housekeeping_deletes_webhook_deliveries_and_attempts_with_their_events_retention(
+    writer: tuple[RecordingDatabase, ActorContext],
+) -> None:
+    # given a delivery (and its attempt) just past 30 days, and one just within
+    db, context = writer
+    old, recent = _ago(days=30, seconds=1), _ago(days=29, hours=23)
+    await db.real.write(
+        [
+            (
+                _delivery("whd_old", old),
+                _attempt("whd_old", old),
+                _delivery("whd_recent", recent),
+                _attempt("whd_recent", recent),
+            )
+        ]
+    )
+
+    # when housekeeping runs
+    swept = await Housekeeping(context, 600).run_once()
+
+    # then the old one and its attempt are gone, the recent ones stay
+    assert await _ids(db, "webhook_deliveries") == ["whd_recent"]
+    assert await _ids(db, "webhook_attempts", "delivery_id") == ["whd_recent"]
+    assert (swept.deliveries, swept.attempts) == (1, 1)

@@ -11,6 +11,7 @@ import hmac
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -19,11 +20,13 @@ from aiohttp.test_utils import TestClient
 from standardwebhooks.webhooks import Webhook
 
 from mps.bootstrap import Overrides
-from mps.domain.clock import utcnow
+from mps.domain.clock import iso, utcnow
 from mps.http.keys import SERVICES
+from mps.persistence.webhook_store import delivery_insert
 from mps.webhooks import verify_signature
 from mps.webhooks.signing import secret_key
-from tests.helpers import Member, assert_envelope, create_payment, sign_up
+from tests.conftest import Clock
+from tests.helpers import Member, assert_envelope, create_payment, sign_in, sign_up
 from tests.receiver import Receiver, Reply
 
 # 1 min -> 6 ms ... 24 h -> 8.6 s: the whole schedule in about 13 s.
@@ -525,3 +528,69 @@ async def test_sandbox_webhook_ping_is_delivered(hooked: Hooked) -> None:
     assert body["kind"] == "webhook.ping" and body["event"]["type"] == "webhook.ping"
     [request] = await hooked.receiver.wait_for(1)
     assert request.event["id"] == body["event"]["id"]
+
+
+async def test_endpoint_failing_for_five_days_is_disabled_with_an_event_and_a_mail_to_owners(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> None:
+    # given an endpoint whose receiver fails everything, on the test clock
+    async with Receiver() as receiver:
+        receiver.otherwise = Reply(500)
+        client: TestClient[Any, Any] = await aiohttp_client(make_app())
+        member = await sign_up(client)
+        hooked = Hooked(client, member, receiver)
+        endpoint = await hooked.endpoint()
+        await create_payment(client, member)
+        while not any(d["attempts"] for d in await hooked.deliveries(endpoint["id"])):
+            await asyncio.sleep(0.02)
+
+        # when it still fails five days later (the member signs in again by then)
+        clock.advance(days=5, minutes=1)
+        member = await sign_in(client, member)
+        hooked.member = member
+        await create_payment(client, member)
+        await receiver.wait_for(2)
+
+        # then it is disabled, the company got an event, and its owner a mail
+        deadline = time.monotonic() + 5
+        while (await hooked.get(f"/merchant/webhooks/{endpoint['id']}"))["status"] != "disabled":
+            assert time.monotonic() < deadline, "the endpoint was not disabled"
+            await asyncio.sleep(0.05)
+        after = await hooked.get(f"/merchant/webhooks/{endpoint['id']}")
+        assert "5 days" in after["disabledReason"]
+        disabled = await hooked.get("/merchant/events?type=webhook.endpoint_disabled")
+        assert [e["data"]["object"]["endpointId"] for e in disabled["data"]] == [endpoint["id"]]
+        mails = await hooked.get(f"/dev/mailbox?to={member.email}")
+        assert any("webhook endpoint was disabled" in m["subject"] for m in mails["data"])
+
+
+async def test_sweep_sends_again_a_delivery_whose_message_was_lost(hooked: Hooked) -> None:
+    # given a delivery stored as due ten minutes ago whose broker message never existed
+    endpoint = await hooked.endpoint()
+    await create_payment(hooked.client, hooked.member)
+    await hooked.receiver.wait_for(1)
+    services = hooked.client.app[SERVICES]
+    [original] = await hooked.deliveries(endpoint["id"])
+    lost = services.webhooks.deliveries.replay_row(
+        {
+            "event_id": original["eventId"],
+            "event_type": original["eventType"],
+            "company_id": hooked.member.company_id,
+            "mode": "test",
+            "endpoint_id": endpoint["id"],
+            "target": endpoint["id"],
+        },
+        endpoint["url"],
+        "replay:lost",
+    )
+    lost["next_attempt_at"] = iso(utcnow() - timedelta(minutes=10))
+    await services.actors.commit(delivery_insert(lost))
+
+    # when the sweep runs
+    found = await services.webhooks.deliveries.sweep(None, timedelta(minutes=5))
+
+    # then the lost delivery is made
+    assert found == 1
+    await hooked.receiver.wait_for(2)
+    rows = await hooked.settled(endpoint["id"], 2)
+    assert {r["status"] for r in rows} == {"SUCCEEDED"}

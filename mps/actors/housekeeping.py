@@ -4,6 +4,7 @@
 - sign-in attempts a day old: a code lives 10 minutes and a login an hour, so nothing can use them;
 - events past their 30 days of retention (decisions 10);
 - API-key request log entries past 30 days, the events' retention (the contract names none);
+- webhook deliveries and their attempts past 30 days, with their events;
 - sessions that expired or were revoked more than a day ago: their tokens are refused already
   (a token whose session has no row is refused too), so the rows serve nothing; the day of
   margin, as for sign-in attempts, keeps a session that only just ended inspectable.
@@ -49,6 +50,8 @@ class Swept(NamedTuple):
     events: int
     key_logs: int
     sessions: int
+    deliveries: int
+    attempts: int
 
 
 class Housekeeping(Periodic):
@@ -79,6 +82,8 @@ class Housekeeping(Periodic):
             events=await self._sweep(retention.EVENTS, iso(now - EVENT_RETENTION)),
             key_logs=await self._sweep(retention.API_KEY_LOGS, iso(now - KEY_LOG_RETENTION)),
             sessions=await self._sweep(retention.SESSIONS, iso(now - SESSION_RETENTION)),
+            deliveries=await self._sweep(retention.WEBHOOK_DELIVERIES, iso(now - EVENT_RETENTION)),
+            attempts=await self._sweep(retention.WEBHOOK_ATTEMPTS, iso(now - EVENT_RETENTION)),
         )
 
     async def _sweep(self, rule: Retention, cutoff: str) -> int:

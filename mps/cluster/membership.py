@@ -45,16 +45,27 @@ class Membership:
     # A node whose last heartbeat is older than this is taken for gone.
     timeout: float = 3.5
     _seen: dict[str, Heartbeat] = field(default_factory=dict)
+    # Nodes taken for gone, with when they were last heard from; forgotten once heard again.
+    _departed: dict[str, float] = field(default_factory=dict)
 
     def saw(self, heartbeat: Heartbeat) -> None:
         if heartbeat.node != self.node:
             self._seen[heartbeat.node] = heartbeat
+            self._departed.pop(heartbeat.node, None)
 
     def others(self, now: float) -> list[Heartbeat]:
         """The other nodes heard from within `timeout`, by name."""
         for name in [n for n, h in self._seen.items() if now - h.seen_at > self.timeout]:
-            del self._seen[name]
+            self._departed[name] = self._seen.pop(name).seen_at
+        # A node gone for an hour is not remembered for ever.
+        for name in [n for n, at in self._departed.items() if now - at > 3600]:
+            del self._departed[name]
         return sorted(self._seen.values(), key=lambda h: h.node)
+
+    def departed(self, now: float) -> set[str]:
+        """The nodes that were heard from and no longer are."""
+        self.others(now)
+        return set(self._departed)
 
     def share(self, now: float, *, draining: bool = False) -> int:
         """How many shards this node should hold: an even split over the nodes not draining

@@ -92,6 +92,16 @@ async def delete_cluster(url: str, cluster: str) -> None:
         await connection.close()
 
 
+STARTED = "started"
+
+
+class OwnerLost(TimeoutError):
+    """The node running a passed request is gone: no answer will come."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__(f"node {node} stopped while running the request")
+
+
 @dataclass(frozen=True)
 class ClusterTimings:
     heartbeat: float = 1.0
@@ -147,6 +157,8 @@ class ClusterNode:
         self._consumers: dict[int, str] = {}
         self._reply_queue: str | None = None
         self._replies: dict[str, asyncio.Future[bytes]] = {}
+        # correlation -> the node that said it started running that passed request.
+        self._started: dict[str, str] = {}
         self._taking: dict[int, asyncio.Future[None]] = {}
         self._held: dict[int, list[aio_pika.abc.AbstractIncomingMessage]] = {}
         # Passed requests running, by shard: a hand-over waits for them.
@@ -224,6 +236,9 @@ class ClusterNode:
         """Send `passed` to the owner of shard `index` and return its answer."""
         try:
             answer = await self.ask(index, HTTP, passed.encode(), self.timings.forward_within)
+        except OwnerLost:
+            msg = "the node that served this account stopped while running the request; retry"
+            raise Unavailable(msg, retry_after=1) from None
         except TimeoutError:
             msg = "the node that serves this account did not answer in time; retry"
             raise Unavailable(msg, retry_after=1) from None
@@ -257,11 +272,28 @@ class ClusterNode:
                 return await waiting
         finally:
             self._replies.pop(correlation, None)
+            self._started.pop(correlation, None)
 
     async def _on_reply(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
-        waiting = self._replies.get(message.correlation_id or "")
+        correlation = message.correlation_id or ""
+        if message.type == STARTED:
+            if correlation in self._replies:
+                self._started[correlation] = message.body.decode()
+            return
+        waiting = self._replies.get(correlation)
         if waiting is not None and not waiting.done():
             waiting.set_result(message.body)
+
+    def _fail_orphans(self, departed: set[str]) -> None:
+        """Passed requests started by a node that is gone will never be answered (the owner
+        acknowledges a request when it starts it, so it is not run again): answer them now
+        rather than at their deadline, so their clients retry on the shard's new owner."""
+        for correlation, node in list(self._started.items()):
+            if node not in departed:
+                continue
+            waiting = self._replies.get(correlation)
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(OwnerLost(node))
 
     # Shard messages.
 
@@ -328,12 +360,18 @@ class ClusterNode:
             return
         await self._reply(message, answer)
 
-    async def _reply(self, message: aio_pika.abc.AbstractIncomingMessage, body: bytes) -> None:
+    async def _reply(
+        self,
+        message: aio_pika.abc.AbstractIncomingMessage,
+        body: bytes,
+        *,
+        kind: str | None = None,
+    ) -> None:
         if self._publishing is None or message.reply_to is None:
             return
         with contextlib.suppress(Exception):
             await self._publishing.default_exchange.publish(
-                aio_pika.Message(body, correlation_id=message.correlation_id),
+                aio_pika.Message(body, correlation_id=message.correlation_id, type=kind),
                 routing_key=message.reply_to,
             )
 
@@ -342,6 +380,8 @@ class ClusterNode:
         within = (deadline / 1000 if isinstance(deadline, int) else 0) - time.time()
         if within <= 0 or message.reply_to is None:
             return  # the asker gave up already
+        # Tell the asker who runs it: should this node die, the asker stops waiting for it.
+        await self._reply(message, self.node_id.encode(), kind=STARTED)
         try:
             answer = await self.dispatch.run(Passed.decode(message.body), within=within)
         except Exception:
@@ -405,9 +445,9 @@ class ClusterNode:
         while True:
             try:
                 await self._send_heartbeat()
-                await self._probe(
-                    self.membership.unclaimed(time.monotonic(), frozenset(self.router.owned))
-                )
+                now = time.monotonic()
+                await self._probe(self.membership.unclaimed(now, frozenset(self.router.owned)))
+                self._fail_orphans(self.membership.departed(now))
             except Exception:
                 logger.debug("heartbeat failed", exc_info=True)
             await asyncio.sleep(self.timings.heartbeat)

@@ -132,6 +132,7 @@ EVENT_TYPES: tuple[str, ...] = (
     "kyc.verified",
     "kyc.rejected",
     "webhook.ping",
+    "webhook.endpoint_disabled",
 )
 EVENT_FAMILIES: tuple[str, ...] = (
     "payment",

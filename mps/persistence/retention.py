@@ -49,6 +49,10 @@ IDEMPOTENCY_KEYS = Retention("idempotency_keys", ("company_id", "idem_key"), "ex
 LOGINS = Retention("logins", ("id",), "created_at <= $1")
 EVENTS = Retention("events", ("id",), "created_at <= $1")
 API_KEY_LOGS = Retention("api_key_logs", ("id",), "at <= $1")
+# A delivery and its attempts go with their event's 30 days (decisions 10): a replay of an event
+# past retention has nothing to send.
+WEBHOOK_DELIVERIES = Retention("webhook_deliveries", ("id",), "created_at <= $1")
+WEBHOOK_ATTEMPTS = Retention("webhook_attempts", ("delivery_id", "attempt"), "at <= $1")
 # A session is gone once it expired or was revoked before the cutoff: its token is refused
 # either way, and a missing row is refused too (mps.auth.authenticate).
 SESSIONS = Retention("sessions", ("id",), "(expires_at <= $1 OR revoked_at <= $1)")

@@ -16,8 +16,10 @@ __all__ = [
     "default_secret_insert",
     "delivery_insert",
     "delivery_outcome",
+    "disabled_event",
     "endpoint_delete",
     "endpoint_disable",
+    "endpoint_failing",
     "endpoint_insert",
     "endpoint_update",
     "events_dispatched",
@@ -50,13 +52,47 @@ def endpoint_delete(company_id: str, mode: str, endpoint_id: str) -> Statement:
     )
 
 
-def endpoint_disable(endpoint_id: str, reason: str, now: str) -> Statement:
-    """Disable an enabled endpoint; returns a row only when this statement disabled it, so the
-    owners are told once."""
+def endpoint_disable(
+    endpoint_id: str, reason: str, now: str, *, failing_before: str | None = None
+) -> Statement:
+    """Disable an enabled endpoint (with `failing_before`: only one failing since before then);
+    returns a row only when this statement disabled it, so the owners are told once."""
+    condition = "" if failing_before is None else " AND failing_since <= $4"
+    params = (reason, now, endpoint_id) + (() if failing_before is None else (failing_before,))
     return Statement(
         "UPDATE webhook_endpoints SET status = 'disabled', disabled_reason = $1, updated_at = $2 "
-        "WHERE id = $3 AND status = 'enabled' RETURNING id, company_id, mode, url",
-        (reason, now, endpoint_id),
+        f"WHERE id = $3 AND status = 'enabled'{condition} "
+        "RETURNING id, company_id, mode, url, description, events, status, disabled_reason, "
+        "previous_secret_expires_at, created_at, updated_at",
+        params,
+    )
+
+
+def endpoint_failing(endpoint_id: str, failed: bool, now: str) -> Statement:
+    """Note a failed attempt (the first of a run starts the clock) or a success (stops it)."""
+    if failed:
+        return Statement(
+            "UPDATE webhook_endpoints SET failing_since = $1 "
+            "WHERE id = $2 AND failing_since IS NULL",
+            (now, endpoint_id),
+        )
+    return Statement(
+        "UPDATE webhook_endpoints SET failing_since = NULL "
+        "WHERE id = $1 AND failing_since IS NOT NULL",
+        (endpoint_id,),
+    )
+
+
+def disabled_event(event: Row, endpoint_id: str, now: str) -> Statement:
+    """The event telling the company an endpoint was disabled: inserted only if the endpoint
+    was disabled by this very unit (its `updated_at` is `now`)."""
+    columns = ", ".join(event)
+    marks = ", ".join(f"${i}" for i in range(1, len(event) + 1))
+    n = len(event)
+    return Statement(
+        f"INSERT INTO events ({columns}) SELECT {marks} WHERE EXISTS (SELECT 1 FROM "
+        f"webhook_endpoints WHERE id = ${n + 1} AND status = 'disabled' AND updated_at = ${n + 2})",
+        (*event.values(), endpoint_id, now),
     )
 
 

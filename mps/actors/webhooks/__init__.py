@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Coroutine
+from datetime import timedelta
 from typing import Any
 
 from pykka import ActorRef
@@ -26,9 +27,13 @@ from mps.actors.webhooks.relay import OutboxRelay
 from mps.actors.webhooks.sender import Sender
 from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
 from mps.adapters.broker import Broker
+from mps.adapters.mail import Mail, Mailer
 from mps.auth.keyring import Keyring
-from mps.domain.clock import parse_iso
+from mps.domain.clock import iso, parse_iso
 from mps.persistence.queries import webhooks as queries
+from mps.persistence.queries.members import owner_emails
+from mps.persistence.queries.outbox import oldest_undispatched
+from mps.persistence.statements import Row
 
 __all__ = ["Webhooks"]
 
@@ -41,6 +46,12 @@ ATTEMPT_PREFETCH = 256
 # How long an attempt that failed on our side (the database was down) waits before it is tried
 # again: not an attempt of the delivery, which is only counted once a receiver was asked.
 RETRY_OWN_FAILURE = 5.0
+# Past these ages the `webhooks` health is degraded: deliveries due but not attempted, events
+# committed but not published.
+DELIVERY_LAG_LIMIT = 300.0
+RELAY_LAG_LIMIT = 60.0
+# An open delivery whose attempt is overdue by this much lost its message: it is sent again.
+STUCK_AFTER = timedelta(minutes=5)
 # An attempt this close to its moment is due: waiting again for less would cost more than it
 # is worth (and a moment stored in whole milliseconds is up to half of one ahead).
 DUE_SLACK = 0.01
@@ -57,14 +68,22 @@ class Webhooks:
         prefix: str,
         retry_scale: float,
         allow_private: bool,
+        mailer: Mailer | None = None,
     ) -> None:
         self.topology = Topology(prefix)
         self.broker = broker
         self.sender = Sender(allow_private=allow_private)
         self.deliveries = Deliveries(
-            context, broker, self.topology, keyring, self.sender, retry_scale
+            context, broker, self.topology, keyring, self.sender, retry_scale, self._tell_owners
         )
-        self.relay = OutboxRelay(context, broker, self.topology, shards)
+        self._mailer = mailer
+        self.relay = OutboxRelay(
+            context,
+            broker,
+            self.topology,
+            shards,
+            sweep=lambda owned: self.deliveries.sweep(owned, STUCK_AFTER),
+        )
         self.dispatcher: ActorRef[WebhookDispatcher] | None = None
         self._context = context
         self._background: set[asyncio.Task[None]] = set()
@@ -100,6 +119,47 @@ class Webhooks:
             await ask(self.dispatcher, Drain())
             await stop(self.dispatcher)
         await self.sender.close()
+
+    async def _tell_owners(self, endpoint: Row, reason: str) -> None:
+        """Mail the company's owners that an endpoint was disabled by its own answers."""
+        if self._mailer is None:
+            return
+        for email in await owner_emails(self._context.database, endpoint["company_id"]):
+            await self._mailer.send(
+                Mail(
+                    to=email,
+                    subject="A webhook endpoint was disabled",
+                    text=(
+                        f"The webhook endpoint {endpoint['url']} ({endpoint['id']}, "
+                        f"{'live' if endpoint['mode'] == 'live' else 'test'} mode) was "
+                        f"disabled: {reason}.\nEvents are no longer sent to it. Fix the "
+                        "receiver, enable the endpoint again (PATCH /merchant/webhooks/:id "
+                        'with {"status": "enabled"}), then send what it missed with '
+                        "POST /merchant/webhooks/:id/recover."
+                    ),
+                )
+            )
+
+    async def probe(self) -> dict[str, Any]:
+        """The `webhooks` service of /health: the relay's and the dispatcher's backlog, read
+        from storage. Degraded when events wait for the relay, or due deliveries for an
+        attempt, longer than a healthy pipeline ever lets them."""
+        db = self._context.database
+        now = self._context.clock()
+        count, oldest_due = await queries.backlog(db, iso(now))
+        oldest_event = await oldest_undispatched(db)
+        undelivered = 0.0 if oldest_due is None else (now - parse_iso(oldest_due)).total_seconds()
+        unpublished = (
+            0.0 if oldest_event is None else (now - parse_iso(oldest_event)).total_seconds()
+        )
+        lagging = undelivered > DELIVERY_LAG_LIMIT or unpublished > RELAY_LAG_LIMIT
+        return {
+            "status": "degraded" if lagging else "up",
+            "detail": (
+                f"{count} deliveries due, the oldest waiting {undelivered:.0f} s; "
+                f"oldest unpublished event {unpublished:.0f} s"
+            ),
+        }
 
     async def _on_event(self, body: bytes) -> None:
         job = EventJob.decode(body)

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,8 +30,15 @@ from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
 from mps.adapters.broker import Broker
 from mps.auth.keyring import Keyring
 from mps.domain.clock import iso
-from mps.domain.webhooks import SECRET_PURPOSE, Answer, after_attempt, subscribed
+from mps.domain.webhooks import (
+    FAILING_DAYS_BEFORE_DISABLE,
+    SECRET_PURPOSE,
+    Answer,
+    after_attempt,
+    subscribed,
+)
 from mps.persistence import webhook_store as store
+from mps.persistence.outbox import event_row
 from mps.persistence.queries import events as event_queries
 from mps.persistence.queries import webhooks as queries
 from mps.persistence.statements import Row
@@ -76,8 +83,8 @@ class Deliveries:
     keyring: Keyring
     sender: Sender
     retry_scale: float
-    # Told (company_id, mode, endpoint row) when an endpoint was disabled by its answers.
-    on_disabled: Callable[[Row, str], None] | None = None
+    # Told (the endpoint's row, why) when an endpoint was disabled by its answers.
+    on_disabled: Callable[[Row, str], Awaitable[None]] | None = None
 
     @property
     def _now(self) -> datetime:
@@ -266,15 +273,46 @@ class Deliveries:
             error=answer.error,
             duration_ms=duration_ms,
         )
-        if next_state.disable_endpoint and delivery["endpoint_id"] is not None:
+        endpoint_id = delivery["endpoint_id"]
+        disabling: str | None = None
+        if endpoint_id is not None:
+            statements.append(store.endpoint_failing(endpoint_id, not answer.succeeded, iso(now)))
+        if endpoint_id is not None and next_state.disable_endpoint:
+            disabling = "gone (HTTP 410)"
+            statements.append(store.endpoint_disable(endpoint_id, disabling, iso(now)))
+        elif endpoint_id is not None and not answer.succeeded:
+            # Five days of nothing but failures (scaled with the retry schedule, for tests).
+            disabling = f"every delivery failed for {FAILING_DAYS_BEFORE_DISABLE} days"
+            cutoff = now - timedelta(days=FAILING_DAYS_BEFORE_DISABLE) * self.retry_scale
             statements.append(
-                store.endpoint_disable(delivery["endpoint_id"], "gone (HTTP 410)", iso(now))
+                store.endpoint_disable(endpoint_id, disabling, iso(now), failing_before=iso(cutoff))
             )
+        if disabling is not None:
+            event = event_row(
+                company_id=delivery["company_id"],
+                mode=delivery["mode"],
+                event_type="webhook.endpoint_disabled",
+                created_at=iso(now),
+                obj={"endpointId": endpoint_id, "reason": disabling},
+            )
+            statements.append(store.disabled_event(event, str(endpoint_id), iso(now)))
         rows = await self.context.commit(*statements)
         if not rows[0]:
             return  # a copy of this attempt was recorded first
-        if len(rows) > 2 and rows[2] and self.on_disabled is not None:
-            self.on_disabled(rows[2][0], "gone (HTTP 410)")
+        disabled = rows[-2] if disabling is not None else []
+        if disabled and self.on_disabled is not None:
+            await self.on_disabled(disabled[0], str(disabling))
+
+    async def sweep(self, shards: list[int] | None, overdue: timedelta, limit: int = 500) -> int:
+        """Publish again the next attempt of every open delivery overdue by more than
+        `overdue`: its message was lost. A copy of a message that was not lost is harmless (an
+        attempt is made once per number). How many it found."""
+        before = iso(self._now - overdue)
+        rows = await queries.stale_deliveries(self.context.database, before, shards, limit)
+        for row in rows:
+            job = AttemptJob(row["id"], row["attempts"] + 1, _ms(self._now), _lane(row))
+            await self.broker.publish(self.topology.attempts, job.encode())
+        return len(rows)
 
     async def due(self, job: AttemptJob) -> float:
         """Seconds until the attempt is due (0 when it is)."""

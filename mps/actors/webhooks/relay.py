@@ -6,6 +6,10 @@ events (in a cluster, of the shards this node owns), publishes them all with con
 (`settled`), and only then marks them dispatched, in one commit. A crash between the two
 publishes them again after restart: delivery is at least once, and the fan-out makes each
 delivery once however often its event arrives.
+
+Every `sweep_every` seconds the relay also asks for the deliveries whose next attempt is long
+overdue (of the same shards) to be published again: a message lost between a commit and its
+publish would otherwise leave its delivery open for ever.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
+from collections.abc import Awaitable, Callable
 
 from mps.actors.context import ActorContext
 from mps.actors.shards import ShardRouter
@@ -37,6 +43,8 @@ class OutboxRelay:
         *,
         batch: int = 500,
         poll: float = 1.0,
+        sweep: Callable[[list[int] | None], Awaitable[int]] | None = None,
+        sweep_every: float = 60.0,
     ) -> None:
         self._context = context
         self._broker = broker
@@ -48,6 +56,9 @@ class OutboxRelay:
         self._task: asyncio.Task[None] | None = None
         self.published = 0
         self.passes = 0
+        self._sweep = sweep
+        self._sweep_every = sweep_every
+        self._swept_at = time.monotonic()
 
     def wake(self) -> None:
         """A commit inserted events. Safe to call from any code on the loop, at any rate."""
@@ -71,15 +82,24 @@ class OutboxRelay:
             try:
                 while await self.run_once() == self._batch:
                     pass
+                if (
+                    self._sweep is not None
+                    and time.monotonic() - self._swept_at > self._sweep_every
+                ):
+                    self._swept_at = time.monotonic()
+                    await self._sweep(self._owned())
             except Exception:
                 logger.exception("outbox relay pass failed; retrying")
                 await asyncio.sleep(self._poll)
 
+    def _owned(self) -> list[int] | None:
+        """The shards whose work is this node's: every one of them outside a cluster (None)."""
+        return sorted(self._shards.owned) if self._shards.clustered else None
+
     async def run_once(self) -> int:
         """Publish one batch of undispatched events; how many it found."""
         self.passes += 1
-        owned = sorted(self._shards.owned) if self._shards.clustered else None
-        rows = await event_queries.undispatched(self._context.database, owned, self._batch)
+        rows = await event_queries.undispatched(self._context.database, self._owned(), self._batch)
         if not rows:
             return 0
         await asyncio.gather(

@@ -30,7 +30,6 @@ NOT_BUILT = (
     "settlement",
     "reconciliation",
     "identityVerification",
-    "webhooks",
 )
 
 
@@ -43,11 +42,25 @@ async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
     return {"status": "up", "detail": "probe succeeded"}
 
 
+async def _webhooks(services: Services) -> dict[str, Any]:
+    try:
+        async with asyncio.timeout(PROBE_TIMEOUT):
+            return await services.webhooks.probe()
+    except Exception as exc:
+        return {"status": "down", "detail": f"{type(exc).__name__}: {exc}"[:300]}
+
+
 async def service_states(services: Services) -> dict[str, dict[str, Any]]:
-    database, broker = await asyncio.gather(
-        _probe(services.database.ping), _probe(services.broker.ping)
+    database, broker, webhooks = await asyncio.gather(
+        _probe(services.database.ping),
+        _probe(services.broker.ping),
+        _webhooks(services),
     )
-    states: dict[str, dict[str, Any]] = {"database": database, "broker": broker}
+    states: dict[str, dict[str, Any]] = {
+        "database": database,
+        "broker": broker,
+        "webhooks": webhooks,
+    }
     states["notifications"] = {
         "status": "up",
         "detail": "dev mailbox" if services.dev_mailbox is not None else "smtp configured",

@@ -25,6 +25,7 @@ from mps.http.schema import (
     OneOf,
     Str,
 )
+from mps.http.targets import checked_url
 from mps.persistence.queries import payments as q
 from mps.representations.payments import payment_json
 
@@ -114,7 +115,9 @@ async def create_payment(call: Call) -> Resource:
         allow_multiple=bool(body.get("allowMultiplePayments")),
         success_url=body.get("successUrl"),
         cancel_url=body.get("cancelUrl"),
-        webhook_url=body.get("webhookUrl"),
+        webhook_url=(
+            checked_url(call, body["webhookUrl"], "webhookUrl") if body.get("webhookUrl") else None
+        ),
         metadata=body.get("customMetadata") or {},
     )
     idem = call.idempotent(lambda outcome: Resource(_view(call, outcome), 201))

@@ -28,25 +28,15 @@ from mps.http.resources import (
 )
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Bool, Enum, Int, Moment, Obj, Str
+from mps.http.targets import checked_url
 from mps.persistence.queries import webhooks as q
 from mps.persistence.statements import Row
 from mps.representations.webhooks import attempt_view, delivery_view, endpoint_view
-from mps.webhooks.targets import UnsafeTarget, check_url
 
-__all__ = ["ROUTES", "checked_url"]
+__all__ = ["ROUTES"]
 
 # A recovery re-sends at most this many deliveries per request; `hasMore` says to ask again.
 RECOVER_LIMIT = 1000
-
-
-def checked_url(call: Call, url: str, field: str = "url") -> str:
-    """`url` as a webhook target: https in production, never a private or loopback address
-    there (checked again after DNS resolution at delivery time); 400 otherwise."""
-    development = call.services.settings.development
-    try:
-        return check_url(url, allow_private=development, require_https=not development)
-    except UnsafeTarget as exc:
-        raise ValidationFailed([FieldError(field, str(exc))]) from exc
 
 
 def _events_known(body: dict[str, Any]) -> list[FieldError]:

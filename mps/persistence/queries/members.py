@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+from mps.auth.scopes import OWNER_ROLE
 from mps.persistence.database import Database
 from mps.persistence.statements import Row
 
-__all__ = ["code_is_usable", "login_by_id", "member_view", "memberships", "user_by_email"]
+__all__ = [
+    "code_is_usable",
+    "login_by_id",
+    "member_view",
+    "memberships",
+    "owner_emails",
+    "user_by_email",
+]
 
 
 async def user_by_email(db: Database, email: str) -> Row | None:
@@ -52,3 +60,14 @@ async def member_view(db: Database, company_id: str, user_id: str) -> Row | None
         company_id,
         user_id,
     )
+
+
+async def owner_emails(db: Database, company_id: str) -> list[str]:
+    """The email addresses of the company's owners, for notices only they receive."""
+    rows = await db.fetch(
+        "SELECT u.email FROM members m JOIN users u ON u.id = m.user_id "
+        "WHERE m.company_id = $1 AND m.role_id = $2 ORDER BY u.email",
+        company_id,
+        OWNER_ROLE,
+    )
+    return [str(r["email"]) for r in rows]

@@ -4,6 +4,8 @@ take ids that only our own messages carry."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row
@@ -148,4 +150,52 @@ async def attempts(db: Database, delivery_id: str) -> list[Row]:
         "SELECT attempt, at, status_code, error, duration_ms FROM webhook_attempts "
         "WHERE delivery_id = $1 ORDER BY attempt",
         delivery_id,
+    )
+
+
+# The backlog is counted up to this many: past it, the number says "at least".
+BACKLOG_COUNT_LIMIT = 10_000
+
+
+async def backlog(db: Database, now: str) -> tuple[int, str | None]:
+    """Deliveries due and not yet made (across every company: an operations figure), counted
+    up to BACKLOG_COUNT_LIMIT, and the due time of the longest waiting one."""
+    count = await db.fetchval(
+        "SELECT COUNT(*) FROM (SELECT 1 FROM webhook_deliveries WHERE status IN "
+        "('PENDING', 'RETRYING') AND next_attempt_at <= $1 LIMIT $2) AS due",
+        now,
+        BACKLOG_COUNT_LIMIT,
+    )
+    oldest = await db.fetchval(
+        "SELECT MIN(next_attempt_at) FROM webhook_deliveries WHERE status IN "
+        "('PENDING', 'RETRYING') AND next_attempt_at <= $1",
+        now,
+    )
+    return int(count), None if oldest is None else str(oldest)
+
+
+async def stale_deliveries(
+    db: Database, before: str, shards: Sequence[int] | None, limit: int
+) -> list[Row]:
+    """Deliveries still open whose next attempt was due before `before`: their message was lost
+    (a publish that failed after the commit, an in-process broker that stopped). Of every
+    company, or of the companies on `shards`."""
+    if shards is None:
+        return await db.fetch(
+            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE status IN "
+            "('PENDING', 'RETRYING') AND next_attempt_at < $1 ORDER BY next_attempt_at LIMIT $2",
+            before,
+            limit,
+        )
+    if not shards:
+        return []
+    # Integers of our own making, so written into the SQL: one text for both backends.
+    owned = ", ".join(str(int(s)) for s in shards)
+    columns = ", ".join(f"d.{c.strip()}" for c in _DELIVERY_COLUMNS.split(","))
+    return await db.fetch(
+        f"SELECT {columns} FROM webhook_deliveries d JOIN companies c ON c.id = d.company_id "
+        f"WHERE c.shard IN ({owned}) AND d.status IN ('PENDING', 'RETRYING') "
+        "AND d.next_attempt_at < $1 ORDER BY d.next_attempt_at LIMIT $2",
+        before,
+        limit,
     )

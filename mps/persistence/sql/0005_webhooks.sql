@@ -46,6 +46,9 @@ CREATE TABLE webhook_endpoints (
     previous_secret_expires_at  TEXT,
     status                      TEXT NOT NULL,
     disabled_reason             TEXT,
+    -- When its deliveries began to fail without a success since (NULL while they succeed):
+    -- five days of that disable it.
+    failing_since               TEXT,
     created_at                  TEXT NOT NULL,
     updated_at                  TEXT NOT NULL
 );
