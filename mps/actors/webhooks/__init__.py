@@ -22,7 +22,7 @@ from mps.actors.context import ActorContext
 from mps.actors.runtime import ask, stop
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks.deliveries import Deliveries, lane_of
-from mps.actors.webhooks.dispatcher import Drain, Run, WebhookDispatcher
+from mps.actors.webhooks.dispatcher import Drain, Full, WebhookDispatcher
 from mps.actors.webhooks.relay import OutboxRelay
 from mps.actors.webhooks.sender import Sender
 from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
@@ -50,6 +50,8 @@ RETRY_OWN_FAILURE = 5.0
 # committed but not published.
 DELIVERY_LAG_LIMIT = 300.0
 RELAY_LAG_LIMIT = 60.0
+# How long an attempt refused by a full lane waits in the broker before it asks again.
+FULL_LANE_WAIT = 1.0
 # An open delivery whose attempt is overdue by this much lost its message: it is sent again.
 STUCK_AFTER = timedelta(minutes=5)
 # An attempt this close to its moment is due: waiting again for less would cost more than it
@@ -97,7 +99,8 @@ class Webhooks:
 
     async def start(self) -> None:
         await self.sender.start()
-        self.dispatcher = WebhookDispatcher.start(self.deliveries)
+        self.dispatcher = WebhookDispatcher.start()
+        self.deliveries.dispatcher = self.dispatcher
         topology = self.topology
         await self.broker.declare(f"{topology.dead}", topology.dead)
         await self.broker.subscribe(
@@ -173,9 +176,10 @@ class Webhooks:
             # deferred by a full lane. Back to wait the rest.
             await self.deliveries.defer(job, wait)
             return
-        assert self.dispatcher is not None
         try:
-            await ask(self.dispatcher, Run(job))
+            await self.deliveries.attempt(job)
+        except Full:
+            await self.deliveries.defer(job, FULL_LANE_WAIT)
         except Exception:
             logger.exception("webhook attempt of %s failed on our side", job.delivery_id)
             await self.deliveries.defer(job, RETRY_OWN_FAILURE)

@@ -23,8 +23,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
+from pykka import ActorRef
 
 from mps.actors.context import ActorContext
+from mps.actors.webhooks.dispatcher import WebhookDispatcher, slot
 from mps.actors.webhooks.sender import Sender
 from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
 from mps.adapters.broker import Broker
@@ -85,6 +87,8 @@ class Deliveries:
     retry_scale: float
     # Told (the endpoint's row, why) when an endpoint was disabled by its answers.
     on_disabled: Callable[[Row, str], Awaitable[None]] | None = None
+    # Who may POST now, per lane (set once the actor is started).
+    dispatcher: ActorRef[WebhookDispatcher] | None = None
 
     @property
     def _now(self) -> datetime:
@@ -95,8 +99,8 @@ class Deliveries:
     async def fan_out(self, job: EventJob) -> list[str]:
         """Make the event's deliveries and publish their first attempts; their ids."""
         db = self.context.database
-        event = await event_queries.event(db, job.company_id, job.mode, job.event_id)
-        if event is None:
+        event = await event_queries.event_by_id(db, job.event_id)
+        if event is None or event["company_id"] != job.company_id:
             return []  # past retention, or never committed
         rows = await self.targets(event, job.origin)
         if not rows:
@@ -202,25 +206,25 @@ class Deliveries:
         if delivery["attempts"] >= job.attempt:
             return  # this attempt was made (a redelivered or duplicated message)
         number = delivery["attempts"] + 1
-        event = await event_queries.event(
-            db, delivery["company_id"], delivery["mode"], delivery["event_id"]
-        )
+        event = await event_queries.event_by_id(db, delivery["event_id"])
         secrets, refusal = await self._secrets(delivery)
-        now = self._now
         if event is None:
             answer, duration = Answer(None, "the event is past its retention", abort=True), 0
         elif refusal is not None:
             answer, duration = Answer(None, refusal, abort=True), 0
         else:
-            sent = await self.sender.send(
-                delivery["url"],
-                event_body(event),
-                secrets,
-                event_id=delivery["event_id"],
-                delivery_id=delivery["id"],
-                attempt=number,
-                now=now,
-            )
+            body = event_body(event)
+            assert self.dispatcher is not None
+            async with slot(self.dispatcher, job.lane):
+                sent = await self.sender.send(
+                    delivery["url"],
+                    body,
+                    secrets,
+                    event_id=delivery["event_id"],
+                    delivery_id=delivery["id"],
+                    attempt=number,
+                    now=self._now,
+                )
             answer, duration = sent.answer, sent.duration_ms
         await self._settle(delivery, number, answer, duration, job.lane)
 

@@ -1,15 +1,14 @@
-"""The webhook-dispatcher actor: which attempt runs now, lane by lane.
+"""The webhook-dispatcher actor: who may POST now, lane by lane.
 
-Every endpoint is a lane (a payment's own URL: its origin). A lane runs at most `per_lane`
-attempts at once, so a slow or hanging receiver holds only its own slots, never the others'.
-Attempts beyond that wait for a slot in their lane; when `waiting_per_lane` already wait, the
-attempt goes back to the broker for `defer_for` seconds instead, so a flooded lane cannot fill
+Every endpoint is a lane (a payment's own URL: its origin). A lane has `per_lane` slots, and an
+attempt holds one only while its POST is in flight (its reads before and its record after do not
+count), so a slow or hanging receiver holds only its own slots, never another lane's. Attempts
+beyond that wait for a slot in their lane; when `waiting_per_lane` already wait, the attempt is
+refused (`Full`) and goes back to the broker for a moment instead, so a flooded lane cannot fill
 the consumer's prefetch window and starve every other lane.
 
-The actor's turn only counts slots; the attempt itself (reads, the POST, the commit) runs
-detached, and its end is told back to the actor (`Finished`), which hands the slot to the next
-waiting attempt of the lane. The reply to `Run` comes when the attempt is done, and only then
-does the broker consumer acknowledge the message.
+The actor's turn only counts slots: `Acquire` is answered at once when a slot is free, else when
+a `Release` of its lane hands one on. Nothing else happens in a turn.
 """
 
 from __future__ import annotations
@@ -18,28 +17,33 @@ import asyncio
 import contextlib
 import logging
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached
-from mps.actors.webhooks.deliveries import Deliveries
-from mps.actors.webhooks.topology import AttemptJob
+from pykka import ActorRef
 
-__all__ = ["Drain", "Finished", "Run", "WebhookDispatcher"]
+from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached, ask
+
+__all__ = ["Acquire", "Drain", "Full", "Release", "WebhookDispatcher", "slot"]
 
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
-    """Make this attempt when its lane has a slot. Reply: None once it is done (or deferred)."""
-
-    job: AttemptJob
+class Full(Exception):
+    """The lane has as many attempts waiting as it may: try this one again a little later."""
 
 
 @dataclass(frozen=True, slots=True)
-class Finished:
-    """An attempt of `lane` ended: its slot is free."""
+class Acquire:
+    """Reply: None once the caller holds a slot of `lane` (raises Full when too many wait)."""
+
+    lane: str
+
+
+@dataclass(frozen=True, slots=True)
+class Release:
+    """The caller is done with its slot of `lane`."""
 
     lane: str
 
@@ -47,8 +51,7 @@ class Finished:
 @dataclass(frozen=True, slots=True)
 class Drain:
     """The process is stopping: attempts still waiting for a slot give up (their messages go
-    back to the broker, or are found in storage at the next start), so that the stop, which
-    waits for detached work, does not wait for slots that no `Finished` will free."""
+    back to the broker, or are found in storage at the next start)."""
 
 
 @dataclass
@@ -58,22 +61,14 @@ class _Lane:
 
 
 class WebhookDispatcher(AsyncioActor):
-    def __init__(
-        self,
-        deliveries: Deliveries,
-        *,
-        per_lane: int = 4,
-        waiting_per_lane: int = 32,
-        defer_for: float = 1.0,
-    ) -> None:
+    expected_errors = (Full,)
+
+    def __init__(self, *, per_lane: int = 8, waiting_per_lane: int = 128) -> None:
         super().__init__()
-        self.deliveries = deliveries
         self.per_lane = per_lane
         self.waiting_per_lane = waiting_per_lane
-        self.defer_for = defer_for
         self.lanes: dict[str, _Lane] = {}
-        self.attempts = 0
-        self.deferred = 0
+        self.refused = 0
 
     def can_passivate(self) -> bool:
         return False  # one per process, for its whole life
@@ -84,48 +79,54 @@ class WebhookDispatcher(AsyncioActor):
 
     async def receive(self, message: Any) -> Any:
         match message:
-            case Run(job=job):
-                lane = self.lanes.setdefault(job.lane, _Lane())
+            case Acquire(lane=name):
+                lane = self.lanes.setdefault(name, _Lane())
                 if lane.running < self.per_lane:
                     lane.running += 1
-                    return Detached(self._attempt(job, None))
+                    return None
                 if len(lane.waiting) >= self.waiting_per_lane:
-                    self.deferred += 1
-                    return Detached(self.deliveries.defer(job, self.defer_for))
+                    self.refused += 1
+                    raise Full(name)
                 turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 lane.waiting.append(turn)
-                return Detached(self._attempt(job, turn))
+                return Detached(_wait(turn))
+            case Release(lane=name):
+                self._release(name)
+                return None
             case Drain():
                 for lane in self.lanes.values():
                     for turn in lane.waiting:
                         turn.cancel()
                     lane.waiting.clear()
                 return None
-            case Finished(lane=name):
-                lane = self.lanes[name]
-                while lane.waiting:
-                    turn = lane.waiting.popleft()
-                    if not turn.done():
-                        turn.set_result(None)  # the slot passes on, still counted
-                        return None
-                lane.running -= 1
-                if lane.running == 0:
-                    del self.lanes[name]
-                return None
         msg = f"WebhookDispatcher does not understand {type(message).__name__}"
         raise TypeError(msg)
 
-    async def _attempt(self, job: AttemptJob, turn: asyncio.Future[None] | None) -> None:
-        try:
-            if turn is not None:
-                await turn
-            self.attempts += 1
-            await self.deliveries.attempt(job)
-        finally:
-            if turn is None or (turn.done() and not turn.cancelled()):
-                # Stopped meanwhile: nobody counts slots any more.
-                with contextlib.suppress(ActorDeadError):
-                    self.actor_ref.tell(Finished(job.lane))
-            else:
-                # Cancelled while waiting: it never held the slot.
-                turn.cancel()
+    def _release(self, name: str) -> None:
+        lane = self.lanes.get(name)
+        if lane is None:
+            return
+        while lane.waiting:
+            turn = lane.waiting.popleft()
+            if not turn.done():
+                turn.set_result(None)  # the slot passes on, still counted
+                return
+        lane.running -= 1
+        if lane.running <= 0:
+            del self.lanes[name]
+
+
+async def _wait(turn: asyncio.Future[None]) -> None:
+    await turn
+
+
+@contextlib.asynccontextmanager
+async def slot(dispatcher: ActorRef[WebhookDispatcher], lane: str) -> AsyncIterator[None]:
+    """Hold a slot of `lane` for the block. A waiter cancelled before its slot came never held
+    one; a holder gives its slot back however the block ends."""
+    await ask(dispatcher, Acquire(lane))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ActorDeadError):
+            dispatcher.tell(Release(lane))

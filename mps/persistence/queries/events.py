@@ -8,7 +8,7 @@ from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row
 
-__all__ = ["event", "list_events", "undispatched"]
+__all__ = ["event", "event_by_id", "list_events", "undispatched"]
 
 _COLUMNS = "id, company_id, mode, type, created_at, data, sequence, dispatched_at"
 
@@ -41,6 +41,13 @@ async def event(db: Database, company_id: str, mode: str, event_id: str) -> Row 
         company_id,
         mode,
     )
+
+
+async def event_by_id(db: Database, event_id: str) -> Row | None:
+    """An event by its id alone, for the webhook pipeline, whose messages carry ids of our own
+    making (never a client's). The primary key is then the only plan, however fresh the
+    table's statistics."""
+    return await db.fetchrow(f"SELECT {_COLUMNS} FROM events WHERE id = $1", event_id)
 
 
 async def undispatched(db: Database, shards: Sequence[int] | None, limit: int) -> list[Row]:

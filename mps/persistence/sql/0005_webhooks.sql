@@ -14,6 +14,8 @@ ALTER TABLE events ADD COLUMN sequence BIGINT;
 CREATE INDEX events_unnumbered ON events (company_id, mode) WHERE sequence IS NULL;
 CREATE UNIQUE INDEX events_by_sequence ON events (company_id, mode, sequence);
 CREATE INDEX events_by_type ON events (company_id, mode, type, created_at, id);
+-- The outbox relay's read: the oldest undispatched events, in order, straight off the index.
+CREATE INDEX events_outbox ON events (created_at, id) WHERE dispatched_at IS NULL;
 
 -- Events written before this migration get their numbers now, oldest first.
 INSERT INTO event_sequences (company_id, mode, last)
