@@ -19,13 +19,13 @@ from typing import Any
 from pykka import ActorRef
 
 from mps.actors.context import ActorContext
-from mps.actors.runtime import ask, stop
+from mps.actors.runtime import ActorDeadError, ask, stop
 from mps.actors.shards import ShardRouter
-from mps.actors.webhooks.deliveries import Deliveries, lane_of
+from mps.actors.webhooks.deliveries import FULL_LANE_WAIT, Deliveries, lane_of
 from mps.actors.webhooks.dispatcher import Drain, Full, WebhookDispatcher
 from mps.actors.webhooks.relay import OutboxRelay
 from mps.actors.webhooks.sender import Sender
-from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
+from mps.actors.webhooks.topology import AttemptJob, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.adapters.mail import Mail, Mailer
 from mps.auth.keyring import Keyring
@@ -50,13 +50,16 @@ RETRY_OWN_FAILURE = 5.0
 # committed but not published.
 DELIVERY_LAG_LIMIT = 300.0
 RELAY_LAG_LIMIT = 60.0
-# How long an attempt refused by a full lane waits in the broker before it asks again.
-FULL_LANE_WAIT = 1.0
 # An open delivery whose attempt is overdue by this much lost its message: it is sent again.
 STUCK_AFTER = timedelta(minutes=5)
 # An attempt this close to its moment is due: waiting again for less would cost more than it
 # is worth (and a moment stored in whole milliseconds is up to half of one ahead).
 DUE_SLACK = 0.01
+
+
+class Closing(Exception):
+    """The process is stopping: a message taken now goes back to the broker (or, in process,
+    its delivery is found in storage at the next start)."""
 
 
 class Webhooks:
@@ -89,6 +92,7 @@ class Webhooks:
         self.dispatcher: ActorRef[WebhookDispatcher] | None = None
         self._context = context
         self._background: set[asyncio.Task[None]] = set()
+        self._closing = False
 
     def in_background(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` after the request that asked for it was answered. What it publishes is
@@ -114,10 +118,14 @@ class Webhooks:
         self.relay.start()
 
     async def close(self) -> None:
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
+        # The relay first: from here on no event is marked dispatched, so an event whose
+        # deliveries were not made yet is published again after the restart.
         await self.relay.close()
+        self._closing = True
+        running = [*self._background, *self.deliveries.first_attempts]
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
         if self.dispatcher is not None:
             await ask(self.dispatcher, Drain())
             await stop(self.dispatcher)
@@ -164,11 +172,35 @@ class Webhooks:
             ),
         }
 
+    def _refuse_while_closing(self) -> None:
+        """While stopping, a message is not worked on: RabbitMQ gets it back (a raise), and the
+        in-process broker may drop it, since its work is found in storage at the next start."""
+        if self._closing and self.broker.durable:
+            raise Closing
+
     async def _on_event(self, body: bytes) -> None:
-        job = EventJob.decode(body)
-        await self.deliveries.fan_out(job)
+        self._refuse_while_closing()
+        if self._closing:
+            return
+        try:
+            attempts = await self.deliveries.fan_out(EventBatch.decode(body))
+        except Exception:
+            # Redelivered after a pause (what is made already is not made again), rather than
+            # at once and again while the database is away.
+            logger.exception("making deliveries failed; the batch is tried again")
+            await asyncio.sleep(1.0)
+            raise
+        if self.broker.durable:
+            # Acknowledged once the first attempts ended (each handles its own failure), so
+            # that if this node dies first, the batch goes to another (see `fan_out`).
+            await asyncio.gather(*attempts, return_exceptions=True)
+            # Stopped meanwhile (the attempts were cancelled): back to the broker with it.
+            self._refuse_while_closing()
 
     async def _on_attempt(self, body: bytes) -> None:
+        self._refuse_while_closing()
+        if self._closing:
+            return
         job = AttemptJob.decode(body)
         wait = await self.deliveries.due(job)
         if wait > DUE_SLACK:
@@ -180,6 +212,9 @@ class Webhooks:
             await self.deliveries.attempt(job)
         except Full:
             await self.deliveries.defer(job, FULL_LANE_WAIT)
+        except ActorDeadError:
+            self._refuse_while_closing()
+            return
         except Exception:
             logger.exception("webhook attempt of %s failed on our side", job.delivery_id)
             await self.deliveries.defer(job, RETRY_OWN_FAILURE)

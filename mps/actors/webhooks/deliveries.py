@@ -14,10 +14,12 @@ safe to repeat, because the broker delivers at least once:
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,9 +28,10 @@ import orjson
 from pykka import ActorRef
 
 from mps.actors.context import ActorContext
-from mps.actors.webhooks.dispatcher import WebhookDispatcher, slot
+from mps.actors.runtime import ActorDeadError
+from mps.actors.webhooks.dispatcher import Full, WebhookDispatcher, slot
 from mps.actors.webhooks.sender import Sender
-from mps.actors.webhooks.topology import AttemptJob, EventJob, Topology
+from mps.actors.webhooks.topology import AttemptJob, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.auth.keyring import Keyring
 from mps.domain.clock import iso
@@ -47,9 +50,12 @@ from mps.persistence.statements import Row
 from mps.representations.events import event_body
 from mps.webhooks.signing import new_secret
 
-__all__ = ["Deliveries", "default_secret", "delivery_id_for", "lane_of"]
+__all__ = ["FULL_LANE_WAIT", "Deliveries", "default_secret", "delivery_id_for", "lane_of"]
 
 logger = logging.getLogger(__name__)
+
+# How long an attempt refused by a full lane waits in the broker before it asks again.
+FULL_LANE_WAIT = 1.0
 
 
 def delivery_id_for(event_id: str, target: str, origin: str) -> str:
@@ -89,6 +95,8 @@ class Deliveries:
     on_disabled: Callable[[Row, str], Awaitable[None]] | None = None
     # Who may POST now, per lane (set once the actor is started).
     dispatcher: ActorRef[WebhookDispatcher] | None = None
+    # First attempts running in the background (`fan_out`).
+    first_attempts: set[asyncio.Task[None]] = field(default_factory=set)
 
     @property
     def _now(self) -> datetime:
@@ -96,18 +104,70 @@ class Deliveries:
 
     # -- fan-out -----------------------------------------------------------------------------
 
-    async def fan_out(self, job: EventJob) -> list[str]:
-        """Make the event's deliveries and publish their first attempts; their ids."""
+    async def fan_out(self, batch: EventBatch) -> list[asyncio.Task[None]]:
+        """Make the deliveries of a batch of events, and start their first attempts; returns
+        the attempts' tasks.
+
+        The first attempts are made here, with the events and endpoints in hand, rather than
+        sent round the broker as attempt messages: only retries travel. They run as tasks of
+        their own, in parallel, each holding a slot of its endpoint's lane only while it POSTs.
+        With RabbitMQ the batch's message is acknowledged once they end, so a node that dies
+        first leaves the message to another node; in process, once the deliveries are stored
+        (the next start finds them). A delivery whose row existed already (the batch's message
+        came again) is left to the attempt path, which knows from its row what was made."""
         db = self.context.database
-        event = await event_queries.event_by_id(db, job.event_id)
-        if event is None or event["company_id"] != job.company_id:
-            return []  # past retention, or never committed
-        rows = await self.targets(event, job.origin)
-        if not rows:
+        ids = [item.event_id for item in batch.items]
+        companies = {item.event_id: item.company_id for item in batch.items}
+        events = {
+            e["id"]: e
+            for e in await event_queries.events_by_ids(db, ids)
+            if e["company_id"] == companies[e["id"]]  # never another tenant's
+        }
+        endpoints: dict[tuple[str, str], list[Row]] = {}
+        planned: list[tuple[Row, Row | None]] = []
+        for event_id in ids:
+            event = events.get(event_id)
+            if event is None:
+                continue  # past retention, or never committed
+            key = (event["company_id"], event["mode"])
+            if key not in endpoints:
+                endpoints[key] = await queries.endpoints_for_event(db, *key)
+            planned += self._plan(event, "event", endpoints[key])
+        if not planned:
             return []
-        await self.context.commit(*(store.delivery_insert(r) for r in rows))
-        await self.publish_first_attempts(rows)
-        return [r["id"] for r in rows]
+        inserted = await self.context.commit(*(store.delivery_insert(r) for r, _ in planned))
+        fresh = [(r, e) for (r, e), rows in zip(planned, inserted, strict=True) if rows]
+        await self.publish_first_attempts(
+            [r for (r, _), rows in zip(planned, inserted, strict=True) if not rows]
+        )
+        tasks = []
+        for row, endpoint in fresh:
+            task = asyncio.get_running_loop().create_task(
+                self._first_attempt(row, endpoint, events[row["event_id"]])
+            )
+            self.first_attempts.add(task)
+            task.add_done_callback(self.first_attempts.discard)
+            tasks.append(task)
+        return tasks
+
+    async def _first_attempt(self, row: Row, endpoint: Row | None, event: Row) -> None:
+        lane = _lane(row)
+        if endpoint is None:
+            secrets = [await self._default_secret(row["company_id"], row["mode"])]
+        else:
+            secrets = self._endpoint_secrets(endpoint)
+        job = AttemptJob(row["id"], 1, _ms(self._now), lane)
+        try:
+            await self._make(row, 1, event, secrets, None, lane)
+        except Full:
+            # The endpoint's lane is full: the attempt waits in the broker for its turn.
+            await self.broker.publish(self.topology.attempts, job.encode(), delay=FULL_LANE_WAIT)
+        except ActorDeadError:
+            pass  # stopping: the delivery is stored as due, and found again
+        except Exception:
+            logger.exception("the first attempt of %s failed on our side", row["id"])
+            with contextlib.suppress(Exception):
+                await self.broker.publish(self.topology.attempts, job.encode(), delay=5.0)
 
     async def publish_first_attempts(self, rows: list[Row]) -> None:
         due = _ms(self._now)
@@ -168,32 +228,41 @@ class Deliveries:
         """One new delivery row per target: a payment's own webhookUrl receives its events
         instead of the company's endpoints (decisions 10); otherwise every enabled endpoint
         subscribed to the event's type, as it is now."""
+        endpoints = await queries.endpoints_for_event(
+            self.context.database, event["company_id"], event["mode"]
+        )
+        return [row for row, _ in self._plan(event, origin, endpoints)]
+
+    def _plan(self, event: Row, origin: str, endpoints: list[Row]) -> list[tuple[Row, Row | None]]:
+        """The event's delivery rows, each with its endpoint (None for a payment's own URL)."""
         data: dict[str, Any] = orjson.loads(event["data"])
         obj = data.get("data", {}).get("object", {})
         own_url = obj.get("webhookUrl") if event["type"].startswith("payment.") else None
         if own_url:
-            targets = [(None, f"payment:{obj.get('id')}", str(own_url))]
+            targets: list[tuple[Row | None, str, str]] = [
+                (None, f"payment:{obj.get('id')}", str(own_url))
+            ]
         else:
-            endpoints = await queries.endpoints_for_event(
-                self.context.database, event["company_id"], event["mode"]
-            )
             targets = [
-                (e["id"], e["id"], e["url"])
+                (e, e["id"], e["url"])
                 for e in endpoints
                 if subscribed(orjson.loads(e["events"]), event["type"])
             ]
         return [
-            self._row(
-                event_id=event["id"],
-                event_type=event["type"],
-                company_id=event["company_id"],
-                mode=event["mode"],
-                endpoint_id=endpoint_id,
-                target=target,
-                url=url,
-                origin=origin,
+            (
+                self._row(
+                    event_id=event["id"],
+                    event_type=event["type"],
+                    company_id=event["company_id"],
+                    mode=event["mode"],
+                    endpoint_id=None if endpoint is None else endpoint["id"],
+                    target=target,
+                    url=url,
+                    origin=origin,
+                ),
+                endpoint,
             )
-            for endpoint_id, target, url in targets
+            for endpoint, target, url in targets
         ]
 
     # -- attempts ----------------------------------------------------------------------------
@@ -208,6 +277,19 @@ class Deliveries:
         number = delivery["attempts"] + 1
         event = await event_queries.event_by_id(db, delivery["event_id"])
         secrets, refusal = await self._secrets(delivery)
+        await self._make(delivery, number, event, secrets, refusal, job.lane)
+
+    async def _make(
+        self,
+        delivery: Row,
+        number: int,
+        event: Row | None,
+        secrets: list[str],
+        refusal: str | None,
+        lane: str,
+    ) -> None:
+        """Attempt `number` of the delivery: POST it (holding a slot of its lane) and record
+        the answer. Raises Full, having done nothing, when the lane has too many waiting."""
         if event is None:
             answer, duration = Answer(None, "the event is past its retention", abort=True), 0
         elif refusal is not None:
@@ -215,7 +297,7 @@ class Deliveries:
         else:
             body = event_body(event)
             assert self.dispatcher is not None
-            async with slot(self.dispatcher, job.lane):
+            async with slot(self.dispatcher, lane):
                 sent = await self.sender.send(
                     delivery["url"],
                     body,
@@ -226,15 +308,15 @@ class Deliveries:
                     now=self._now,
                 )
             answer, duration = sent.answer, sent.duration_ms
-        await self._settle(delivery, number, answer, duration, job.lane)
+        await self._settle(delivery, number, answer, duration, lane)
+
+    async def _default_secret(self, company_id: str, mode: str) -> str:
+        return await default_secret(self.context, self.keyring, company_id, mode)
 
     async def _secrets(self, delivery: Row) -> tuple[list[str], str | None]:
         """The secrets to sign with, newest first; or why the delivery cannot be made."""
         if delivery["endpoint_id"] is None:
-            secret = await default_secret(
-                self.context, self.keyring, delivery["company_id"], delivery["mode"]
-            )
-            return [secret], None
+            return [await self._default_secret(delivery["company_id"], delivery["mode"])], None
         endpoint = await queries.endpoint(
             self.context.database, delivery["company_id"], delivery["mode"], delivery["endpoint_id"]
         )
@@ -242,13 +324,16 @@ class Deliveries:
             return [], "the endpoint was deleted"
         if endpoint["status"] != "enabled":
             return [], "the endpoint is disabled"
+        return self._endpoint_secrets(endpoint), None
+
+    def _endpoint_secrets(self, endpoint: Row) -> list[str]:
         secrets = [self.keyring.unseal(endpoint["secret"], SECRET_PURPOSE).decode()]
         expires = endpoint["previous_secret_expires_at"]
         if endpoint["previous_secret"] and expires and expires > iso(self._now):
             secrets.append(
                 self.keyring.unseal(endpoint["previous_secret"], SECRET_PURPOSE).decode()
             )
-        return secrets, None
+        return secrets
 
     async def _settle(
         self, delivery: Row, number: int, answer: Answer, duration_ms: int, lane: str

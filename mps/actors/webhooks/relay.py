@@ -2,10 +2,10 @@
 
 Woken by the persistence actor whenever a commit inserted events, and every `poll` seconds in
 case a wake-up was missed (or another process wrote them). Each pass takes the oldest undispatched
-events (in a cluster, of the shards this node owns), publishes them all with confirmation
-(`settled`), and only then marks them dispatched, in one commit. A crash between the two
-publishes them again after restart: delivery is at least once, and the fan-out makes each
-delivery once however often its event arrives.
+events (in a cluster, of the shards this node owns), publishes them in messages of PER_MESSAGE
+with confirmation (`settled`), and only then marks them dispatched, in one commit. A crash
+between the two publishes them again after restart: delivery is at least once, and the fan-out
+makes each delivery once however often its event arrives.
 
 Every `sweep_every` seconds the relay also asks for the deliveries whose next attempt is long
 overdue (of the same shards) to be published again: a message lost between a commit and its
@@ -22,7 +22,7 @@ from collections.abc import Awaitable, Callable
 
 from mps.actors.context import ActorContext
 from mps.actors.shards import ShardRouter
-from mps.actors.webhooks.topology import EventJob, Topology
+from mps.actors.webhooks.topology import Committed, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.domain.clock import iso
 from mps.persistence import webhook_store as store
@@ -31,6 +31,10 @@ from mps.persistence.queries import events as event_queries
 __all__ = ["OutboxRelay"]
 
 logger = logging.getLogger(__name__)
+
+# Events per broker message: enough that the broker's work per event is small, few enough that
+# one message's fan-out is a short piece of work for the node that takes it.
+PER_MESSAGE = 50
 
 
 class OutboxRelay:
@@ -102,14 +106,17 @@ class OutboxRelay:
         rows = await event_queries.undispatched(self._context.database, self._owned(), self._batch)
         if not rows:
             return 0
+        chunks = [rows[i : i + PER_MESSAGE] for i in range(0, len(rows), PER_MESSAGE)]
         await asyncio.gather(
             *(
                 self._broker.publish(
                     self._topology.events,
-                    EventJob(r["id"], r["company_id"], r["mode"]).encode(),
+                    EventBatch(
+                        tuple(Committed(r["id"], r["company_id"], r["mode"]) for r in chunk)
+                    ).encode(),
                     settled=True,
                 )
-                for r in rows
+                for chunk in chunks
             )
         )
         now = iso(self._context.clock())

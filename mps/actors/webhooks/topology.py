@@ -3,10 +3,12 @@
 Three routing keys per deployment (prefixed with the cluster's name, so two deployments on one
 RabbitMQ never take each other's work):
 
-- `events`: one message per committed event, published by the outbox relay of the event's
-  shard owner; consumed by every node, which makes the event's deliveries (fan-out);
-- `attempts`: one message per attempt due, published by the fan-out and by the dispatcher for a
-  retry (through a delay queue, so the wait survives a restart); consumed by every node;
+- `events`: one message per batch of committed events, published by the outbox relay of their
+  shard owner; consumed by every node, which makes the events' deliveries and their first
+  attempts (fan-out);
+- `attempts`: one message per attempt due that the fan-out did not make itself: a retry
+  (through a delay queue, so the wait survives a restart), a replay, an attempt of a full lane;
+  consumed by every node;
 - `dead`: a delivery that ran out of attempts, parked; nobody consumes it (operators read it,
   and the delivery row says DEAD).
 
@@ -21,7 +23,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["AttemptJob", "EventJob", "Topology"]
+__all__ = ["AttemptJob", "Committed", "EventBatch", "Topology"]
 
 
 @dataclass(frozen=True)
@@ -47,24 +49,29 @@ class Topology:
 
 
 @dataclass(frozen=True, slots=True)
-class EventJob:
-    """Make the deliveries of one event. `origin` is 'event' for its first fan-out and
-    'replay:<id>' for a replay, which makes new deliveries."""
+class Committed:
+    """One committed event, as the relay names it."""
 
     event_id: str
     company_id: str
     mode: str
-    origin: str = "event"
+
+
+@dataclass(frozen=True, slots=True)
+class EventBatch:
+    """Make the deliveries of these events (and their first attempts): one message per pass of
+    the relay (up to BATCH events), not one per event, so the broker's work does not grow with
+    the rate of events."""
+
+    items: tuple[Committed, ...]
 
     def encode(self) -> bytes:
-        return orjson.dumps(
-            {"e": self.event_id, "c": self.company_id, "m": self.mode, "o": self.origin}
-        )
+        return orjson.dumps({"events": [[i.event_id, i.company_id, i.mode] for i in self.items]})
 
     @classmethod
-    def decode(cls, body: bytes) -> EventJob:
+    def decode(cls, body: bytes) -> EventBatch:
         data: dict[str, Any] = orjson.loads(body)
-        return cls(str(data["e"]), str(data["c"]), str(data["m"]), str(data.get("o", "event")))
+        return cls(tuple(Committed(str(e), str(c), str(m)) for e, c, m in data["events"]))
 
 
 @dataclass(frozen=True, slots=True)

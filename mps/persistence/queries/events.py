@@ -8,7 +8,7 @@ from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row
 
-__all__ = ["event", "event_by_id", "list_events", "undispatched"]
+__all__ = ["event", "event_by_id", "events_by_ids", "list_events", "undispatched"]
 
 _COLUMNS = "id, company_id, mode, type, created_at, data, sequence, dispatched_at"
 
@@ -48,6 +48,15 @@ async def event_by_id(db: Database, event_id: str) -> Row | None:
     making (never a client's). The primary key is then the only plan, however fresh the
     table's statistics."""
     return await db.fetchrow(f"SELECT {_COLUMNS} FROM events WHERE id = $1", event_id)
+
+
+async def events_by_ids(db: Database, event_ids: list[str]) -> list[Row]:
+    """Events by their ids alone (the webhook pipeline's, as `event_by_id`); the caller checks
+    each belongs to the company its message named."""
+    if not event_ids:
+        return []
+    marks = ", ".join(f"${i}" for i in range(1, len(event_ids) + 1))
+    return await db.fetch(f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks})", *event_ids)
 
 
 async def undispatched(db: Database, shards: Sequence[int] | None, limit: int) -> list[Row]:
