@@ -50,6 +50,8 @@ class PostgresDatabase(Database):
         self._readers = readers
         # Idle reader connections; None marks a slot whose connection was dropped.
         self._idle: deque[asyncpg.Connection | None] = deque()
+        # Reader connections in use by a read right now.
+        self._busy: set[asyncpg.Connection] = set()
         self._writer: asyncpg.Connection | None = None
         self._turns = asyncio.Semaphore(readers)
 
@@ -78,6 +80,12 @@ class PostgresDatabase(Database):
         for conn in idle:
             if conn is not None and not conn.is_closed():
                 await conn.close()
+        # A read still running when the database closes (background work that outlived the
+        # requests) would otherwise put its connection back in a pool nobody closes again.
+        busy, self._busy = self._busy, set()
+        for conn in busy:
+            if not conn.is_closed():
+                conn.terminate()
         if self._writer is not None:
             await self._writer.close()
         self._writer = None
@@ -217,6 +225,19 @@ class PostgresDatabase(Database):
             raise statement.stale(affected)
         return rows
 
+    def _give_back(self, conn: asyncpg.Connection | None) -> None:
+        if conn is None:
+            self._idle.append(None)  # connecting failed: the slot connects on its next read
+            return
+        was_busy = conn in self._busy
+        self._busy.discard(conn)
+        if was_busy or conn.is_closed():
+            self._idle.append(conn)
+        else:
+            # Closed under it (`close` ran meanwhile and emptied the busy set): not pooled.
+            conn.terminate()
+            self._idle.append(None)
+
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         # A fixed set of reader connections, taken first come, first served (the semaphore is
         # FIFO). Not asyncpg's pool: its acquire and release cost a fifth of a simple read, and
@@ -231,17 +252,20 @@ class PostgresDatabase(Database):
                     # afresh. Should it still be down, this read is answered 503.
                     conn = None
                     conn = await self._connect()
+                self._busy.add(conn)
                 rows = await conn.fetch(sql, *params)
             except asyncpg.PostgresError:
                 # The server refused the query; the session itself is fine.
-                self._idle.append(conn)
+                self._give_back(conn)
                 raise
             except BaseException:
                 if conn is not None and not conn.is_closed():
                     # Cancelled or failed mid-query: the session's state is unknown, so it is
                     # not reused; the next read on this slot connects afresh.
                     conn.terminate()
+                if conn is not None:
+                    self._busy.discard(conn)
                 self._idle.append(None)
                 raise
-            self._idle.append(conn)
+            self._give_back(conn)
         return [dict(r) for r in rows]
