@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from mps.http.keys import ROUTE_TABLE
-from tests.helpers import TEST_CARD, assert_envelope, sign_up
+from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_up
 
 
 async def test_openapi_document_is_valid_and_covers_every_route(
@@ -155,6 +156,57 @@ async def test_responses_match_the_schemas_the_document_publishes(
     )
     await check("GET", "/api/v1/merchant/settings", headers=h)
     await check("PATCH", "/api/v1/merchant/settings", headers=h, json={"payoutSchedule": "weekly"})
+    endpoint = await check(
+        "POST",
+        "/api/v1/merchant/webhooks",
+        headers=h,
+        json={"url": "http://127.0.0.1:9/hooks", "events": ["*"], "description": "orders"},
+    )
+    at_endpoint = f"/api/v1/merchant/webhooks/{endpoint['id']}"
+    await check("GET", "/api/v1/merchant/webhooks", headers=h)
+    await check("GET", "/api/v1/merchant/webhooks/{id}", at_endpoint, headers=h)
+    await check(
+        "PATCH", "/api/v1/merchant/webhooks/{id}", at_endpoint, headers=h, json={"description": "d"}
+    )
+    await check(
+        "POST",
+        "/api/v1/merchant/webhooks/{id}/rotate-secret",
+        f"{at_endpoint}/rotate-secret",
+        headers=h,
+    )
+    await check("GET", "/api/v1/merchant/webhooks/default-secret", headers=h)
+    await create_payment(client, member)
+    deliveries: dict[str, Any] = {"data": []}
+    for _ in range(250):  # until the event's delivery is stored
+        deliveries = await check(
+            "GET",
+            "/api/v1/merchant/webhooks/{id}/deliveries",
+            f"{at_endpoint}/deliveries",
+            headers=h,
+        )
+        if deliveries["data"]:
+            break
+        await asyncio.sleep(0.02)
+    at_delivery = f"/api/v1/merchant/webhooks/deliveries/{deliveries['data'][0]['id']}"
+    await check("GET", "/api/v1/merchant/webhooks/deliveries/{id}", at_delivery, headers=h)
+    await check(
+        "POST",
+        "/api/v1/merchant/webhooks/deliveries/{id}/replay",
+        f"{at_delivery}/replay",
+        headers=h,
+    )
+    await check(
+        "POST",
+        "/api/v1/merchant/webhooks/{id}/recover",
+        f"{at_endpoint}/recover",
+        headers=h,
+        json={"since": "2020-01-01"},
+    )
+    events = await check("GET", "/api/v1/merchant/events", headers=h)
+    at_event = f"/api/v1/merchant/events/{events['data'][0]['id']}"
+    await check("GET", "/api/v1/merchant/events/{id}", at_event, headers=h)
+    await check("POST", "/api/v1/merchant/events/{id}/replay", f"{at_event}/replay", headers=h)
+    await check("DELETE", "/api/v1/merchant/webhooks/{id}", at_endpoint, headers=h)
     await check("GET", "/api/v1/auth/me", headers=h)
     await check("GET", "/api/v1/developer/versions")
     await check("GET", "/api/v1/health")
@@ -164,4 +216,4 @@ async def test_responses_match_the_schemas_the_document_publishes(
     await check("POST", "/api/v1/auth/otp/request", json={"loginId": login["loginId"]})
     await check("POST", "/api/v1/auth/session/mode", headers=h, json={"mode": "live"})
 
-    assert len(checked) == 27
+    assert len(set(checked)) == 39
