@@ -53,12 +53,16 @@ class PostgresDatabase(Database):
         # Reader connections in use by a read right now.
         self._busy: set[asyncpg.Connection] = set()
         self._writer: asyncpg.Connection | None = None
+        # Set by `close`: a read that comes later (background work that outlived the app) is
+        # refused rather than connecting afresh, which would leave a connection nobody closes.
+        self._closed = False
         self._turns = asyncio.Semaphore(readers)
 
     def _server_settings(self) -> dict[str, str]:
         return {"search_path": self.schema} if self.schema else {}
 
     async def open(self) -> None:
+        self._closed = False
         try:
             self._writer = await self._connect()
             # `_migrate` creates the schema, under the migration lock: two nodes racing through
@@ -76,6 +80,7 @@ class PostgresDatabase(Database):
         return await asyncpg.connect(self.url, server_settings=self._server_settings())
 
     async def close(self) -> None:
+        self._closed = True
         idle, self._idle = self._idle, deque()
         for conn in idle:
             if conn is not None and not conn.is_closed():
@@ -229,14 +234,14 @@ class PostgresDatabase(Database):
         if conn is None:
             self._idle.append(None)  # connecting failed: the slot connects on its next read
             return
-        was_busy = conn in self._busy
         self._busy.discard(conn)
-        if was_busy or conn.is_closed():
-            self._idle.append(conn)
-        else:
-            # Closed under it (`close` ran meanwhile and emptied the busy set): not pooled.
-            conn.terminate()
+        if self._closed:
+            # `close` ran while this read was out: the connection goes with the pool.
+            if not conn.is_closed():
+                conn.terminate()
             self._idle.append(None)
+            return
+        self._idle.append(conn)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         # A fixed set of reader connections, taken first come, first served (the semaphore is
@@ -244,6 +249,9 @@ class PostgresDatabase(Database):
         # it hands a released connection to whoever asks next, so under load some reads waited
         # seconds while newcomers passed them. Readers never change session state, so a
         # connection needs no reset between reads.
+        if self._closed:
+            msg = "the database is closed"
+            raise ConnectionError(msg)
         async with self._turns:
             conn = self._idle.popleft()
             try:
