@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.load import ROOT, _drop_schema, _free_port, _process, _sign_up, _wait_up
 from mps.cluster.node import delete_cluster
 from mps.domain.clock import iso, utcnow
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import NUMBERING, event_row
 
 API = "/api/v1"
 
@@ -68,19 +68,9 @@ async def _fill_outbox(pg_url: str, schema: str, company_id: str, count: int) ->
         columns = ", ".join(row)
         marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
         await conn.executemany(f"INSERT INTO events ({columns}) VALUES ({marks})", rows)
-        # Numbered as a commit of the service would number them (mps.persistence.outbox).
-        await conn.execute(
-            "INSERT INTO event_sequences (company_id, mode, last) SELECT company_id, mode, "
-            "COUNT(*) FROM events WHERE sequence IS NULL GROUP BY company_id, mode ON CONFLICT "
-            "(company_id, mode) DO UPDATE SET last = event_sequences.last + excluded.last"
-        )
-        await conn.execute(
-            "UPDATE events SET sequence = fresh.seq FROM (SELECT e.id AS id, s.last - COUNT(*) "
-            "OVER (PARTITION BY e.company_id, e.mode) + ROW_NUMBER() OVER (PARTITION BY "
-            "e.company_id, e.mode ORDER BY e.created_at, e.id) AS seq FROM events e JOIN "
-            "event_sequences s ON s.company_id = e.company_id AND s.mode = e.mode WHERE "
-            "e.sequence IS NULL) AS fresh WHERE events.id = fresh.id"
-        )
+        # Numbered as a commit of the service numbers them.
+        for statement in NUMBERING:
+            await conn.execute(statement.sql)
     finally:
         await conn.close()
 

@@ -21,7 +21,7 @@ from pykka import ActorRef
 from mps.actors.context import ActorContext
 from mps.actors.runtime import ActorDeadError, ask, stop
 from mps.actors.shards import ShardRouter
-from mps.actors.webhooks.deliveries import FULL_LANE_WAIT, Deliveries, lane_of
+from mps.actors.webhooks.deliveries import FULL_LANE_WAIT, Deliveries
 from mps.actors.webhooks.dispatcher import Drain, Full, WebhookDispatcher
 from mps.actors.webhooks.relay import OutboxRelay
 from mps.actors.webhooks.sender import Sender
@@ -202,7 +202,7 @@ class Webhooks:
         if self._closing:
             return
         job = AttemptJob.decode(body)
-        wait = await self.deliveries.due(job)
+        wait = self.deliveries.due(job)
         if wait > DUE_SLACK:
             # Not due yet: a receiver's Retry-After longer than the delay queue's, or a message
             # deferred by a full lane. Back to wait the rest.
@@ -225,13 +225,7 @@ class Webhooks:
         after, found = "", 0
         while True:
             rows = await queries.open_deliveries(self._context.database, after, 500)
-            for row in rows:
-                due = parse_iso(row["next_attempt_at"] or row["created_at"])
-                lane = row["endpoint_id"] or lane_of(row["url"])
-                job = AttemptJob(
-                    row["id"], row["attempts"] + 1, round(due.timestamp() * 1000), lane
-                )
-                await self.broker.publish(self.topology.attempts, job.encode())
+            await self.deliveries.republish(rows, keep_due=True)
             found += len(rows)
             if len(rows) < 500:
                 break

@@ -5,8 +5,8 @@ turn: they read what they need, POST, and commit through the persistence actor. 
 safe to repeat, because the broker delivers at least once:
 
 - fan-out: a delivery's id is derived from (event, target, origin), and its insert does nothing
-  when the row exists, so a fan-out handled twice makes each delivery once and publishes the
-  same first attempts (which the attempt step then dedupes);
+  when the row exists, so a batch handled twice makes each delivery once; the rows that existed
+  already go to the attempt path, which dedupes by attempt number;
 - attempt: a message for an attempt the delivery has already made is dropped; the next attempt
   (or the dead letter) is published before the outcome is recorded, so a crash in between
   repeats the POST (at least once) rather than losing the retry.
@@ -34,7 +34,7 @@ from mps.actors.webhooks.sender import Sender
 from mps.actors.webhooks.topology import AttemptJob, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.auth.keyring import Keyring
-from mps.domain.clock import iso
+from mps.domain.clock import iso, parse_iso
 from mps.domain.webhooks import (
     FAILING_DAYS_BEFORE_DISABLE,
     SECRET_PURPOSE,
@@ -398,12 +398,18 @@ class Deliveries:
         attempt is made once per number). How many it found."""
         before = iso(self._now - overdue)
         rows = await queries.stale_deliveries(self.context.database, before, shards, limit)
-        for row in rows:
-            job = AttemptJob(row["id"], row["attempts"] + 1, _ms(self._now), _lane(row))
-            await self.broker.publish(self.topology.attempts, job.encode())
+        await self.republish(rows, keep_due=False)
         return len(rows)
 
-    async def due(self, job: AttemptJob) -> float:
+    async def republish(self, rows: list[Row], *, keep_due: bool) -> None:
+        """Publish the next attempt of each open delivery: due when its row says (`keep_due`),
+        or now."""
+        for row in rows:
+            due = parse_iso(row["next_attempt_at"] or row["created_at"]) if keep_due else self._now
+            job = AttemptJob(row["id"], row["attempts"] + 1, _ms(due), _lane(row))
+            await self.broker.publish(self.topology.attempts, job.encode())
+
+    def due(self, job: AttemptJob) -> float:
         """Seconds until the attempt is due (0 when it is)."""
         return max(0.0, job.due_ms / 1000 - self._now.timestamp())
 

@@ -68,14 +68,9 @@ class WebhookDispatcher(AsyncioActor):
         self.per_lane = per_lane
         self.waiting_per_lane = waiting_per_lane
         self.lanes: dict[str, _Lane] = {}
-        self.refused = 0
 
     def can_passivate(self) -> bool:
         return False  # one per process, for its whole life
-
-    @property
-    def running(self) -> int:
-        return sum(lane.running for lane in self.lanes.values())
 
     async def receive(self, message: Any) -> Any:
         match message:
@@ -85,7 +80,6 @@ class WebhookDispatcher(AsyncioActor):
                     lane.running += 1
                     return None
                 if len(lane.waiting) >= self.waiting_per_lane:
-                    self.refused += 1
                     raise Full(name)
                 turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 lane.waiting.append(turn)

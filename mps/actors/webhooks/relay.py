@@ -58,8 +58,6 @@ class OutboxRelay:
         self._poll = poll
         self._wakeup = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
-        self.published = 0
-        self.passes = 0
         self._sweep = sweep
         self._sweep_every = sweep_every
         self._swept_at = time.monotonic()
@@ -102,7 +100,6 @@ class OutboxRelay:
 
     async def run_once(self) -> int:
         """Publish one batch of undispatched events; how many it found."""
-        self.passes += 1
         rows = await event_queries.undispatched(self._context.database, self._owned(), self._batch)
         if not rows:
             return 0
@@ -121,5 +118,4 @@ class OutboxRelay:
         )
         now = iso(self._context.clock())
         await self._context.commit(store.events_dispatched([r["id"] for r in rows], now))
-        self.published += len(rows)
         return len(rows)

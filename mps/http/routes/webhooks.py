@@ -164,13 +164,18 @@ async def _replays(call: Call, originals: list[Row], origin: str) -> list[Row]:
     """New deliveries repeating `originals` (to each one's endpoint as it is now), committed
     with the request's key and handed to the dispatcher."""
     services, session = call.services, call.session
+    # Read once per endpoint: a recovery repeats up to a thousand deliveries of one.
+    endpoints: dict[str, Row | None] = {}
     rows: list[Row] = []
     for original in originals:
         url = original["url"]
-        if original["endpoint_id"] is not None:
-            endpoint = await q.endpoint(
-                services.database, session.company_id, session.mode, original["endpoint_id"]
-            )
+        endpoint_id = original["endpoint_id"]
+        if endpoint_id is not None:
+            if endpoint_id not in endpoints:
+                endpoints[endpoint_id] = await q.endpoint(
+                    services.database, session.company_id, session.mode, endpoint_id
+                )
+            endpoint = endpoints[endpoint_id]
             if endpoint is None:
                 continue
             url = endpoint["url"]

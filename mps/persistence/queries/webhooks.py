@@ -70,12 +70,6 @@ async def endpoints_for_event(db: Database, company_id: str, mode: str) -> list[
     )
 
 
-async def endpoint_by_id(db: Database, endpoint_id: str) -> Row | None:
-    return await db.fetchrow(
-        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints WHERE id = $1", endpoint_id
-    )
-
-
 async def default_secret(db: Database, company_id: str, mode: str) -> str | None:
     value = await db.fetchval(
         "SELECT secret FROM webhook_default_secrets WHERE company_id = $1 AND mode = $2",
