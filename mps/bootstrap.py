@@ -7,6 +7,7 @@ connects the broker and the mailer, and closes all of it in reverse on shutdown.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
@@ -19,6 +20,7 @@ from mps.actors.directory import ActorDirectory
 from mps.actors.expiry import PaymentExpiry
 from mps.actors.housekeeping import Housekeeping
 from mps.actors.key_usage import KeyUsage
+from mps.actors.money import MoneyWork
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
@@ -72,11 +74,13 @@ def _processors(settings: Settings, extra: Overrides) -> dict[str, Processor | N
 
 
 def _make_shard_factory(
-    settings: Settings, base: ActorContext, keyring: Keyring, extra: Overrides
+    settings: Settings,
+    base: ActorContext,
+    keyring: Keyring,
+    processors: dict[str, Processor | None],
 ) -> Callable[[int, int | None], Shard]:
     companies_per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
     payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
-    processors = _processors(settings, extra)
 
     def make(index: int, epoch: int | None) -> Shard:
         context = base if epoch is None else replace(base, fence=(index, epoch))
@@ -89,7 +93,14 @@ def _make_shard_factory(
         payments: ActorDirectory[PaymentKey, PaymentActor] = ActorDirectory(
             f"payment[{index}]",
             lambda key: PaymentActor(
-                key[1], key[0], context, keyring, processors, settings.public_url
+                key[1],
+                key[0],
+                context,
+                keyring,
+                processors,
+                settings.public_url,
+                functools.partial(companies.ask, key[0]),
+                refund_delay=settings.refund_delay,
             ),
             capacity=payments_per_shard,
             idle_after=settings.actor_idle_after,
@@ -135,9 +146,10 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             id_key=settings.id_key,
         )
         context = ActorContext(database, persistence, extra.clock)
+        processors = _processors(settings, extra)
         shards = ShardRouter(
             settings.shard_count,
-            _make_shard_factory(settings, context, keyring, extra),
+            _make_shard_factory(settings, context, keyring, processors),
             clustered=clustered,
         )
         if clustered:
@@ -157,6 +169,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             )
         broker = open_broker(settings.broker_url)
         expiry: PaymentExpiry | None = None
+        money: MoneyWork | None = None
         housekeeping: Housekeeping | None = None
         mailer: Mailer = extra.mailer or (
             DevMailbox()
@@ -177,6 +190,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             deadlines.start()
             expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
             expiry.start()
+            money = MoneyWork(database, shards, extra.clock, processors, settings.money_interval)
+            money.start()
             # Cluster-wide work, done once: by the owner of shard 0.
             housekeeping = Housekeeping(
                 context, settings.housekeeping_interval, when=lambda: shards.owns_shard(0)
@@ -219,6 +234,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 deadlines=deadlines,
                 key_usage=key_usage,
                 webhooks=webhooks,
+                money=money,
                 cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
@@ -251,6 +267,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 await webhooks.close()
             if expiry is not None:
                 await expiry.close()
+            if money is not None:
+                await money.close()
             if cluster is not None:
                 await cluster.close()
             await shards.close()

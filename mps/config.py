@@ -59,6 +59,15 @@ class Settings:
     payment_actor_capacity: int = 100_000
     # How often overdue PENDING payments are looked for; expiry lands within this of expiresAt.
     expiry_interval: float = 1.0
+    # Money (mps.actors.money): how often due settlements, refunds and payout steps are looked
+    # for; how long a refund waits before the processor is asked (so the sandbox can force an
+    # outcome first); how long the simulated bank takes to pick a payout up and to pay it.
+    money_interval: float = 0.5
+    refund_delay: float = 1.0
+    payout_transit_after: float = 2.0
+    payout_arrival_after: float = 2.0
+    # How often the ledger is reconciled against payments, refunds and payouts.
+    reconciliation_interval: float = 60.0
     # How often housekeeping deletes rows past their retention (mps.actors.housekeeping).
     housekeeping_interval: float = 600.0
     # How often the API-key uses buffered in memory (request log, lastUsedAt) are written.

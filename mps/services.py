@@ -8,6 +8,7 @@ from pykka import ActorRef
 
 from mps.actors.context import ActorContext
 from mps.actors.key_usage import KeyUsage
+from mps.actors.money import MoneyWork
 from mps.actors.persistence import PersistenceActor
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks import Webhooks
@@ -46,6 +47,7 @@ class Services:
     deadlines: Deadlines
     key_usage: KeyUsage
     webhooks: Webhooks
+    money: MoneyWork
     # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
     cluster: ClusterNode | None = None
 

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
 from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+from tests.money import paid_payment, refund
 
 ROUTES = all_routes(development=True)
 QUERY_PARAMETERS = [(route, name) for route in ROUTES if route.query for name in route.query.fields]
@@ -196,6 +197,10 @@ async def world(
     assert response.status == 201, await response.text()
     endpoint = await response.json()
     payment = await create_payment(client, member, customerEmail="bob@example.com")
+    paid = await paid_payment(client, member)
+    response = await refund(client, member, paid["id"], "100")
+    assert response.status == 201, await response.text()
+    refunded = await response.json()
     response = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "edges", "scopes": ["payments:write"]},
@@ -213,6 +218,7 @@ async def world(
             deliveries = (await response.json())["data"]
     real = {
         "payments/id": payment["id"],
+        "refunds/id": refunded["id"],
         "customers/id": customer["id"],
         "api-keys/id": key["id"],
         "checkout/reference": payment["reference"],
@@ -364,11 +370,12 @@ async def test_date_filters_include_everything_when_the_range_reaches_the_ends_o
             "/api/v1/merchant/payments/stats", params=query, headers=world.member.headers
         )
 
-        # then both hold the payment made now
+        # then both hold the two payments made now (one pending, one paid and refunded)
         assert listed.status == 200, (query, await listed.text())
-        assert [p["id"] for p in (await listed.json())["data"]] == [world.real["payments/id"]]
+        listed_ids = [p["id"] for p in (await listed.json())["data"]]
+        assert len(listed_ids) == 2 and world.real["payments/id"] in listed_ids
         assert stats.status == 200, (query, await stats.text())
-        assert [s["count"] for s in (await stats.json())["data"]] == [1], query
+        assert [s["count"] for s in (await stats.json())["data"]] == [2], query
 
 
 NONEXISTENT_MOMENTS = [

@@ -9,6 +9,7 @@ without patching anything.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -249,7 +250,14 @@ async def test_checkout_of_a_multi_use_link_gives_the_child_a_fresh_reference_wh
     references = ScriptedReferences(TAKEN, FRESH)
     processors: dict[str, Any] = {"test": SimulatorProcessor(), "live": None}
     payment = PaymentActor.start(
-        link.payment.id, COMPANY, context, KEYRING, processors, PUBLIC_URL, references=references
+        link.payment.id,
+        COMPANY,
+        context,
+        KEYRING,
+        processors,
+        PUBLIC_URL,
+        functools.partial(ask, ref),
+        references=references,
     )
 
     try:

@@ -11,9 +11,12 @@ hold it already (mps.actors.references).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
+from datetime import timedelta
 from typing import Any
 
+from mps.actors.company.messages import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.references import References, commit_new_payment
@@ -21,9 +24,13 @@ from mps.actors.runtime import AsyncioActor, Detached
 from mps.adapters.processor import CardInput, Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
+from mps.domain import refunds as refund_rules
+from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id, payment_reference
+from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
-from mps.errors import NotFound, PaymentDeclined, Unavailable
+from mps.domain.refunds import Refund, RefundTransition
+from mps.errors import Conflict, NotFound, PaymentDeclined, Unavailable
 from mps.persistence.payment_store import (
     customer_statements,
     event_statements,
@@ -31,19 +38,33 @@ from mps.persistence.payment_store import (
     payment_insert,
     payment_update,
 )
+from mps.persistence.refund_store import (
+    pending_refunds,
+    refund_events,
+    refund_insert,
+    refund_update,
+)
 from mps.persistence.statements import Statement
 
 PROCESSOR_DEADLINE = 10.0
+# How long after its creation a refund is put to the processor (mps.actors.money): long enough
+# for the sandbox to force an outcome first, short enough for test mode's 2 s promise.
+REFUND_DELAY = 1.0
+# Asks the payment's company actor (mps.actors.company): how money moves.
+AskCompany = Callable[[Any], Awaitable[Any]]
 
 __all__ = [
     "PROCESSOR_DEADLINE",
     "Cancel",
     "Checkout",
     "CheckoutDeclined",
+    "CreateRefund",
     "Expire",
     "Outcome",
     "PaymentActor",
+    "RefundOutcome",
     "Reverse",
+    "SettleRefund",
     "with_customer",
 ]
 
@@ -88,6 +109,34 @@ class Checkout:
     idempotency: IdempotencyRecord | None = None
 
 
+@dataclass(frozen=True)
+class CreateRefund:
+    """Reply: a RefundOutcome with the PENDING refund and its refund.created event."""
+
+    mode: str
+    amount_minor: int
+    reason: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class SettleRefund:
+    """Reply: a RefundOutcome. The processor's answer (or the sandbox's): `completed` True
+    completes the refund, False rejects it with `reason`. 409 unless it is PENDING."""
+
+    refund_id: str
+    completed: bool
+    reason: str | None = None
+    mode: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class RefundOutcome:
+    refund: Refund
+    events: list[dict[str, Any]]
+
+
 class CheckoutDeclined(PaymentDeclined):
     """402: the card was declined. The attempt and its payment.failed event are committed."""
 
@@ -95,6 +144,28 @@ class CheckoutDeclined(PaymentDeclined):
         reason = "insufficient funds" if code == "insufficient_funds" else "declined"
         super().__init__(f"The card was {reason}", code=code)
         self.outcome = outcome
+
+
+def _credit(paid: Payment) -> Callable[[Books, ModeSettings], list[Movement]]:
+    """The ledger credit of a payment that became PAID, settling after the mode's delay."""
+
+    def decide(books: Books, settings: ModeSettings) -> list[Movement]:
+        return books.payment(
+            paid.mode,
+            paid.currency,
+            paid.id,
+            paid.amount_minor,
+            paid.updated_at,
+            settings.settlement_delay_sec,
+        )
+
+    return decide
+
+
+def _with_split(refund: Refund, movements: list[Movement]) -> Refund:
+    """The refund with the part of its reservation that came from pending."""
+    [reservation] = movements
+    return replace(refund, from_pending_minor=-reservation.change("pending"))
 
 
 def with_customer(payment: Payment, keyring: Keyring) -> Payment:
@@ -115,12 +186,16 @@ class PaymentActor(AsyncioActor):
         keyring: Keyring,
         processors: dict[str, Processor | None],
         public_url: str,
+        company: AskCompany,
         *,
         references: References = payment_reference,
         processor_deadline: float = PROCESSOR_DEADLINE,
+        refund_delay: float = REFUND_DELAY,
     ) -> None:
         super().__init__()
         self.processor_deadline = processor_deadline
+        self.refund_delay = refund_delay
+        self.company = company
         self.payment_id = payment_id
         self.company_id = company_id
         self.context = context
@@ -129,12 +204,20 @@ class PaymentActor(AsyncioActor):
         self.public_url = public_url
         self.references = references
         self.payment: Payment | None = None
+        # Its PENDING refunds: what they hold is not refundable again.
+        self.refunds: dict[str, Refund] = {}
 
     def __str__(self) -> str:
         return f"PaymentActor({self.payment_id})"
 
     async def on_activate(self) -> None:
-        self.payment = await load_payment(self.context.database, self.company_id, self.payment_id)
+        db = self.context.database
+        self.payment = await load_payment(db, self.company_id, self.payment_id)
+        # Only a payment that collected money can have refunds: a PENDING one (most of those
+        # an activation meets) costs no second read.
+        if self.payment is not None and self.payment.paid_at is not None:
+            found = await pending_refunds(db, self.company_id, self.payment_id)
+            self.refunds = {refund.id: refund for refund in found}
 
     def _require(self, mode: str | None) -> Payment:
         # Another mode's payment is as invisible as another company's.
@@ -148,8 +231,11 @@ class PaymentActor(AsyncioActor):
                 payment = self._require(mode)
                 return await self._apply(rules.cancel(payment, self.context.clock()), idem)
             case Reverse(mode=mode, idempotency=idem):
-                payment = self._require(mode)
-                return await self._apply(rules.reverse(payment, self.context.clock()), idem)
+                return await self._reverse(self._require(mode), idem)
+            case CreateRefund():
+                return await self._create_refund(message)
+            case SettleRefund():
+                return await self._settle_refund(message)
             case Expire():
                 return await self._expire(message)
             case Checkout():
@@ -206,6 +292,8 @@ class PaymentActor(AsyncioActor):
             return self._plan(payment, transition, command.idempotency)
 
         after, outcome, statements = plan(self.references())
+        paid = outcome.payment
+        credit = _credit(paid)
         if after == payment:
             # Only a child was made (a multi-use link): nothing this actor holds changes, so
             # the next shopper need not wait for this commit, and a burst on one link shares
@@ -213,10 +301,127 @@ class PaymentActor(AsyncioActor):
             # again under another (from the snapshot of this turn, not whatever is current).
             return Detached(
                 commit_new_payment(
-                    self.context, (outcome, statements), lambda r: plan(r)[1:], self.references
+                    self.context,
+                    (outcome, statements),
+                    lambda r: plan(r)[1:],
+                    self.references,
+                    commit=lambda unit: self._book(credit, unit),
                 )
             )
-        await self.context.commit(*statements)
+        await self._book(credit, statements)
+        self.payment = after
+        return outcome
+
+    async def _book(
+        self,
+        decide: Callable[[Books, ModeSettings], list[Movement]],
+        statements: Sequence[Statement] | Callable[[list[Movement]], Sequence[Statement]],
+    ) -> list[Movement]:
+        """Commit `statements` through the company actor, with the movements `decide` picks."""
+        payment = self._require(None)
+        unit = statements if callable(statements) else (lambda _movements: statements)
+        movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
+        return movements
+
+    async def _reverse(self, payment: Payment, idem: IdempotencyRecord | None) -> Outcome:
+        """A chargeback: the payment becomes REVERSED and what no refund holds or has taken
+        leaves the balance."""
+        now = self.context.clock()
+        transition = rules.reverse(payment, now)
+        held = sum(r.amount_minor for r in self.refunds.values())
+        taken = payment.amount_minor - payment.amount_refunded_minor - held
+        after, outcome, statements = self._plan(payment, transition, idem)
+
+        def chargeback(books: Books, _settings: ModeSettings) -> list[Movement]:
+            return (
+                [
+                    books.chargeback(
+                        payment.mode, payment.currency, payment.id, taken, after.updated_at
+                    )
+                ]
+                if taken > 0
+                else []
+            )
+
+        await self._book(chargeback, statements)
+        self.payment = after
+        return outcome
+
+    async def _create_refund(self, command: CreateRefund) -> RefundOutcome:
+        payment = self._require(command.mode)
+        now = self.context.clock()
+        held = sum(r.amount_minor for r in self.refunds.values())
+        refund = refund_rules.create(
+            payment,
+            held,
+            refund_id=new_id("re"),
+            amount=command.amount_minor,
+            reason=command.reason,
+            now=now,
+            process_after=now + timedelta(seconds=self.refund_delay),
+        )
+        events, bodies = refund_events(refund, ("refund.created",))
+        outcome = RefundOutcome(refund, bodies)
+
+        def reserve(books: Books, _settings: ModeSettings) -> list[Movement]:
+            return [
+                books.refund_reservation(
+                    refund.mode, refund.currency, refund.id, refund.amount_minor, refund.created_at
+                )
+            ]
+
+        def unit(movements: list[Movement]) -> list[Statement]:
+            stored = _with_split(refund, movements)
+            statements = [refund_insert(stored), *events]
+            if command.idempotency is not None:
+                statements += command.idempotency.statements(outcome)
+            return statements
+
+        movements = await self._book(reserve, unit)
+        self.refunds[refund.id] = _with_split(refund, movements)
+        return outcome
+
+    async def _settle_refund(self, command: SettleRefund) -> RefundOutcome:
+        payment = self._require(command.mode)
+        refund = self.refunds.get(command.refund_id)
+        if refund is None:
+            raise Conflict("The refund is not PENDING", code="invalid_state")
+        now = self.context.clock()
+        transition: RefundTransition
+        if command.completed:
+            transition = refund_rules.complete(payment, refund, now)
+        else:
+            transition = refund_rules.reject(payment, refund, now, command.reason or "rejected")
+        after, done = transition.payment, transition.refund
+        statements: list[Statement] = [refund_update(refund, done)]
+        if after != payment:
+            statements.append(payment_update(payment, after))
+        event_writes, bodies = refund_events(done, transition.refund_events)
+        payment_writes, payment_bodies = event_statements(
+            transition.payment_events, self.public_url
+        )
+        statements += [*event_writes, *payment_writes]
+        outcome = RefundOutcome(done, [*bodies, *payment_bodies])
+        if command.idempotency is not None:
+            statements += command.idempotency.statements(outcome)
+        stamp = done.updated_at
+
+        def move(books: Books, _settings: ModeSettings) -> list[Movement]:
+            if command.completed:
+                return [books.refund(done.mode, done.currency, done.id, done.amount_minor, stamp)]
+            return [
+                books.refund_release(
+                    done.mode,
+                    done.currency,
+                    done.id,
+                    refund.from_pending_minor,
+                    done.amount_minor,
+                    stamp,
+                )
+            ]
+
+        await self._book(move, statements)
+        del self.refunds[refund.id]
         self.payment = after
         return outcome
 

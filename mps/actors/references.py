@@ -14,8 +14,8 @@ at checkout), in their detached commits: a retry changes nothing either actor ho
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 from mps.actors.context import ActorContext
 from mps.persistence.payment_store import ReferenceTaken
@@ -41,6 +41,8 @@ async def commit_new_payment(
     planned: Planned[T],
     plan: Callable[[str], Planned[T]],
     references: References,
+    *,
+    commit: Callable[[Sequence[Statement]], Awaitable[Any]] | None = None,
 ) -> T:
     """Commit `planned` (the reply and the unit that creates a payment, planned under a reference
     the caller drew); while its reference turns out to be taken, commit `plan(fresh reference)`
@@ -50,10 +52,15 @@ async def commit_new_payment(
     `plan` builds the same payment (its id, times and checked rules fixed) under another
     reference, so every attempt stands for the same request.
     """
+
+    async def write(statements: Sequence[Statement]) -> Any:
+        return await context.commit(*statements)
+
+    commit = commit or write
     reply, statements = planned
     for attempt in range(1, REFERENCE_ATTEMPTS):
         try:
-            await context.commit(*statements)
+            await commit(statements)
         except ReferenceTaken:
             # The reference itself is not logged: it opens the payment's checkout page.
             logger.warning(
@@ -65,5 +72,5 @@ async def commit_new_payment(
             return reply
         reply, statements = plan(references())
     # The last attempt: a taken reference now goes to the caller.
-    await context.commit(*statements)
+    await commit(statements)
     return reply

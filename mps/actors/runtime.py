@@ -50,6 +50,7 @@ __all__ = [
     "AsyncioActor",
     "AsyncioFuture",
     "Detached",
+    "Reload",
     "ask",
     "stop",
 ]
@@ -75,6 +76,12 @@ class Detached:
 class ActorStoppedBeforeHandling(ActorDeadError):
     """The actor stopped (passivated or crashed) before it started on this message, so sending
     the same message to a fresh incarnation is safe."""
+
+
+class Reload(ActorStoppedBeforeHandling):
+    """Raised by `receive` before the message changed anything, when the actor's memory may no
+    longer match storage (a commit of unknown outcome). The actor stops, and the directory hands
+    the message to a fresh incarnation, which loads what storage holds."""
 
 
 def _on_thread_of(loop: asyncio.AbstractEventLoop) -> bool:
@@ -426,6 +433,10 @@ class AsyncioActor(pykka.Actor):
         self.actor_stopped.set()
 
     def _handle_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        if isinstance(exception_value, Reload):
+            logger.warning("%s reloads from storage: %s", self, exception_value)
+            self.actor_stopped.set()
+            return
         logger.error(
             "Unhandled exception in %s; it stops and restarts from its last snapshot",
             self,

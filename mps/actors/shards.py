@@ -82,9 +82,9 @@ class Shard:
         for task in self._sweepers:
             task.cancel()
         await asyncio.gather(*self._sweepers, return_exceptions=True)
-        # Companies ask payments, so payments stop last.
-        await self.companies.close()
+        # Payments ask their company (money moves through its ledger), so companies stop last.
         await self.payments.close()
+        await self.companies.close()
 
 
 MakeShard = Callable[[int, int | None], Shard]

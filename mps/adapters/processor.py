@@ -8,7 +8,7 @@ from typing import Protocol
 
 from mps.domain.cards import brand_of
 
-__all__ = ["Authorization", "CardInput", "Processor", "SimulatorProcessor"]
+__all__ = ["Authorization", "CardInput", "Processor", "RefundResult", "SimulatorProcessor"]
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,26 @@ class Authorization:
     decline_code: str | None = None
 
 
+@dataclass(frozen=True)
+class RefundResult:
+    """The processor's answer about a refund: completed, rejected (with a reason), or None
+    when it has not decided yet (ask again later)."""
+
+    completed: bool | None
+    reason: str | None = None
+
+
 class Processor(Protocol):
     async def authorize(self, card: CardInput, amount_minor: int, currency: str) -> Authorization:
         """Charge the card; declines are answers, not exceptions."""
+        ...
+
+    async def refund(
+        self, refund_id: str, payment_id: str, amount_minor: int, currency: str
+    ) -> RefundResult:
+        """Pay `amount_minor` of the payment back to its card. Called again for the same
+        refund until it answers completed or rejected, so it must be idempotent on
+        `refund_id`."""
         ...
 
 
@@ -53,3 +70,10 @@ class SimulatorProcessor:
             last4=card.number[-4:],
             decline_code=decline,
         )
+
+    async def refund(
+        self, refund_id: str, payment_id: str, amount_minor: int, currency: str
+    ) -> RefundResult:
+        # The simulated network refunds everything; the sandbox kind refund.rejected is how a
+        # rejection is tried.
+        return RefundResult(completed=True)

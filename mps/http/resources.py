@@ -5,15 +5,21 @@ They describe what handlers send; `tests/test_openapi.py` checks real responses 
 
 from __future__ import annotations
 
+from mps.domain.ledger import MOVEMENT_TYPES
 from mps.domain.payments import STATUSES
+from mps.domain.refunds import REFUND_STATUSES
 from mps.http.schema import Anything, Array, Bool, Enum, Int, Map, Obj, Schema, Str
 
 __all__ = [
     "API_KEY",
     "API_KEY_LOG",
+    "BALANCE",
+    "BALANCE_TRANSACTION",
     "CUSTOMER",
     "PAYMENT",
     "PAYMENT_STATS",
+    "REFUND",
+    "REFUND_FIELDS",
     "SESSION",
     "SETTINGS",
     "aggregate",
@@ -230,3 +236,51 @@ EVENT_FIELDS: dict[str, Schema] = {
     "data": Obj({"object": Map(values=Anything())}, required=["object"]),
 }
 EVENT = Obj(EVENT_FIELDS, required=list(EVENT_FIELDS), allow_unknown=True)
+
+REFUND_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "paymentId": Str(),
+    "amountMinor": _MONEY,
+    "currency": Str(),
+    "status": Enum(REFUND_STATUSES),
+    "reason": _NULL_STR,
+    "failureReason": _NULL_STR,
+    "livemode": Bool(),
+    "createdAt": _TIME,
+    "completedAt": Str(format="date-time", nullable=True),
+    "updatedAt": _TIME,
+}
+REFUND = Obj(REFUND_FIELDS, required=list(REFUND_FIELDS), allow_unknown=True)
+
+BALANCE = Obj(
+    {
+        "currency": Str(),
+        "availableMinor": _MONEY,
+        "pendingMinor": _MONEY,
+        "reservedMinor": _MONEY,
+    },
+    required=["currency", "availableMinor", "pendingMinor", "reservedMinor"],
+    allow_unknown=True,
+)
+
+BALANCE_TRANSACTION = Obj(
+    {
+        "id": Str(),
+        "type": Enum(MOVEMENT_TYPES),
+        "amountMinor": Str(
+            pattern=r"-?[0-9]+",
+            description="The signed change to available + pending + reserved, in minor units.",
+        ),
+        "currency": Str(),
+        "sourceId": Str(description="The payment, refund or payout that moved the money."),
+        "changes": Obj(
+            {"availableMinor": _MONEY, "pendingMinor": _MONEY, "reservedMinor": _MONEY},
+            required=["availableMinor", "pendingMinor", "reservedMinor"],
+            description="The signed change to each balance.",
+        ),
+        "livemode": Bool(),
+        "createdAt": _TIME,
+    },
+    required=["id", "type", "amountMinor", "currency", "sourceId", "changes", "createdAt"],
+    allow_unknown=True,
+)

@@ -11,6 +11,7 @@ starts it, and a processor deadline of 0.2 s instead of its 10 s.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 
 import pytest
@@ -20,7 +21,13 @@ from mps.actors.context import ActorContext
 from mps.actors.payment import Checkout, Outcome, PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import ActorRef, ask, stop
-from mps.adapters.processor import Authorization, CardInput, Processor, SimulatorProcessor
+from mps.adapters.processor import (
+    Authorization,
+    CardInput,
+    Processor,
+    RefundResult,
+    SimulatorProcessor,
+)
 from mps.auth.keyring import Keyring
 from mps.domain.clock import Clock
 from mps.domain.payments import NewPayment
@@ -49,6 +56,13 @@ class HangingProcessor:
         await asyncio.Event().wait()
         raise AssertionError("unreachable")
 
+    async def refund(
+        self, refund_id: str, payment_id: str, amount_minor: int, currency: str
+    ) -> RefundResult:
+        self.calls += 1
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
 
 @pytest.fixture
 async def context(database: Database, clock: Clock) -> AsyncIterator[ActorContext]:
@@ -58,17 +72,22 @@ async def context(database: Database, clock: Clock) -> AsyncIterator[ActorContex
 
 
 @pytest.fixture
-async def pending(context: ActorContext) -> AsyncIterator[Outcome]:
+async def company(context: ActorContext) -> AsyncIterator[ActorRef[CompanyActor]]:
+    ref = CompanyActor.start(COMPANY, context, KEYRING, PUBLIC_URL)
+    await ask(ref, CreateCompany("Consumption Ltd", "owner@example.com", None))
+    yield ref
+    await stop(ref)
+
+
+@pytest.fixture
+async def pending(company: ActorRef[CompanyActor]) -> Outcome:
     """A created company holding one PENDING test-mode payment."""
-    company = CompanyActor.start(COMPANY, context, KEYRING, PUBLIC_URL)
-    await ask(company, CreateCompany("Consumption Ltd", "owner@example.com", None))
     outcome: Outcome = await ask(company, CreatePayment("test", NewPayment(2500, "USD")))
-    yield outcome
-    await stop(company)
+    return outcome
 
 
 def _payment_actor(
-    context: ActorContext, outcome: Outcome, processor: Processor
+    company: ActorRef[CompanyActor], context: ActorContext, outcome: Outcome, processor: Processor
 ) -> ActorRef[PaymentActor]:
     return PaymentActor.start(
         outcome.payment.id,
@@ -77,16 +96,17 @@ def _payment_actor(
         KEYRING,
         {"test": processor, "live": None},
         PUBLIC_URL,
+        functools.partial(ask, company),
         processor_deadline=0.2,
     )
 
 
 async def test_a_processor_that_never_answers_is_cut_off_at_the_checkout_deadline(
-    context: ActorContext, pending: Outcome
+    company: ActorRef[CompanyActor], context: ActorContext, pending: Outcome
 ) -> None:
     # given a payment whose processor hangs, and a short deadline
     hanging = HangingProcessor()
-    actor = _payment_actor(context, pending, hanging)
+    actor = _payment_actor(company, context, pending, hanging)
 
     # when a shopper checks out
     with pytest.raises(Unavailable) as refused:
@@ -100,16 +120,16 @@ async def test_a_processor_that_never_answers_is_cut_off_at_the_checkout_deadlin
 
 
 async def test_a_payment_stays_payable_after_its_processor_timed_out(
-    context: ActorContext, pending: Outcome
+    company: ActorRef[CompanyActor], context: ActorContext, pending: Outcome
 ) -> None:
     # given a checkout that timed out against a hanging processor
-    hung = _payment_actor(context, pending, HangingProcessor())
+    hung = _payment_actor(company, context, pending, HangingProcessor())
     with pytest.raises(Unavailable):
         await ask(hung, Checkout(CARD, None, None, mode="test"))
     await stop(hung)
 
     # when the shopper retries once the processor answers again
-    actor = _payment_actor(context, pending, SimulatorProcessor())
+    actor = _payment_actor(company, context, pending, SimulatorProcessor())
     paid: Outcome = await ask(actor, Checkout(CARD, None, None, mode="test"))
 
     # then the timeout recorded no charge and left nothing half-done

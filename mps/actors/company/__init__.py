@@ -12,13 +12,16 @@ key), so one merchant's traffic never queues behind database round trips.
 The package is split by capability: `actor` (activation, dispatch, passivation), `state` (what
 the actor holds, which every handler takes), `messages` (the commands and their replies), and
 one module of handlers each for `members` (the company, its members and settings), `sessions`,
-`api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one) and `webhooks`
-(endpoints, replayed deliveries, company events).
+`api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one), `webhooks`
+(endpoints, replayed deliveries, company events) and `ledger` (every money movement of the
+company, committed here and nowhere else).
 """
 
 from mps.actors.company.actor import CompanyActor
 from mps.actors.company.messages import (
     AddMember,
+    Balances,
+    Book,
     ClaimKey,
     CreateApiKey,
     CreateCompany,
@@ -32,12 +35,15 @@ from mps.actors.company.messages import (
     RevokeApiKey,
     RevokeSession,
     RotateEndpointSecret,
+    Settle,
     UpdateEndpoint,
     UpdateSettings,
 )
 
 __all__ = [
     "AddMember",
+    "Balances",
+    "Book",
     "ClaimKey",
     "CompanyActor",
     "CreateApiKey",
@@ -52,6 +58,7 @@ __all__ = [
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
+    "Settle",
     "UpdateEndpoint",
     "UpdateSettings",
 ]

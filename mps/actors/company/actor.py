@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.actors.company import api_keys, claims, members, payments, sessions, webhooks
+from mps.actors.company import api_keys, claims, ledger, members, payments, sessions, webhooks
 from mps.actors.company.messages import (
     AddMember,
+    Balances,
+    Book,
     ClaimKey,
     CreateApiKey,
     CreateCompany,
@@ -24,6 +26,7 @@ from mps.actors.company.messages import (
     RevokeApiKey,
     RevokeSession,
     RotateEndpointSecret,
+    Settle,
     UpdateEndpoint,
     UpdateSettings,
 )
@@ -34,6 +37,7 @@ from mps.actors.runtime import AsyncioActor
 from mps.auth.keyring import Keyring
 from mps.domain.ids import payment_reference
 from mps.errors import NotFound
+from mps.persistence.ledger_store import load_books
 from mps.persistence.queries import companies
 
 __all__ = ["CompanyActor"]
@@ -63,6 +67,7 @@ class CompanyActor(AsyncioActor):
             state.company = None
             return
         state.members = await companies.member_roles(state.context.database, state.company_id)
+        state.books = await load_books(state.context.database, state.company_id)
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters.
@@ -104,5 +109,11 @@ class CompanyActor(AsyncioActor):
                 return await webhooks.record_deliveries(state, message)
             case EmitEvent():
                 return await webhooks.emit_event(state, message)
+            case Book():
+                return ledger.book(state, message)
+            case Settle():
+                return ledger.settle(state, message)
+            case Balances():
+                return ledger.balances(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.idempotency import IdempotencyRecord
+from mps.domain.company import ModeSettings
+from mps.domain.ledger import Books, Movement
 from mps.domain.payments import NewPayment
-from mps.persistence.statements import Row
+from mps.persistence.statements import Row, Statement
 
 __all__ = [
     "AddMember",
+    "Balances",
+    "Book",
     "ClaimKey",
     "CreateApiKey",
     "CreateCompany",
@@ -24,6 +29,7 @@ __all__ = [
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
+    "Settle",
     "UpdateEndpoint",
     "UpdateSettings",
 ]
@@ -170,3 +176,30 @@ class EmitEvent:
     type: str
     obj: dict[str, Any]
     idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class Book:
+    """Reply: the movements, once committed. Sent by a payment's actor for a change that moves
+    money: `decide` picks the movements from the company's books and the mode's settings (and
+    raises when the balance cannot take them), and `statements` is the caller's change, given
+    the movements, to commit in the same unit."""
+
+    mode: str
+    decide: Callable[[Books, ModeSettings], list[Movement]]
+    statements: Callable[[list[Movement]], Sequence[Statement]]
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Reply: how many credits settled. Due credits the settlement scheduler found in storage,
+    as (mode, currency, payment id, amount)."""
+
+    due: tuple[tuple[str, str, str, int], ...]
+
+
+@dataclass(frozen=True)
+class Balances:
+    """Reply: [(currency, Balance)] as committed, for the mode."""
+
+    mode: str

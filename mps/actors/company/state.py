@@ -14,6 +14,7 @@ from mps.actors.context import ActorContext
 from mps.actors.references import References
 from mps.auth.keyring import Keyring
 from mps.domain.company import Company
+from mps.domain.ledger import Books
 from mps.errors import NotFound
 
 __all__ = ["CompanyState"]
@@ -36,6 +37,14 @@ class CompanyState:
     in_flight: dict[str, asyncio.Future[None]] = field(default_factory=dict)
     # mode -> webhook endpoints, once a create told us (mps.actors.company.webhooks).
     endpoint_counts: dict[str, int] = field(default_factory=dict)
+    # The company's balances (mps.domain.ledger), loaded at activation; this actor alone
+    # writes its ledger.
+    books: Books = field(default_factory=Books)
+    # A ledger commit whose outcome is unknown (the writer missed its deadline): the books may
+    # differ from storage, so the next money command reloads the actor (mps.actors.company.ledger).
+    books_stale: bool = False
+    # Credits whose settlement is in flight, so a second pass does not settle them again.
+    settling: set[str] = field(default_factory=set)
 
     def require(self) -> Company:
         if self.company is None:

@@ -8,13 +8,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.company import EmitEvent
-from mps.actors.payment import Checkout, CheckoutDeclined, Expire, Outcome, Reverse
+from mps.actors.payment import (
+    Checkout,
+    CheckoutDeclined,
+    Expire,
+    Outcome,
+    RefundOutcome,
+    Reverse,
+    SettleRefund,
+)
 from mps.adapters.processor import CardInput
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
 from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
+from mps.persistence.queries import refunds as refund_queries
+from mps.representations.money import refund_json
 from mps.representations.payments import payment_json
 
 __all__ = ["ROUTES"]
@@ -81,11 +91,40 @@ async def _payment(call: Call, message: Any) -> Outcome:
     return outcome
 
 
+def _refund_shape(
+    call: Call, outcome: RefundOutcome
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    return refund_json(outcome.refund), outcome.events[0] if outcome.events else None
+
+
+def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
+    async def run(call: Call, idem: Any) -> RefundOutcome:
+        key = call.api_key
+        refund_id = call.body.get("refundId")
+        if not refund_id:
+            raise ValidationFailed([FieldError("refundId", "is required")])
+        refund = await refund_queries.get_refund(
+            call.services.database, key.company_id, "test", refund_id
+        )
+        if refund is None:
+            raise NotFound("No such refund")
+        reason = None if completed else "rejected by the sandbox"
+        command = SettleRefund(refund.id, completed, reason, "test", idem)
+        outcome: RefundOutcome = await call.services.shards.ask_payment(
+            key.company_id, refund.payment_id, command
+        )
+        return outcome
+
+    return run
+
+
 KINDS: dict[str, Kind] = {
     "payment.completed": Kind("payments:write", _completed, _payment_shape),
     "payment.failed": Kind("payments:write", _failed, _payment_shape),
     "payment.expired": Kind("payments:write", _expired, _payment_shape),
     "payment.reversed": Kind("payments:write", _reversed, _payment_shape),
+    "refund.completed": Kind("refunds:write", _refund(True), _refund_shape),
+    "refund.rejected": Kind("refunds:write", _refund(False), _refund_shape),
     "webhook.ping": Kind("settings:write", _ping, _event_shape),
 }
 
@@ -117,7 +156,12 @@ ROUTES = [
         "Simulate an event (test keys)",
         "developer",
         Auth.API_KEY,
-        body=Obj({"paymentId": Str(max_length=64)}),
+        body=Obj(
+            {
+                "paymentId": Str(max_length=64, description="payment.* kinds"),
+                "refundId": Str(max_length=64, description="refund.* kinds"),
+            }
+        ),
         response=resource(
             {
                 "kind": Str(),

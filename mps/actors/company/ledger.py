@@ -1,0 +1,119 @@
+"""The company's ledger: every money movement of the company is committed here.
+
+The company actor is the only writer of its ledger, so its books (mps.domain.ledger.Books) are
+always what storage holds plus what it has handed to storage and not yet seen committed. A
+payment's actor that moves money (a checkout, a refund, a chargeback) sends `Book` with its own
+change; the movements are decided in this actor's turn against the books, committed together
+with that change, and the reply waits for the commit. The commit itself is detached: the next
+command is decided while it is in flight, against books that already count its reservations
+(but not its credits), so concurrent refunds and payouts can never take more than is there.
+
+Payment actors ask this actor; this actor never asks a payment actor (that could deadlock).
+
+A commit whose outcome is unknown (the writer missed its deadline, the database went away
+mid-commit) leaves the books possibly wrong: they are marked stale, money commands answer 503
+until the commits in flight have ended, and the next one then reloads the actor from storage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+from mps.actors.company.messages import Balances, Book, Settle
+from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached, Reload
+from mps.domain.clock import iso
+from mps.domain.ledger import Balance, Movement
+from mps.errors import ShardMoved, StaleWrite, Unavailable
+from mps.persistence.ledger_store import movement_statements
+from mps.persistence.statements import Statement
+
+__all__ = ["balances", "book", "commit_movements", "require_fresh_books", "settle"]
+
+
+def require_fresh_books(state: CompanyState) -> None:
+    """Raise unless the books may be trusted for a decision."""
+    if not state.books_stale:
+        return
+    if state.books.in_flight:
+        msg = "The balance is being checked after a database fault; retry shortly"
+        raise Unavailable(msg, retry_after=1)
+    msg = "a ledger commit of unknown outcome"
+    raise Reload(msg)
+
+
+def book(state: CompanyState, command: Book) -> Detached:
+    company = state.require()
+    require_fresh_books(state)
+    movements = command.decide(state.books, company.settings[command.mode])
+    return commit_movements(state, movements, command.statements(movements), movements)
+
+
+def commit_movements(
+    state: CompanyState,
+    movements: list[Movement],
+    statements: Sequence[Statement],
+    reply: Any,
+) -> Detached:
+    """Count `movements` as in flight now, in the turn, and commit them with `statements`
+    detached; `reply` once committed."""
+    unit = [*statements, *movement_statements(state.company_id, movements)]
+    state.books.begin(movements)
+
+    async def commit() -> Any:
+        committed = False
+        try:
+            await state.context.commit(*unit)
+            committed = True
+        except ShardMoved:
+            raise  # refused before writing: nothing landed, and the shard is gone anyway
+        except Unavailable:
+            state.books_stale = True
+            raise
+        finally:
+            state.books.settle(movements, committed=committed)
+        return reply
+
+    return Detached(commit())
+
+
+def settle(state: CompanyState, command: Settle) -> Detached:
+    """Settle the due credits not already being settled, each in its own unit: one credit that
+    turns out to be settled already (a pass on another node before a failover) must not hold
+    up the others."""
+    state.require()
+    require_fresh_books(state)
+    now = iso(state.context.clock())
+    commits = []
+    for mode, currency, payment_id, amount in command.due:
+        if payment_id in state.settling:
+            continue
+        movement = state.books.settlement(mode, currency, payment_id, amount, now)
+        state.settling.add(payment_id)
+        commits.append((payment_id, commit_movements(state, [movement], [], None).work))
+
+    async def run() -> int:
+        try:
+            outcomes = await asyncio.gather(*(work for _, work in commits), return_exceptions=True)
+        finally:
+            for payment_id, _ in commits:
+                state.settling.discard(payment_id)
+        for outcome in outcomes:
+            # Settled already is an answer; anything else is the scheduler's to log.
+            if isinstance(outcome, BaseException) and not isinstance(outcome, StaleWrite):
+                raise outcome
+        return sum(1 for outcome in outcomes if not isinstance(outcome, BaseException))
+
+    return Detached(run())
+
+
+def balances(state: CompanyState, command: Balances) -> list[tuple[str, Balance]]:
+    """The committed balance of every currency the mode supports or holds money in."""
+    company = state.require()
+    require_fresh_books(state)
+    books = state.books
+    held = {currency for _, currency in books.keys(command.mode)}
+    currencies = sorted(held | set(company.settings[command.mode].supported_currencies))
+    return [(c, books.committed[(command.mode, c)].copy()) for c in currencies]

@@ -1,0 +1,76 @@
+"""The balance and its movements (decisions 5). The balance is the company actor's: the sums of
+its ledger as committed, so a read never waits on a scan of the postings."""
+
+from __future__ import annotations
+
+from mps.actors.company import Balances
+from mps.domain.ledger import MOVEMENT_TYPES, Balance
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Aggregate, Page, Resource
+from mps.http.resources import BALANCE, BALANCE_TRANSACTION, aggregate, page, resource
+from mps.http.routes.payments import CURRENCY
+from mps.http.routing import Call, Route
+from mps.http.schema import Array, Enum, Obj, OneOf, Str
+from mps.persistence.queries import ledger as q
+from mps.representations.money import balance_json
+
+__all__ = ["ROUTES"]
+
+
+async def get_balance(call: Call) -> Resource | Aggregate:
+    session, currency = call.session, call.query.get("currency")
+    found: list[tuple[str, Balance]] = await call.services.shards.ask_company(
+        session.company_id, Balances(session.mode)
+    )
+    if currency is not None:
+        held = dict(found)
+        return Resource(balance_json(currency, held.get(currency, Balance())))
+    return Aggregate([balance_json(c, b) for c, b in found])
+
+
+async def list_transactions(call: Call) -> Page:
+    session, query = call.session, call.query
+    rows, cursor = await q.list_transactions(
+        call.services.database,
+        session.company_id,
+        session.mode,
+        page_request(query),
+        currency=query.get("currency"),
+        source_id=query.get("sourceId"),
+        kind=query.get("type"),
+    )
+    return Page(rows, cursor)
+
+
+ROUTES = [
+    Route(
+        "GET",
+        "/merchant/balance",
+        get_balance,
+        "The balance per currency: available, pending and reserved",
+        "balance",
+        scope="payouts:read",
+        query=Obj({"currency": CURRENCY}),
+        response=OneOf(
+            [aggregate(Array(BALANCE)), resource(dict(BALANCE.fields), list(BALANCE.required))],
+            description="Per currency; one object when a currency is given.",
+        ),
+    ),
+    Route(
+        "GET",
+        "/merchant/balance/transactions",
+        list_transactions,
+        "The ledger's movements, newest first",
+        "balance",
+        scope="payouts:read",
+        query=Obj(
+            {
+                **PAGE_FIELDS,
+                "currency": CURRENCY,
+                "type": Enum(MOVEMENT_TYPES),
+                "sourceId": Str(max_length=64),
+            }
+        ),
+        response=page(BALANCE_TRANSACTION),
+    ),
+]

@@ -1,0 +1,98 @@
+"""Refunds (interface 4, decisions 5): create against a payment, list, retrieve.
+
+A refund is created by its payment's actor, which checks the payment's state and what remains
+of it, and has the company's ledger reserve the amount in the same commit; the processor then
+completes or rejects it (mps.actors.money).
+"""
+
+from __future__ import annotations
+
+from mps.actors.payment import CreateRefund, RefundOutcome
+from mps.domain.refunds import REFUND_STATUSES
+from mps.errors import NotFound
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Page, Resource
+from mps.http.resources import REFUND, REFUND_FIELDS, page, resource
+from mps.http.routing import Call, Route
+from mps.http.schema import Amount, Enum, Obj, Str
+from mps.persistence.queries import refunds as q
+from mps.representations.money import refund_json
+
+__all__ = ["ROUTES"]
+
+
+async def create_refund(call: Call) -> Resource:
+    session, body = call.session, call.body
+    idem = call.idempotent(lambda outcome: Resource(refund_json(outcome.refund), 201))
+    command = CreateRefund(session.mode, body["amountMinor"], body.get("reason"), idem)
+    outcome: RefundOutcome = await call.services.shards.ask_payment(
+        session.company_id, body["paymentId"], command
+    )
+    return Resource(refund_json(outcome.refund), 201)
+
+
+async def list_refunds(call: Call) -> Page:
+    session, query = call.session, call.query
+    refunds, cursor = await q.list_refunds(
+        call.services.database,
+        session.company_id,
+        session.mode,
+        page_request(query),
+        payment_id=query.get("paymentId"),
+        status=query.get("status"),
+    )
+    return Page([refund_json(r) for r in refunds], cursor)
+
+
+async def get_refund(call: Call) -> Resource:
+    session = call.session
+    refund = await q.get_refund(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if refund is None:
+        raise NotFound("No such refund")
+    return Resource(refund_json(refund))
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/merchant/refunds",
+        create_refund,
+        "Refund a PAID or PARTIAL_REFUND payment, in full or in part",
+        "refunds",
+        scope="refunds:write",
+        status=201,
+        body=Obj(
+            {
+                "paymentId": Str(max_length=64),
+                "amountMinor": Amount(),
+                "reason": Str(max_length=500),
+            },
+            required=["paymentId", "amountMinor"],
+        ),
+        response=resource(REFUND_FIELDS),
+        commits_key=True,
+    ),
+    Route(
+        "GET",
+        "/merchant/refunds",
+        list_refunds,
+        "List refunds, newest first",
+        "refunds",
+        scope="refunds:read",
+        query=Obj(
+            {**PAGE_FIELDS, "paymentId": Str(max_length=64), "status": Enum(REFUND_STATUSES)}
+        ),
+        response=page(REFUND),
+    ),
+    Route(
+        "GET",
+        "/merchant/refunds/{id}",
+        get_refund,
+        "Retrieve a refund",
+        "refunds",
+        scope="refunds:read",
+        response=resource(REFUND_FIELDS),
+    ),
+]

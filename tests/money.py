@@ -1,0 +1,91 @@
+"""Steps the money tests share: paid payments, balances, the ledger's movements, sandbox keys."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+
+from mps.http.keys import SERVICES
+from mps.services import Services
+from tests.helpers import Member, create_payment, pay
+
+
+def services(client: TestClient[Any, Any]) -> Services:
+    found: Services = client.app[SERVICES]
+    return found
+
+
+async def paid_payment(
+    client: TestClient[Any, Any], member: Member, amount: str = "2500", currency: str = "USD"
+) -> dict[str, Any]:
+    payment = await create_payment(client, member, amountMinor=amount, currency=currency)
+    response = await pay(client, payment["reference"])
+    assert response.status == 200, await response.text()
+    return payment
+
+
+async def balance(
+    client: TestClient[Any, Any], member: Member, currency: str = "USD"
+) -> dict[str, int]:
+    response = await client.get(
+        "/api/v1/merchant/balance", params={"currency": currency}, headers=member.headers
+    )
+    assert response.status == 200, await response.text()
+    body = await response.json()
+    return {k: int(body[f"{k}Minor"]) for k in ("available", "pending", "reserved")}
+
+
+async def movements(
+    client: TestClient[Any, Any], member: Member, **params: str
+) -> list[dict[str, Any]]:
+    """Every movement of the ledger, following the cursor to the end, newest first."""
+    found: list[dict[str, Any]] = []
+    cursor: str | None = None
+    while True:
+        query = {"limit": "100", **params, **({"cursor": cursor} if cursor else {})}
+        response = await client.get(
+            "/api/v1/merchant/balance/transactions", params=query, headers=member.headers
+        )
+        assert response.status == 200, await response.text()
+        body = await response.json()
+        found += body["data"]
+        cursor = body["nextCursor"]
+        if cursor is None:
+            return found
+
+
+async def refund(
+    client: TestClient[Any, Any], member: Member, payment_id: str, amount: str, **extra: Any
+) -> Any:
+    return await client.post(
+        "/api/v1/merchant/refunds",
+        json={"paymentId": payment_id, "amountMinor": amount, **extra},
+        headers=member.headers,
+    )
+
+
+async def sandbox_key(client: TestClient[Any, Any], member: Member, *scopes: str) -> dict[str, str]:
+    response = await client.post(
+        "/api/v1/merchant/api-keys",
+        json={"name": "sandbox", "scopes": list(scopes) or ["refunds:write"]},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    return {"Authorization": f"Bearer {(await response.json())['key']}"}
+
+
+async def simulate(
+    client: TestClient[Any, Any], key: dict[str, str], kind: str, **body: Any
+) -> Any:
+    return await client.post(f"/api/v1/developer/sandbox/{kind}", json=body, headers=key)
+
+
+async def until(condition: Any, within: float = 5.0) -> None:
+    """Poll the async `condition` until it is true; fail after `within` seconds."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while not await condition():
+        assert loop.time() < deadline, "the condition did not hold in time"
+        await asyncio.sleep(0.05)
