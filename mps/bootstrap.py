@@ -23,9 +23,11 @@ from mps.actors.key_usage import KeyUsage
 from mps.actors.money import MoneyWork
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
+from mps.actors.reconciliation import Reconciliation
 from mps.actors.runtime import stop
 from mps.actors.shards import PaymentKey, Shard, ShardRouter
 from mps.actors.webhooks import Webhooks
+from mps.adapters.bank import Bank, SimulatorBank
 from mps.adapters.broker import open_broker
 from mps.adapters.mail import DevMailbox, Mailer, SmtpMailer
 from mps.adapters.processor import Processor, SimulatorProcessor
@@ -73,6 +75,13 @@ def _processors(settings: Settings, extra: Overrides) -> dict[str, Processor | N
     return {"test": simulator, "live": live}
 
 
+def _banks(settings: Settings) -> dict[str, Bank | None]:
+    """Like the processors: test payouts always go to the simulated bank, live ones only in the
+    development server mode (production has no real bank adapter yet: they wait)."""
+    simulator = SimulatorBank()
+    return {"test": simulator, "live": simulator if settings.development else None}
+
+
 def _make_shard_factory(
     settings: Settings,
     base: ActorContext,
@@ -86,7 +95,14 @@ def _make_shard_factory(
         context = base if epoch is None else replace(base, fence=(index, epoch))
         companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
             f"company[{index}]",
-            lambda company_id: CompanyActor(company_id, context, keyring, settings.public_url),
+            lambda company_id: CompanyActor(
+                company_id,
+                context,
+                keyring,
+                settings.public_url,
+                payout_transit_after=settings.payout_transit_after,
+                payout_arrival_after=settings.payout_arrival_after,
+            ),
             capacity=companies_per_shard,
             idle_after=settings.actor_idle_after,
         )
@@ -170,6 +186,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         broker = open_broker(settings.broker_url)
         expiry: PaymentExpiry | None = None
         money: MoneyWork | None = None
+        reconciliation: Reconciliation | None = None
         housekeeping: Housekeeping | None = None
         mailer: Mailer = extra.mailer or (
             DevMailbox()
@@ -190,8 +207,18 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             deadlines.start()
             expiry = PaymentExpiry(database, shards, extra.clock, settings.expiry_interval)
             expiry.start()
-            money = MoneyWork(database, shards, extra.clock, processors, settings.money_interval)
+            money = MoneyWork(
+                database,
+                shards,
+                extra.clock,
+                processors,
+                _banks(settings),
+                keyring,
+                settings.money_interval,
+            )
             money.start()
+            reconciliation = Reconciliation(database, shards, settings.reconciliation_interval)
+            reconciliation.start()
             # Cluster-wide work, done once: by the owner of shard 0.
             housekeeping = Housekeeping(
                 context, settings.housekeeping_interval, when=lambda: shards.owns_shard(0)
@@ -235,6 +262,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 key_usage=key_usage,
                 webhooks=webhooks,
                 money=money,
+                reconciliation=reconciliation,
                 cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
@@ -269,6 +297,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 await expiry.close()
             if money is not None:
                 await money.close()
+            if reconciliation is not None:
+                await reconciliation.close()
             if cluster is not None:
                 await cluster.close()
             await shards.close()

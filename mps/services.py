@@ -10,6 +10,7 @@ from mps.actors.context import ActorContext
 from mps.actors.key_usage import KeyUsage
 from mps.actors.money import MoneyWork
 from mps.actors.persistence import PersistenceActor
+from mps.actors.reconciliation import Reconciliation
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks import Webhooks
 from mps.adapters.broker import Broker
@@ -48,6 +49,7 @@ class Services:
     key_usage: KeyUsage
     webhooks: Webhooks
     money: MoneyWork
+    reconciliation: Reconciliation
     # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
     cluster: ClusterNode | None = None
 

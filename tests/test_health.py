@@ -13,9 +13,11 @@ from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
+from mps.http.keys import SERVICES
+from mps.persistence.statements import Statement
 from tests.cluster import delete_cluster_queues, new_cluster_name, serve_passed_requests
 from tests.conftest import Clock
-from tests.helpers import Member, create_payment, sign_up
+from tests.helpers import Member, create_payment, pay, sign_up
 
 
 async def test_health_probes_the_database_and_broker(client: TestClient[Any, Any]) -> None:
@@ -89,8 +91,6 @@ async def test_live_and_ready(client: TestClient[Any, Any]) -> None:
 
 
 async def test_health_is_down_when_the_database_is_gone(client: TestClient[Any, Any]) -> None:
-    from mps.http.keys import SERVICES
-
     await client.app[SERVICES].database.close()
 
     health = await client.get("/api/v1/health")
@@ -187,3 +187,61 @@ async def test_health_details_only_for_loopback_or_a_valid_session(
     assert signed_in["services"]["database"]["detail"] == "probe succeeded"
     assert local["services"]["database"]["detail"] == "probe succeeded"
     assert "detail" not in rebound["services"]["database"]
+
+
+async def test_money_services_report_from_real_checks(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+    assert (await pay(client, payment["reference"])).status == 200
+
+    body = await (await client.get("/api/v1/health")).json()
+
+    services = body["services"]
+    assert services["ledger"]["status"] == "up", services["ledger"]
+    assert "balance" in services["ledger"]["detail"]
+    assert services["settlement"]["status"] == "up", services["settlement"]
+    assert services["reconciliation"]["status"] == "up", services["reconciliation"]
+
+
+async def test_reconciliation_degrades_health_and_names_a_mismatch(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a paid payment whose ledger credit was tampered with in storage
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+    assert (await pay(client, payment["reference"])).status == 200
+    services = client.app[SERVICES]
+    await services.actors.commit(
+        Statement(
+            "UPDATE payments SET amount_minor = amount_minor + 1 WHERE id = $1", (payment["id"],)
+        )
+    )
+
+    # when the reconciliation runs
+    await services.reconciliation.tick()
+    body = await (await client.get("/api/v1/health")).json()
+
+    # then health shows the mismatch, and the ledger itself still balances
+    state = body["services"]["reconciliation"]
+    assert state["status"] == "degraded" and "payments collected" in state["detail"]
+    assert body["services"]["ledger"]["status"] == "up"
+    assert body["status"] == "degraded"
+
+
+async def test_unbalanced_ledger_takes_health_down(client: TestClient[Any, Any]) -> None:
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+    assert (await pay(client, payment["reference"])).status == 200
+    services = client.app[SERVICES]
+    await services.actors.commit(
+        Statement(
+            "UPDATE ledger_postings SET amount_minor = amount_minor + 1 WHERE account = 'available'"
+        )
+    )
+    await services.reconciliation.tick()
+
+    response = await client.get("/api/v1/health")
+
+    body = await response.json()
+    assert response.status == 503
+    assert body["status"] == "down" and body["services"]["ledger"]["status"] == "down"

@@ -202,6 +202,26 @@ async def world(
     assert response.status == 201, await response.text()
     refunded = await response.json()
     response = await client.post(
+        "/api/v1/merchant/bank-accounts",
+        json={
+            "accountHolderName": "Ann",
+            "accountNumber": "000123456789",
+            "bankCode": "110000000",
+            "currency": "USD",
+            "country": "US",
+        },
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    account = await response.json()
+    response = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "100", "currency": "USD", "bankAccountId": account["id"]},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    payout = await response.json()
+    response = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "edges", "scopes": ["payments:write"]},
         headers=member.headers,
@@ -219,6 +239,8 @@ async def world(
     real = {
         "payments/id": payment["id"],
         "refunds/id": refunded["id"],
+        "bank-accounts/id": account["id"],
+        "payouts/id": payout["id"],
         "customers/id": customer["id"],
         "api-keys/id": key["id"],
         "checkout/reference": payment["reference"],

@@ -6,8 +6,8 @@ something else finished first (the sandbox forcing a refund's outcome, a cancel)
 is dropped. Because the work is found in storage, nothing due is lost to a restart, and in a
 cluster each node reads only the shards it owns, so every piece is done by its owner alone.
 
-Calls to the processor (a refund's outcome) are made here, outside any actor's turn: the payment
-actor only applies the answer.
+Calls to the processor (a refund's outcome) and to the bank (a payout's steps) are made here,
+outside any actor's turn: the actors only apply the answers.
 """
 
 from __future__ import annotations
@@ -16,17 +16,22 @@ import asyncio
 import logging
 from collections import defaultdict
 from collections.abc import Awaitable, Sequence
+from datetime import timedelta
 from typing import Any
 
-from mps.actors.company import Settle
+from mps.actors.company import AdvancePayout, Settle
+from mps.actors.company.payouts import BANK_ACCOUNT_NUMBER_PURPOSE
 from mps.actors.payment import SettleRefund
 from mps.actors.periodic import Periodic
 from mps.actors.shards import ShardElsewhere, ShardRouter
+from mps.adapters.bank import Bank
 from mps.adapters.processor import Processor
+from mps.auth.keyring import Keyring
 from mps.domain.clock import Clock, iso
 from mps.errors import ServiceError
 from mps.persistence.database import Database
 from mps.persistence.queries import ledger as ledger_queries
+from mps.persistence.queries import payouts as payout_queries
 from mps.persistence.queries import refunds as refund_queries
 from mps.persistence.statements import Row
 
@@ -34,7 +39,7 @@ __all__ = ["MoneyWork"]
 
 logger = logging.getLogger(__name__)
 BATCH = 500
-# A processor that does not answer about a refund in this time is asked again on a later pass.
+# A processor or bank that does not answer in this time is asked again on a later pass.
 PROCESSOR_DEADLINE = 10.0
 
 
@@ -45,6 +50,8 @@ class MoneyWork(Periodic):
         shards: ShardRouter,
         clock: Clock,
         processors: dict[str, Processor | None],
+        banks: dict[str, Bank | None],
+        keyring: Keyring,
         interval: float,
         batch: int = BATCH,
     ) -> None:
@@ -53,17 +60,40 @@ class MoneyWork(Periodic):
         self._shards = shards
         self._clock = clock
         self._processors = processors
+        self._banks = banks
+        self._keyring = keyring
         self._batch = batch
         self.settled = 0
         self.refunds_decided = 0
+        self.payout_steps = 0
         # When the last pass ended, for /health (the settlement service's "last run").
         self.last_pass: float | None = None
 
     async def tick(self) -> bool:
-        found = max(await self.settle_due(), await self.process_refunds())
+        found = max(
+            await self.settle_due(), await self.process_refunds(), await self.advance_payouts()
+        )
         self.last_pass = asyncio.get_running_loop().time()
         # Straight on while passes fill up: a backlog (after downtime) drains at once.
         return found == self._batch
+
+    async def probe(self) -> dict[str, str]:
+        """The `settlement` service of /health: settlements, refunds and payout steps due for
+        more than a minute (read from storage), and how long ago the last pass ran."""
+        loop = asyncio.get_running_loop()
+        minute_ago = iso(self._clock() - timedelta(minutes=1))
+        owned = self._owned()
+        late = (
+            len(await ledger_queries.due_settlements(self._database, minute_ago, 100, owned))
+            + len(await refund_queries.due(self._database, minute_ago, 100, owned))
+            + len(await payout_queries.due(self._database, minute_ago, 100, owned))
+        )
+        since = None if self.last_pass is None else loop.time() - self.last_pass
+        ran = "no pass finished yet" if since is None else f"last pass {since:.1f}s ago"
+        stalled = since is not None and since > max(30.0, 10 * self.interval)
+        if late or stalled:
+            return {"status": "degraded", "detail": f"{late} pieces of work overdue; {ran}"}
+        return {"status": "up", "detail": f"nothing overdue; {ran}"}
 
     def _owned(self) -> list[int] | None:
         return sorted(self._shards.owned) if self._shards.clustered else None
@@ -106,6 +136,33 @@ class MoneyWork(Periodic):
             return False
         command = SettleRefund(row["id"], answer.completed, answer.reason)
         await self._shards.ask_payment(row["company_id"], row["payment_id"], command)
+        return True
+
+    async def advance_payouts(self) -> int:
+        """Take the bank's next step of up to one batch of open payouts that are due."""
+        now = iso(self._clock())
+        rows = await payout_queries.due(self._database, now, self._batch, self._owned())
+        mine = [r for r in rows if self._shards.owns(r["company_id"])]
+        results = await self._each([r["id"] for r in mine], [self._step(r) for r in mine])
+        self.payout_steps += sum(1 for r in results if r is True)
+        return len(rows)
+
+    async def _step(self, row: Row) -> bool:
+        bank = self._banks.get(row["mode"])
+        if bank is None:
+            return False  # no bank for live payouts here: they wait, cancellable
+        number = self._keyring.unseal(row["account_number"], BANK_ACCOUNT_NUMBER_PURPOSE).decode()
+        async with asyncio.timeout(PROCESSOR_DEADLINE):
+            if row["status"] == "PENDING":
+                answer = await bank.send(
+                    row["id"], int(row["amount_minor"]), row["currency"], number
+                )
+                step = "transit" if answer.accepted else "failed"
+            else:
+                answer = await bank.arrival(row["id"], number)
+                step = "paid" if answer.accepted else "failed"
+        command = AdvancePayout(row["id"], step, answer.reason)
+        await self._shards.ask_company(row["company_id"], command)
         return True
 
     async def _each(self, names: Sequence[str], work: Sequence[Awaitable[Any]]) -> list[Any]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from mps.domain.ledger import MOVEMENT_TYPES
 from mps.domain.payments import STATUSES
+from mps.domain.payouts import PAYOUT_STATUSES
 from mps.domain.refunds import REFUND_STATUSES
 from mps.http.schema import Anything, Array, Bool, Enum, Int, Map, Obj, Schema, Str
 
@@ -15,9 +16,13 @@ __all__ = [
     "API_KEY_LOG",
     "BALANCE",
     "BALANCE_TRANSACTION",
+    "BANK_ACCOUNT",
+    "BANK_ACCOUNT_FIELDS",
     "CUSTOMER",
     "PAYMENT",
     "PAYMENT_STATS",
+    "PAYOUT",
+    "PAYOUT_FIELDS",
     "REFUND",
     "REFUND_FIELDS",
     "SESSION",
@@ -284,3 +289,33 @@ BALANCE_TRANSACTION = Obj(
     required=["id", "type", "amountMinor", "currency", "sourceId", "changes", "createdAt"],
     allow_unknown=True,
 )
+
+BANK_ACCOUNT_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "accountHolderName": Str(),
+    "last4": Str(),
+    "accountNumberMasked": Str(),
+    "bankCode": Str(),
+    "currency": Str(),
+    "country": Str(),
+    "status": Enum(["VERIFIED"]),
+    "livemode": Bool(),
+    "createdAt": _TIME,
+}
+BANK_ACCOUNT = Obj(BANK_ACCOUNT_FIELDS, required=list(BANK_ACCOUNT_FIELDS), allow_unknown=True)
+
+PAYOUT_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "amountMinor": _MONEY,
+    "currency": Str(),
+    "bankAccountId": Str(),
+    "description": _NULL_STR,
+    "status": Enum(PAYOUT_STATUSES),
+    "failureReason": _NULL_STR,
+    "arrivalAt": Str(format="date-time", nullable=True),
+    "automatic": Bool(),
+    "livemode": Bool(),
+    "createdAt": _TIME,
+    "updatedAt": _TIME,
+}
+PAYOUT = Obj(PAYOUT_FIELDS, required=list(PAYOUT_FIELDS), allow_unknown=True)

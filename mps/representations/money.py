@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from mps.domain.ledger import Balance
+from mps.domain.payouts import BankAccount, Payout
 from mps.domain.refunds import Refund
 
-__all__ = ["balance_json", "refund_json", "transaction_json"]
+__all__ = ["balance_json", "bank_account_json", "payout_json", "refund_json", "transaction_json"]
 
 
 def refund_json(refund: Refund) -> dict[str, Any]:
@@ -56,4 +57,37 @@ def transaction_json(row: dict[str, Any]) -> dict[str, Any]:
         },
         "livemode": row["mode"] == "live",
         "createdAt": row["created_at"],
+    }
+
+
+def bank_account_json(account: BankAccount) -> dict[str, Any]:
+    """Masked: only the last four digits of the number are ever shown."""
+    return {
+        "id": account.id,
+        "accountHolderName": account.account_holder_name,
+        "last4": account.last4,
+        "accountNumberMasked": f"****{account.last4}",
+        "bankCode": account.bank_code,
+        "currency": account.currency,
+        "country": account.country,
+        "status": account.status,
+        "livemode": account.livemode,
+        "createdAt": account.created_at,
+    }
+
+
+def payout_json(payout: Payout) -> dict[str, Any]:
+    return {
+        "id": payout.id,
+        "amountMinor": str(payout.amount_minor),
+        "currency": payout.currency,
+        "bankAccountId": payout.bank_account_id,
+        "description": payout.description,
+        "status": payout.status,
+        "failureReason": payout.failure_reason,
+        "arrivalAt": payout.arrival_at,
+        "automatic": payout.automatic,
+        "livemode": payout.livemode,
+        "createdAt": payout.created_at,
+        "updatedAt": payout.updated_at,
     }

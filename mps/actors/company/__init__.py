@@ -13,23 +13,29 @@ The package is split by capability: `actor` (activation, dispatch, passivation),
 the actor holds, which every handler takes), `messages` (the commands and their replies), and
 one module of handlers each for `members` (the company, its members and settings), `sessions`,
 `api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one), `webhooks`
-(endpoints, replayed deliveries, company events) and `ledger` (every money movement of the
-company, committed here and nowhere else).
+(endpoints, replayed deliveries, company events), `ledger` (every money movement of the
+company, committed here and nowhere else) and `payouts` (bank accounts and payouts).
 """
 
 from mps.actors.company.actor import CompanyActor
 from mps.actors.company.messages import (
     AddMember,
+    AdvancePayout,
     Balances,
     Book,
+    CancelPayout,
     ClaimKey,
     CreateApiKey,
+    CreateBankAccount,
     CreateCompany,
     CreateEndpoint,
     CreatePayment,
+    CreatePayout,
+    DeleteBankAccount,
     DeleteEndpoint,
     EmitEvent,
     OpenSession,
+    PayoutOutcome,
     RecordDeliveries,
     ReleaseKey,
     RevokeApiKey,
@@ -42,17 +48,23 @@ from mps.actors.company.messages import (
 
 __all__ = [
     "AddMember",
+    "AdvancePayout",
     "Balances",
     "Book",
+    "CancelPayout",
     "ClaimKey",
     "CompanyActor",
     "CreateApiKey",
+    "CreateBankAccount",
     "CreateCompany",
     "CreateEndpoint",
     "CreatePayment",
+    "CreatePayout",
+    "DeleteBankAccount",
     "DeleteEndpoint",
     "EmitEvent",
     "OpenSession",
+    "PayoutOutcome",
     "RecordDeliveries",
     "ReleaseKey",
     "RevokeApiKey",

@@ -8,16 +8,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.actors.company import api_keys, claims, ledger, members, payments, sessions, webhooks
+from mps.actors.company import (
+    api_keys,
+    claims,
+    ledger,
+    members,
+    payments,
+    payouts,
+    sessions,
+    webhooks,
+)
 from mps.actors.company.messages import (
     AddMember,
+    AdvancePayout,
     Balances,
     Book,
+    CancelPayout,
     ClaimKey,
     CreateApiKey,
+    CreateBankAccount,
     CreateCompany,
     CreateEndpoint,
     CreatePayment,
+    CreatePayout,
+    DeleteBankAccount,
     DeleteEndpoint,
     EmitEvent,
     OpenSession,
@@ -37,6 +51,7 @@ from mps.actors.runtime import AsyncioActor
 from mps.auth.keyring import Keyring
 from mps.domain.ids import payment_reference
 from mps.errors import NotFound
+from mps.persistence import payout_store
 from mps.persistence.ledger_store import load_books
 from mps.persistence.queries import companies
 
@@ -52,9 +67,19 @@ class CompanyActor(AsyncioActor):
         public_url: str,
         *,
         references: References = payment_reference,
+        payout_transit_after: float = 2.0,
+        payout_arrival_after: float = 2.0,
     ) -> None:
         super().__init__()
-        self.state = CompanyState(company_id, context, keyring, public_url, references)
+        self.state = CompanyState(
+            company_id,
+            context,
+            keyring,
+            public_url,
+            references,
+            payout_transit_after=payout_transit_after,
+            payout_arrival_after=payout_arrival_after,
+        )
 
     def __str__(self) -> str:
         return f"CompanyActor({self.state.company_id})"
@@ -67,7 +92,10 @@ class CompanyActor(AsyncioActor):
             state.company = None
             return
         state.members = await companies.member_roles(state.context.database, state.company_id)
-        state.books = await load_books(state.context.database, state.company_id)
+        db = state.context.database
+        state.books = await load_books(db, state.company_id)
+        state.bank_accounts = await payout_store.load_bank_accounts(db, state.company_id)
+        state.payouts = await payout_store.load_open_payouts(db, state.company_id)
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters.
@@ -115,5 +143,15 @@ class CompanyActor(AsyncioActor):
                 return ledger.settle(state, message)
             case Balances():
                 return ledger.balances(state, message)
+            case CreateBankAccount():
+                return payouts.create_bank_account(state, message)
+            case DeleteBankAccount():
+                return payouts.delete_bank_account(state, message)
+            case CreatePayout():
+                return payouts.create_payout(state, message)
+            case CancelPayout():
+                return payouts.cancel_payout(state, message)
+            case AdvancePayout():
+                return payouts.advance_payout(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

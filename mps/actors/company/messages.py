@@ -10,20 +10,27 @@ from mps.actors.idempotency import IdempotencyRecord
 from mps.domain.company import ModeSettings
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import NewPayment
+from mps.domain.payouts import Payout
 from mps.persistence.statements import Row, Statement
 
 __all__ = [
     "AddMember",
+    "AdvancePayout",
     "Balances",
     "Book",
+    "CancelPayout",
     "ClaimKey",
     "CreateApiKey",
+    "CreateBankAccount",
     "CreateCompany",
     "CreateEndpoint",
     "CreatePayment",
+    "CreatePayout",
+    "DeleteBankAccount",
     "DeleteEndpoint",
     "EmitEvent",
     "OpenSession",
+    "PayoutOutcome",
     "RecordDeliveries",
     "ReleaseKey",
     "RevokeApiKey",
@@ -203,3 +210,65 @@ class Balances:
     """Reply: [(currency, Balance)] as committed, for the mode."""
 
     mode: str
+
+
+@dataclass(frozen=True)
+class CreateBankAccount:
+    """Reply: the BankAccount, once committed. The number is sealed before it is stored."""
+
+    mode: str
+    account_holder_name: str
+    account_number: str
+    bank_code: str
+    currency: str
+    country: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class DeleteBankAccount:
+    """Reply: the BankAccount as it was. 409 while an open payout goes to it."""
+
+    mode: str
+    account_id: str
+
+
+@dataclass(frozen=True)
+class CreatePayout:
+    """Reply: a PayoutOutcome with the PENDING payout and its payout.created event."""
+
+    mode: str
+    amount_minor: int
+    currency: str
+    bank_account_id: str
+    description: str | None = None
+    automatic: bool = False
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class CancelPayout:
+    """Reply: a PayoutOutcome. `stored` is the payout as the caller read it (404 before asking
+    when there is none), so a closed payout's 409 can name its state without a read."""
+
+    stored: Payout
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class AdvancePayout:
+    """Reply: a PayoutOutcome. The bank's next step for an open payout: `transit` (it took the
+    payout), `paid` (it arrived) or `failed` (it came back, for `reason`). 409 unless the payout
+    is open and the step follows from its state."""
+
+    payout_id: str
+    step: str
+    reason: str | None = None
+    mode: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class PayoutOutcome:
+    payout: Payout
+    events: list[dict[str, Any]]

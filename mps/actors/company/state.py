@@ -15,6 +15,7 @@ from mps.actors.references import References
 from mps.auth.keyring import Keyring
 from mps.domain.company import Company
 from mps.domain.ledger import Books
+from mps.domain.payouts import BankAccount, Payout
 from mps.errors import NotFound
 
 __all__ = ["CompanyState"]
@@ -45,6 +46,12 @@ class CompanyState:
     books_stale: bool = False
     # Credits whose settlement is in flight, so a second pass does not settle them again.
     settling: set[str] = field(default_factory=set)
+    # Bank accounts not deleted, and payouts PENDING or IN_TRANSIT, of both modes.
+    bank_accounts: dict[str, BankAccount] = field(default_factory=dict)
+    payouts: dict[str, Payout] = field(default_factory=dict)
+    # How long the bank takes to pick a payout up, and then to pay it (mps.config).
+    payout_transit_after: float = 2.0
+    payout_arrival_after: float = 2.0
 
     def require(self) -> Company:
         if self.company is None:

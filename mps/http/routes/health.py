@@ -17,6 +17,7 @@ from mps.http.replies import Resource
 from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Enum, Int, Map, Obj, Str
+from mps.persistence.queries import ledger as ledger_queries
 from mps.services import Services
 
 __all__ = ["ROUTES"]
@@ -26,11 +27,11 @@ CRITICAL = ("database", "broker", "ledger")
 # Services this build does not run yet; they join the probes as they are built.
 NOT_BUILT = (
     "objectStorage",
-    "ledger",
-    "settlement",
-    "reconciliation",
     "identityVerification",
 )
+# The ledger probe checks that its newest transactions balance on every call; the whole ledger's
+# zero sum is checked by each reconciliation pass.
+RECENT_TRANSACTIONS = 1000
 
 
 async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
@@ -42,24 +43,56 @@ async def _probe(check: Callable[[], Awaitable[None]]) -> dict[str, Any]:
     return {"status": "up", "detail": "probe succeeded"}
 
 
-async def _webhooks(services: Services) -> dict[str, Any]:
+async def _guarded(check: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, Any]:
     try:
         async with asyncio.timeout(PROBE_TIMEOUT):
-            return await services.webhooks.probe()
+            return await check()
     except Exception as exc:
         return {"status": "down", "detail": f"{type(exc).__name__}: {exc}"[:300]}
 
 
+async def _ledger(services: Services) -> dict[str, Any]:
+    recent = await ledger_queries.unbalanced(services.database, recent=RECENT_TRANSACTIONS)
+    last = await services.reconciliation.latest()
+    if recent or last.zero_sum != 0:
+        shown = ", ".join(recent or last.unbalanced) or "none named"
+        return {
+            "status": "down",
+            "detail": f"postings sum to {last.zero_sum}; unbalanced transactions: {shown}",
+        }
+    return {
+        "status": "up",
+        "detail": f"the newest {RECENT_TRANSACTIONS} transactions balance; the ledger sums to 0",
+    }
+
+
+async def _reconciliation(services: Services) -> dict[str, Any]:
+    last = await services.reconciliation.latest()
+    age = asyncio.get_running_loop().time() - last.at
+    if last.mismatches:
+        return {
+            "status": "degraded",
+            "detail": f"{len(last.mismatches)} mismatches, {age:.0f}s ago: {last.mismatches[0]}",
+        }
+    return {"status": "up", "detail": f"no mismatch, {age:.0f}s ago"}
+
+
 async def service_states(services: Services) -> dict[str, dict[str, Any]]:
-    database, broker, webhooks = await asyncio.gather(
+    database, broker, webhooks, ledger, settlement, reconciliation = await asyncio.gather(
         _probe(services.database.ping),
         _probe(services.broker.ping),
-        _webhooks(services),
+        _guarded(services.webhooks.probe),
+        _guarded(lambda: _ledger(services)),
+        _guarded(services.money.probe),
+        _guarded(lambda: _reconciliation(services)),
     )
     states: dict[str, dict[str, Any]] = {
         "database": database,
         "broker": broker,
         "webhooks": webhooks,
+        "ledger": ledger,
+        "settlement": settlement,
+        "reconciliation": reconciliation,
     }
     states["notifications"] = {
         "status": "up",

@@ -7,7 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mps.actors.company import EmitEvent
+from mps.actors.company import AdvancePayout, EmitEvent, PayoutOutcome
 from mps.actors.payment import (
     Checkout,
     CheckoutDeclined,
@@ -23,8 +23,9 @@ from mps.http.replies import Resource
 from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
+from mps.persistence.queries import payouts as payout_queries
 from mps.persistence.queries import refunds as refund_queries
-from mps.representations.money import refund_json
+from mps.representations.money import payout_json, refund_json
 from mps.representations.payments import payment_json
 
 __all__ = ["ROUTES"]
@@ -118,6 +119,31 @@ def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
     return run
 
 
+def _payout_shape(
+    call: Call, outcome: PayoutOutcome
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    return payout_json(outcome.payout), outcome.events[0] if outcome.events else None
+
+
+def _payout(step: str) -> Callable[[Call, Any], Awaitable[PayoutOutcome]]:
+    async def run(call: Call, idem: Any) -> PayoutOutcome:
+        key = call.api_key
+        payout_id = call.body.get("payoutId")
+        if not payout_id:
+            raise ValidationFailed([FieldError("payoutId", "is required")])
+        payout = await payout_queries.get_payout(
+            call.services.database, key.company_id, "test", payout_id
+        )
+        if payout is None:
+            raise NotFound("No such payout")
+        reason = "could_not_process" if step == "failed" else None
+        command = AdvancePayout(payout.id, step, reason, "test", idem)
+        outcome: PayoutOutcome = await call.services.shards.ask_company(key.company_id, command)
+        return outcome
+
+    return run
+
+
 KINDS: dict[str, Kind] = {
     "payment.completed": Kind("payments:write", _completed, _payment_shape),
     "payment.failed": Kind("payments:write", _failed, _payment_shape),
@@ -125,6 +151,8 @@ KINDS: dict[str, Kind] = {
     "payment.reversed": Kind("payments:write", _reversed, _payment_shape),
     "refund.completed": Kind("refunds:write", _refund(True), _refund_shape),
     "refund.rejected": Kind("refunds:write", _refund(False), _refund_shape),
+    "payout.paid": Kind("payouts:write", _payout("paid"), _payout_shape),
+    "payout.failed": Kind("payouts:write", _payout("failed"), _payout_shape),
     "webhook.ping": Kind("settings:write", _ping, _event_shape),
 }
 
@@ -160,6 +188,7 @@ ROUTES = [
             {
                 "paymentId": Str(max_length=64, description="payment.* kinds"),
                 "refundId": Str(max_length=64, description="refund.* kinds"),
+                "payoutId": Str(max_length=64, description="payout.* kinds"),
             }
         ),
         response=resource(

@@ -1,0 +1,231 @@
+"""Bank accounts and payouts: the company actor holds its bank accounts and its open payouts,
+and moves each payout's money through its ledger (mps.actors.company.ledger) in the same unit
+as the payout's change.
+
+Every command decides from memory and the commits are detached. A payout's new state is held
+from the moment it is decided, so the next command for it (a cancel racing the bank) is decided
+against it; should the commit fail, memory may no longer match storage, and the books are
+marked stale so the next money command reloads the actor (mps.actors.company.ledger). A bank
+account is held once its insert has landed; a deleted one is dropped at once.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from mps.actors.company.ledger import commit_movements, require_fresh_books
+from mps.actors.company.messages import (
+    AdvancePayout,
+    CancelPayout,
+    CreateBankAccount,
+    CreatePayout,
+    DeleteBankAccount,
+    PayoutOutcome,
+)
+from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
+from mps.domain import payouts as rules
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.domain.ledger import Movement
+from mps.domain.payouts import BankAccount, Payout
+from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
+from mps.persistence import payout_store as store
+from mps.persistence.statements import Statement
+
+__all__ = [
+    "BANK_ACCOUNT_NUMBER_PURPOSE",
+    "advance_payout",
+    "cancel_payout",
+    "create_bank_account",
+    "create_payout",
+    "delete_bank_account",
+]
+
+# The sealing purpose of account numbers (mps.auth.keyring): a sealed number opens only as one.
+BANK_ACCOUNT_NUMBER_PURPOSE = "bank-account-number"
+
+
+def _require_verified(state: CompanyState, mode: str, what: str) -> None:
+    company = state.require()
+    if mode == "live" and company.settings["live"].kyc_status != "VERIFIED":
+        raise Forbidden(f"Live {what} need a verified account", code="account_not_verified")
+
+
+def create_bank_account(state: CompanyState, command: CreateBankAccount) -> Detached:
+    company = state.require()
+    _require_verified(state, command.mode, "bank accounts")
+    supported = company.settings[command.mode].supported_currencies
+    if command.currency not in supported:
+        raise ValidationFailed([FieldError("currency", f"must be one of {', '.join(supported)}")])
+    account = BankAccount(
+        id=new_id("ba"),
+        company_id=state.company_id,
+        mode=command.mode,
+        account_holder_name=command.account_holder_name,
+        last4=command.account_number[-4:],
+        bank_code=command.bank_code,
+        currency=command.currency,
+        country=command.country,
+        # No micro-deposit check exists in this version: test accounts, and live ones of a
+        # verified company, are usable at once.
+        status="VERIFIED",
+        created_at=iso(state.context.clock()),
+    )
+    sealed = state.keyring.seal(command.account_number.encode(), BANK_ACCOUNT_NUMBER_PURPOSE)
+    statements = [store.bank_account_insert(account, sealed)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(account)
+
+    async def commit() -> BankAccount:
+        await state.context.commit(*statements)
+        state.bank_accounts[account.id] = account
+        return account
+
+    return Detached(commit())
+
+
+def _account(state: CompanyState, mode: str, account_id: str) -> BankAccount | None:
+    account = state.bank_accounts.get(account_id)
+    return account if account is not None and account.mode == mode else None
+
+
+def delete_bank_account(state: CompanyState, command: DeleteBankAccount) -> Detached:
+    state.require()
+    account = _account(state, command.mode, command.account_id)
+    if account is None:
+        raise NotFound("No such bank account")
+    if any(p.bank_account_id == account.id for p in state.payouts.values()):
+        msg = "The bank account has payouts under way; wait for them or cancel them first"
+        raise Conflict(msg, code="invalid_state")
+    statement = store.bank_account_delete(account, iso(state.context.clock()))
+    # Gone from memory at once, so no payout is created to it while the delete commits.
+    del state.bank_accounts[account.id]
+
+    async def commit() -> BankAccount:
+        try:
+            await state.context.commit(statement)
+        except BaseException:
+            state.bank_accounts[account.id] = account
+            raise
+        return account
+
+    return Detached(commit())
+
+
+def create_payout(state: CompanyState, command: CreatePayout) -> Detached:
+    state.require()
+    require_fresh_books(state)
+    _require_verified(state, command.mode, "payouts")
+    account = _account(state, command.mode, command.bank_account_id)
+    if account is None:
+        raise ValidationFailed([FieldError("bankAccountId", "no such bank account")])
+    if account.currency != command.currency:
+        raise ValidationFailed(
+            [FieldError("currency", f"must be the bank account's currency, {account.currency}")]
+        )
+    now = state.context.clock()
+    payout = rules.create(
+        payout_id=new_id("po"),
+        account=account,
+        amount=command.amount_minor,
+        description=command.description,
+        automatic=command.automatic,
+        now=now,
+        transit_after=timedelta(seconds=state.payout_transit_after),
+    )
+    movement = state.books.payout_reservation(
+        payout.mode, payout.currency, payout.id, payout.amount_minor, payout.created_at
+    )
+    events, bodies = store.payout_events(payout, ("payout.created",))
+    outcome = PayoutOutcome(payout, bodies)
+    statements: list[Statement] = [store.payout_insert(payout), *events]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(outcome)
+    return _commit(state, payout, [movement], statements, outcome)
+
+
+def cancel_payout(state: CompanyState, command: CancelPayout) -> Detached:
+    state.require()
+    require_fresh_books(state)
+    payout = state.payouts.get(command.stored.id)
+    if payout is None:
+        # Not open here: closed since the caller read it, or closed already.
+        stored = command.stored
+        if stored.status in rules.OPEN:
+            raise Conflict("The payout is no longer PENDING", code="invalid_state")
+        rules.cancel(stored, state.context.clock())  # raises the 409 naming its state
+    assert payout is not None
+    after = rules.cancel(payout, state.context.clock())
+    return _transition(state, payout, after, "payout.cancelled", command.idempotency)
+
+
+def advance_payout(state: CompanyState, command: AdvancePayout) -> Detached:
+    state.require()
+    require_fresh_books(state)
+    payout = state.payouts.get(command.payout_id)
+    if payout is None or (command.mode is not None and payout.mode != command.mode):
+        raise Conflict("The payout is not PENDING or IN_TRANSIT", code="invalid_state")
+    now = state.context.clock()
+    match command.step:
+        case "transit":
+            after = rules.to_transit(payout, now, timedelta(seconds=state.payout_arrival_after))
+            return _transition(state, payout, after, None, command.idempotency)
+        case "paid":
+            return _transition(
+                state, payout, rules.arrive(payout, now), "payout.paid", command.idempotency
+            )
+        case "failed":
+            after = rules.fail(payout, now, command.reason or "failed")
+            return _transition(state, payout, after, "payout.failed", command.idempotency)
+    msg = f"unknown payout step {command.step!r}"
+    raise ValueError(msg)
+
+
+def _transition(
+    state: CompanyState,
+    before: Payout,
+    after: Payout,
+    event: str | None,
+    idempotency: Any,
+) -> Detached:
+    books, stamp = state.books, after.updated_at
+    movements: list[Movement] = []
+    if after.status == "PAID":
+        movements = [books.payout(after.mode, after.currency, after.id, after.amount_minor, stamp)]
+    elif after.status in ("FAILED", "CANCELLED"):
+        movements = [
+            books.payout_release(after.mode, after.currency, after.id, after.amount_minor, stamp)
+        ]
+    events, bodies = store.payout_events(after, (event,) if event else ())
+    outcome = PayoutOutcome(after, bodies)
+    statements: list[Statement] = [store.payout_update(before, after), *events]
+    if idempotency is not None:
+        statements += idempotency.statements(outcome)
+    return _commit(state, after, movements, statements, outcome)
+
+
+def _commit(
+    state: CompanyState,
+    payout: Payout,
+    movements: list[Movement],
+    statements: list[Statement],
+    outcome: PayoutOutcome,
+) -> Detached:
+    """Commit the payout's change with its movements, holding its new state from now on."""
+    if payout.status in rules.OPEN:
+        state.payouts[payout.id] = payout
+    else:
+        state.payouts.pop(payout.id, None)
+    detached = commit_movements(state, movements, statements, outcome)
+
+    async def commit() -> PayoutOutcome:
+        try:
+            result: PayoutOutcome = await detached.work
+        except BaseException:
+            state.books_stale = True
+            raise
+        return result
+
+    return Detached(commit())

@@ -1,0 +1,67 @@
+"""Reconciliation (decisions 5, 14): on a schedule, the ledger against the payments, refunds and
+payouts that moved its money, and the ledger's own zero sum.
+
+Each node checks the companies of the shards it owns, so in a cluster every company is checked
+by exactly one node and the pass scales out with the shards. A mismatch is logged as an error
+and shown on /health (`reconciliation` degraded, `ledger` down when the postings do not sum to
+zero); both report when the last pass ran, so a pass that stopped running is visible too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from mps.actors.periodic import Periodic
+from mps.actors.shards import ShardRouter
+from mps.persistence.database import Database
+from mps.persistence.queries import ledger as ledger_queries
+from mps.persistence.queries.reconciliation import Mismatch, mismatches
+
+__all__ = ["Reconciliation", "ReconciliationResult"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ReconciliationResult:
+    at: float  # loop time of the pass
+    mismatches: list[Mismatch] = field(default_factory=list)
+    # The sum of every posting of the whole ledger: zero, or money was made or lost.
+    zero_sum: int = 0
+    unbalanced: list[str] = field(default_factory=list)
+
+
+class Reconciliation(Periodic):
+    def __init__(self, database: Database, shards: ShardRouter, interval: float) -> None:
+        super().__init__(interval)
+        self._database = database
+        self._shards = shards
+        self.last: ReconciliationResult | None = None
+
+    async def tick(self) -> bool:
+        self.last = await self.run_once()
+        return False
+
+    async def latest(self) -> ReconciliationResult:
+        """The last pass's result; before the first pass has finished, a pass of its own, so
+        nothing is reported without being checked."""
+        if self.last is None:
+            self.last = await self.run_once()
+        return self.last
+
+    async def run_once(self) -> ReconciliationResult:
+        owned = sorted(self._shards.owned) if self._shards.clustered else None
+        found = await mismatches(self._database, owned)
+        total = await ledger_queries.zero_sum(self._database)
+        unbalanced = await ledger_queries.unbalanced(self._database) if total != 0 else []
+        for mismatch in found:
+            logger.error("reconciliation mismatch: %s", mismatch)
+        if total != 0:
+            logger.error(
+                "the ledger's postings sum to %d, not zero; unbalanced transactions: %s",
+                total,
+                ", ".join(unbalanced) or "none found (a posting without its transaction?)",
+            )
+        return ReconciliationResult(asyncio.get_running_loop().time(), found, total, unbalanced)

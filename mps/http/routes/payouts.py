@@ -1,0 +1,279 @@
+"""Bank accounts and payouts (decisions 5): accounts to pay out to, off-cycle payouts that
+reserve available funds, cancelling one while PENDING.
+
+Bank-account changes notify the company's owners by email: a changed destination for the
+company's money is what an owner must hear about even when someone else made it. The mail is
+sent once the change is committed; a crash between the two loses the notice, not the change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.actors.company import (
+    CancelPayout,
+    CreateBankAccount,
+    CreatePayout,
+    DeleteBankAccount,
+    PayoutOutcome,
+)
+from mps.adapters.mail import Mail
+from mps.domain.payouts import PAYOUT_STATUSES, BankAccount
+from mps.errors import NotFound
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Page, Resource
+from mps.http.resources import (
+    BANK_ACCOUNT,
+    BANK_ACCOUNT_FIELDS,
+    PAYOUT,
+    PAYOUT_FIELDS,
+    page,
+    resource,
+)
+from mps.http.routes.payments import CURRENCY
+from mps.http.routing import Call, LimitRule, Route
+from mps.http.schema import Amount, Bool, Enum, Obj, Str
+from mps.limits import Limit
+from mps.persistence.queries import payouts as q
+from mps.persistence.queries.members import owner_emails
+from mps.representations.money import bank_account_json, payout_json
+
+__all__ = ["ROUTES"]
+
+
+async def _tell_owners(call: Call, account: BankAccount, change: str) -> None:
+    services = call.services
+    mode = "live" if account.livemode else "test"
+    for email in await owner_emails(services.database, account.company_id):
+        await services.mailer.send(
+            Mail(
+                to=email,
+                subject=f"A bank account was {change}",
+                text=(
+                    f"The bank account ending in {account.last4} ({account.currency}, "
+                    f"{account.account_holder_name}, {mode} mode) was {change} by "
+                    f"{call.session.user_id}. If you did not expect this, review your team's "
+                    "access and the company's bank accounts now."
+                ),
+            )
+        )
+
+
+async def create_bank_account(call: Call) -> Resource:
+    session, body = call.session, call.body
+    idem = call.idempotent(lambda account: Resource(bank_account_json(account), 201))
+    account: BankAccount = await call.services.shards.ask_company(
+        session.company_id,
+        CreateBankAccount(
+            session.mode,
+            body["accountHolderName"].strip(),
+            body["accountNumber"].replace(" ", ""),
+            body["bankCode"].strip(),
+            body["currency"],
+            body["country"],
+            idem,
+        ),
+    )
+    await _tell_owners(call, account, "added")
+    return Resource(bank_account_json(account), 201)
+
+
+async def list_bank_accounts(call: Call) -> Page:
+    session = call.session
+    accounts, cursor = await q.list_bank_accounts(
+        call.services.database, session.company_id, session.mode, page_request(call.query)
+    )
+    return Page([bank_account_json(a) for a in accounts], cursor)
+
+
+async def get_bank_account(call: Call) -> Resource:
+    session = call.session
+    account = await q.get_bank_account(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if account is None:
+        raise NotFound("No such bank account")
+    return Resource(bank_account_json(account))
+
+
+async def delete_bank_account(call: Call) -> Resource:
+    session = call.session
+    account: BankAccount = await call.services.shards.ask_company(
+        session.company_id, DeleteBankAccount(session.mode, call.param("id"))
+    )
+    await _tell_owners(call, account, "removed")
+    return Resource({**bank_account_json(account), "deleted": True})
+
+
+def _payout(outcome: PayoutOutcome, status: int = 200) -> Resource:
+    return Resource(payout_json(outcome.payout), status)
+
+
+async def create_payout(call: Call) -> Resource:
+    session, body = call.session, call.body
+    idem = call.idempotent(lambda outcome: _payout(outcome, 201))
+    outcome: PayoutOutcome = await call.services.shards.ask_company(
+        session.company_id,
+        CreatePayout(
+            session.mode,
+            body["amountMinor"],
+            body["currency"],
+            body["bankAccountId"],
+            body.get("description"),
+            idempotency=idem,
+        ),
+    )
+    return _payout(outcome, 201)
+
+
+async def list_payouts(call: Call) -> Page:
+    session, query = call.session, call.query
+    payouts, cursor = await q.list_payouts(
+        call.services.database,
+        session.company_id,
+        session.mode,
+        page_request(query),
+        status=query.get("status"),
+        bank_account_id=query.get("bankAccountId"),
+    )
+    return Page([payout_json(p) for p in payouts], cursor)
+
+
+async def get_payout(call: Call) -> Resource:
+    session = call.session
+    payout = await q.get_payout(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if payout is None:
+        raise NotFound("No such payout")
+    return Resource(payout_json(payout))
+
+
+async def cancel_payout(call: Call) -> Resource:
+    session = call.session
+    stored = await q.get_payout(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if stored is None:
+        raise NotFound("No such payout")
+    outcome: PayoutOutcome = await call.services.shards.ask_company(
+        session.company_id, CancelPayout(stored, call.idempotent(_payout))
+    )
+    return _payout(outcome)
+
+
+def _user(call: Call) -> Any:
+    return call.session.user_id
+
+
+ROUTES = [
+    Route(
+        "POST",
+        "/merchant/bank-accounts",
+        create_bank_account,
+        "Add a bank account to pay out to; the owners are told by email",
+        "payouts",
+        scope="payouts:write",
+        status=201,
+        body=Obj(
+            {
+                "accountHolderName": Str(min_length=1, max_length=200),
+                "accountNumber": Str(
+                    pattern=r"[0-9A-Za-z ]{4,34}",
+                    message="must be 4 to 34 letters and digits (an account number or IBAN)",
+                    description="Stored encrypted; only its last four characters are shown.",
+                ),
+                "bankCode": Str(min_length=1, max_length=34),
+                "currency": CURRENCY,
+                "country": Str(pattern=r"[A-Z]{2}", message="must be an ISO 3166 country code"),
+            },
+            required=["accountHolderName", "accountNumber", "bankCode", "currency", "country"],
+        ),
+        response=resource(BANK_ACCOUNT_FIELDS),
+        commits_key=True,
+    ),
+    Route(
+        "GET",
+        "/merchant/bank-accounts",
+        list_bank_accounts,
+        "List bank accounts, newest first",
+        "payouts",
+        scope="payouts:read",
+        query=Obj(PAGE_FIELDS),
+        response=page(BANK_ACCOUNT),
+    ),
+    Route(
+        "GET",
+        "/merchant/bank-accounts/{id}",
+        get_bank_account,
+        "Retrieve a bank account",
+        "payouts",
+        scope="payouts:read",
+        response=resource(BANK_ACCOUNT_FIELDS),
+    ),
+    Route(
+        "DELETE",
+        "/merchant/bank-accounts/{id}",
+        delete_bank_account,
+        "Remove a bank account; the owners are told by email",
+        "payouts",
+        scope="payouts:write",
+        response=resource({**BANK_ACCOUNT_FIELDS, "deleted": Bool()}),
+    ),
+    Route(
+        "POST",
+        "/merchant/payouts",
+        create_payout,
+        "Pay out available funds to a bank account (an off-cycle payout)",
+        "payouts",
+        scope="payouts:write",
+        status=201,
+        limits=(LimitRule(Limit("payout-create", 30, 60), _user),),
+        body=Obj(
+            {
+                "amountMinor": Amount(),
+                "currency": CURRENCY,
+                "bankAccountId": Str(max_length=64),
+                "description": Str(max_length=200),
+            },
+            required=["amountMinor", "currency", "bankAccountId"],
+        ),
+        response=resource(PAYOUT_FIELDS),
+        commits_key=True,
+    ),
+    Route(
+        "GET",
+        "/merchant/payouts",
+        list_payouts,
+        "List payouts, newest first",
+        "payouts",
+        scope="payouts:read",
+        query=Obj(
+            {
+                **PAGE_FIELDS,
+                "status": Enum(PAYOUT_STATUSES),
+                "bankAccountId": Str(max_length=64),
+            }
+        ),
+        response=page(PAYOUT),
+    ),
+    Route(
+        "GET",
+        "/merchant/payouts/{id}",
+        get_payout,
+        "Retrieve a payout",
+        "payouts",
+        scope="payouts:read",
+        response=resource(PAYOUT_FIELDS),
+    ),
+    Route(
+        "POST",
+        "/merchant/payouts/{id}/cancel",
+        cancel_payout,
+        "Cancel a PENDING payout; its funds return to available",
+        "payouts",
+        scope="payouts:write",
+        response=resource(PAYOUT_FIELDS),
+        commits_key=True,
+    ),
+]

@@ -1,0 +1,157 @@
+"""Bank accounts and payouts as rows: the mapping both ways, the statements the company actor
+commits, what it loads when it activates, and the events that report payouts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from mps.domain.payouts import BankAccount, Payout
+from mps.persistence.database import Database
+from mps.persistence.outbox import event_row
+from mps.persistence.statements import Row, Statement, insert, versioned_update
+from mps.representations.money import payout_json
+
+__all__ = [
+    "bank_account_delete",
+    "bank_account_from_row",
+    "bank_account_insert",
+    "load_bank_accounts",
+    "load_open_payouts",
+    "payout_events",
+    "payout_from_row",
+    "payout_insert",
+    "payout_update",
+]
+
+
+def bank_account_from_row(row: Row) -> BankAccount:
+    return BankAccount(
+        id=row["id"],
+        company_id=row["company_id"],
+        mode=row["mode"],
+        account_holder_name=row["account_holder_name"],
+        last4=row["last4"],
+        bank_code=row["bank_code"],
+        currency=row["currency"],
+        country=row["country"],
+        status=row["status"],
+        created_at=row["created_at"],
+        deleted_at=row["deleted_at"],
+    )
+
+
+def bank_account_insert(account: BankAccount, sealed_number: str) -> Statement:
+    return insert(
+        "bank_accounts",
+        {
+            "id": account.id,
+            "company_id": account.company_id,
+            "mode": account.mode,
+            "account_holder_name": account.account_holder_name,
+            "account_number": sealed_number,
+            "last4": account.last4,
+            "bank_code": account.bank_code,
+            "currency": account.currency,
+            "country": account.country,
+            "status": account.status,
+            "created_at": account.created_at,
+            "deleted_at": None,
+        },
+    )
+
+
+def bank_account_delete(account: BankAccount, now: str) -> Statement:
+    return Statement(
+        "UPDATE bank_accounts SET deleted_at = $1 "
+        "WHERE id = $2 AND company_id = $3 AND deleted_at IS NULL",
+        (now, account.id, account.company_id),
+        expect_rows=1,
+    )
+
+
+def payout_from_row(row: Row) -> Payout:
+    return Payout(
+        id=row["id"],
+        company_id=row["company_id"],
+        mode=row["mode"],
+        version=row["version"],
+        status=row["status"],
+        amount_minor=row["amount_minor"],
+        currency=row["currency"],
+        bank_account_id=row["bank_account_id"],
+        description=row["description"],
+        failure_reason=row["failure_reason"],
+        automatic=bool(row["automatic"]),
+        arrival_at=row["arrival_at"],
+        next_step_at=row["next_step_at"],
+        created_at=row["created_at"],
+        updated_at=row["updated_at"],
+    )
+
+
+def _columns(payout: Payout) -> dict[str, Any]:
+    return {
+        "status": payout.status,
+        "failure_reason": payout.failure_reason,
+        "arrival_at": payout.arrival_at,
+        "next_step_at": payout.next_step_at,
+        "updated_at": payout.updated_at,
+    }
+
+
+def payout_insert(payout: Payout) -> Statement:
+    return insert(
+        "payouts",
+        {
+            "id": payout.id,
+            "company_id": payout.company_id,
+            "mode": payout.mode,
+            "version": payout.version,
+            "amount_minor": payout.amount_minor,
+            "currency": payout.currency,
+            "bank_account_id": payout.bank_account_id,
+            "description": payout.description,
+            "automatic": int(payout.automatic),
+            "created_at": payout.created_at,
+            **_columns(payout),
+        },
+    )
+
+
+def payout_update(before: Payout, after: Payout) -> Statement:
+    return versioned_update("payouts", "id", after.id, before.version, _columns(after))
+
+
+async def load_bank_accounts(db: Database, company_id: str) -> dict[str, BankAccount]:
+    rows = await db.fetch(
+        "SELECT * FROM bank_accounts WHERE company_id = $1 AND deleted_at IS NULL", company_id
+    )
+    return {row["id"]: bank_account_from_row(row) for row in rows}
+
+
+async def load_open_payouts(db: Database, company_id: str) -> dict[str, Payout]:
+    rows = await db.fetch(
+        "SELECT * FROM payouts WHERE company_id = $1 AND status IN ('PENDING', 'IN_TRANSIT')",
+        company_id,
+    )
+    return {row["id"]: payout_from_row(row) for row in rows}
+
+
+def payout_events(
+    payout: Payout, types: Iterable[str]
+) -> tuple[list[Statement], list[dict[str, Any]]]:
+    """The outbox inserts for the payout's events, and the bodies a client will see."""
+    rows = [
+        event_row(
+            company_id=payout.company_id,
+            mode=payout.mode,
+            event_type=event_type,
+            created_at=payout.updated_at,
+            obj=payout_json(payout),
+        )
+        for event_type in types
+    ]
+    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]

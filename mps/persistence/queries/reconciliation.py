@@ -1,0 +1,106 @@
+"""The reconciliation's reads (decisions 5): the ledger's totals beside the totals of the
+payments, refunds and payouts that moved the money, per company, mode and currency.
+
+Each check is one grouped query over the companies given (the shards a node owns), so a pass
+costs a scan of those rows, not a query per payment. A change and its movements commit in one
+unit, so a consistent store never shows a transient mismatch: any difference is real.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from mps.persistence.database import Database
+from mps.persistence.queries.shards import owned_companies
+
+__all__ = ["Mismatch", "mismatches"]
+
+Key = tuple[str, str, str]  # (company, mode, currency)
+
+
+@dataclass(frozen=True)
+class Mismatch:
+    company_id: str
+    mode: str
+    currency: str
+    check: str
+    expected: int
+    found: int
+
+    def __str__(self) -> str:
+        return (
+            f"{self.check}: {self.company_id} {self.mode} {self.currency} expected "
+            f"{self.expected}, the ledger has {self.found}"
+        )
+
+
+async def _totals(db: Database, sql: str, scope: str) -> dict[Key, int]:
+    rows = await db.fetch(sql.format(scope=scope))
+    return {(r["company_id"], r["mode"], r["currency"]): int(r["total"] or 0) for r in rows}
+
+
+def _movements(kind: str, account: str, sign: str = "") -> str:
+    return (
+        f"SELECT company_id, mode, currency, {sign}SUM(amount_minor) AS total "
+        "FROM ledger_postings WHERE transaction_id IN "
+        f"(SELECT id FROM ledger_transactions WHERE type = '{kind}') "
+        f"AND account = '{account}' {{scope}} GROUP BY company_id, mode, currency"
+    )
+
+
+# (name, what the business rows say, what the ledger says)
+_CHECKS = (
+    (
+        "payments collected",
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM payments "
+        "WHERE paid_at IS NOT NULL {scope} "
+        "GROUP BY company_id, mode, currency",
+        _movements("payment", "pending"),
+    ),
+    (
+        "refunds completed",
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM refunds "
+        "WHERE status = 'COMPLETED' {scope} GROUP BY company_id, mode, currency",
+        _movements("refund", "processor"),
+    ),
+    (
+        "payments refunded",
+        "SELECT company_id, mode, currency, SUM(amount_refunded_minor) AS total FROM payments "
+        "WHERE amount_refunded_minor > 0 {scope} GROUP BY company_id, mode, currency",
+        _movements("refund", "processor"),
+    ),
+    (
+        "payouts paid",
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM payouts "
+        "WHERE status = 'PAID' {scope} GROUP BY company_id, mode, currency",
+        _movements("payout", "bank"),
+    ),
+    (
+        "reserved for refunds and payouts",
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM ("
+        "SELECT company_id, mode, currency, amount_minor FROM refunds WHERE status = 'PENDING' "
+        "UNION ALL SELECT company_id, mode, currency, amount_minor FROM payouts "
+        "WHERE status IN ('PENDING', 'IN_TRANSIT')) AS held WHERE TRUE {scope} "
+        "GROUP BY company_id, mode, currency",
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM ledger_postings "
+        "WHERE account = 'reserved' {scope} GROUP BY company_id, mode, currency",
+    ),
+)
+
+
+async def mismatches(db: Database, shards: Sequence[int] | None) -> list[Mismatch]:
+    """Every difference between the ledger and the rows behind it, for the companies of
+    `shards` (all of them when None)."""
+    scope = owned_companies("company_id", shards)
+    if scope is None:
+        return []
+    found: list[Mismatch] = []
+    for name, expected_sql, ledger_sql in _CHECKS:
+        expected = await _totals(db, expected_sql, scope)
+        ledger = await _totals(db, ledger_sql, scope)
+        for key in sorted(expected.keys() | ledger.keys()):
+            want, have = expected.get(key, 0), ledger.get(key, 0)
+            if want != have:
+                found.append(Mismatch(*key, name, want, have))
+    return found
