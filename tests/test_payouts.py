@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, sign_up
+from tests.helpers import Member, assert_envelope, sign_in, sign_up
 from tests.money import balance, movements, paid_payment, sandbox_key, services, simulate
 
 pytestmark = pytest.mark.both_backends
@@ -313,3 +313,53 @@ async def test_another_companys_payouts_and_accounts_are_not_found(
     )
     steal = await _payout(client, other, account["id"], "1")
     assert cancel.status == 404 and steal.status == 400
+
+
+async def test_daily_schedule_pays_out_the_whole_available_balance_once_per_day(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    # given a daily schedule, a USD account and 5000 available
+    member = await sign_up(client)
+    response = await client.patch(
+        "/api/v1/merchant/settings", json={"payoutSchedule": "daily"}, headers=member.headers
+    )
+    assert response.status == 200, await response.text()
+    account = await _account(client, member)
+    await paid_payment(client, member, "5000")
+    money = services(client).money
+
+    # when the day has not ended yet, and then when it has (twice over)
+    await money.run_schedules()
+    before = await client.get("/api/v1/merchant/payouts", headers=member.headers)
+    clock.advance(days=1)
+    await money.run_schedules()
+    await money.run_schedules()
+    member = await sign_in(client, member)  # the day outlived the session
+
+    # then one automatic payout took everything available, at the day's end only
+    assert (await before.json())["data"] == []
+    listed = await client.get("/api/v1/merchant/payouts", headers=member.headers)
+    [payout] = (await listed.json())["data"]
+    assert payout["automatic"] is True and payout["amountMinor"] == "5000"
+    assert payout["bankAccountId"] == account["id"]
+    assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 5000}
+
+
+async def test_manual_schedule_makes_no_automatic_payout(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    member = await sign_up(client)
+    for schedule in ("weekly", "manual"):
+        response = await client.patch(
+            "/api/v1/merchant/settings", json={"payoutSchedule": schedule}, headers=member.headers
+        )
+        assert response.status == 200
+    await _account(client, member)
+    await paid_payment(client, member, "5000")
+
+    clock.advance(days=8)
+    await services(client).money.run_schedules()
+    member = await sign_in(client, member)
+
+    listed = await client.get("/api/v1/merchant/payouts", headers=member.headers)
+    assert (await listed.json())["data"] == []

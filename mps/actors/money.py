@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from mps.actors.company import AdvancePayout, Settle
+from mps.actors.company import AdvancePayout, RunPayoutSchedule, Settle
 from mps.actors.company.payouts import BANK_ACCOUNT_NUMBER_PURPOSE
 from mps.actors.payment import SettleRefund
 from mps.actors.periodic import Periodic
@@ -71,7 +71,10 @@ class MoneyWork(Periodic):
 
     async def tick(self) -> bool:
         found = max(
-            await self.settle_due(), await self.process_refunds(), await self.advance_payouts()
+            await self.settle_due(),
+            await self.process_refunds(),
+            await self.advance_payouts(),
+            await self.run_schedules(),
         )
         self.last_pass = asyncio.get_running_loop().time()
         # Straight on while passes fill up: a backlog (after downtime) drains at once.
@@ -145,6 +148,22 @@ class MoneyWork(Periodic):
         mine = [r for r in rows if self._shards.owns(r["company_id"])]
         results = await self._each([r["id"] for r in mine], [self._step(r) for r in mine])
         self.payout_steps += sum(1 for r in results if r is True)
+        return len(rows)
+
+    async def run_schedules(self) -> int:
+        """Start the automatic payouts whose schedule has come due."""
+        now = iso(self._clock())
+        rows = await payout_queries.due_schedules(self._database, now, self._batch, self._owned())
+        mine = [r for r in rows if self._shards.owns(r["company_id"])]
+        await self._each(
+            [r["company_id"] for r in mine],
+            [
+                self._shards.ask_company(
+                    r["company_id"], RunPayoutSchedule(r["mode"], r["next_run_at"])
+                )
+                for r in mine
+            ],
+        )
         return len(rows)
 
     async def _step(self, row: Row) -> bool:

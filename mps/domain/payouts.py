@@ -29,6 +29,7 @@ __all__ = [
     "cancel",
     "create",
     "fail",
+    "next_run",
     "to_transit",
 ]
 
@@ -137,3 +138,14 @@ def fail(payout: Payout, now: datetime, reason: str) -> Payout:
 def cancel(payout: Payout, now: datetime) -> Payout:
     _require(payout, frozenset({"PENDING"}), "cancel")
     return _bump(payout, now, status="CANCELLED", next_step_at=None)
+
+
+def next_run(schedule: str, after: datetime) -> datetime | None:
+    """When an automatic payout next runs: the next midnight UTC (daily) or the next Monday's
+    (weekly) strictly after `after`; None for `manual`."""
+    midnight = after.replace(hour=0, minute=0, second=0, microsecond=0)
+    if schedule == "daily":
+        return midnight + timedelta(days=1)
+    if schedule == "weekly":
+        return midnight + timedelta(days=7 - midnight.weekday())
+    return None

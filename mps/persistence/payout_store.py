@@ -24,6 +24,8 @@ __all__ = [
     "payout_from_row",
     "payout_insert",
     "payout_update",
+    "schedule_advance",
+    "schedule_set",
 ]
 
 
@@ -155,3 +157,27 @@ def payout_events(
         for event_type in types
     ]
     return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+
+
+def schedule_set(company_id: str, mode: str, schedule: str, next_run_at: str | None) -> Statement:
+    """The mode's automatic payout schedule from now on; none for `manual`."""
+    if next_run_at is None:
+        return Statement(
+            "DELETE FROM payout_schedules WHERE company_id = $1 AND mode = $2", (company_id, mode)
+        )
+    return Statement(
+        "INSERT INTO payout_schedules (company_id, mode, schedule, next_run_at) "
+        "VALUES ($1, $2, $3, $4) ON CONFLICT (company_id, mode) DO UPDATE "
+        "SET schedule = excluded.schedule, next_run_at = excluded.next_run_at",
+        (company_id, mode, schedule, next_run_at),
+    )
+
+
+def schedule_advance(company_id: str, mode: str, due_at: str, next_run_at: str) -> Statement:
+    """Move the schedule on from the run due at `due_at`; moves nothing when another run (or a
+    settings change) moved it first."""
+    return Statement(
+        "UPDATE payout_schedules SET next_run_at = $1 "
+        "WHERE company_id = $2 AND mode = $3 AND next_run_at = $4",
+        (next_run_at, company_id, mode, due_at),
+    )

@@ -40,6 +40,7 @@ from mps.actors.company.messages import (
     RevokeApiKey,
     RevokeSession,
     RotateEndpointSecret,
+    RunPayoutSchedule,
     Settle,
     UpdateEndpoint,
     UpdateSettings,
@@ -153,5 +154,7 @@ class CompanyActor(AsyncioActor):
                 return payouts.cancel_payout(state, message)
             case AdvancePayout():
                 return payouts.advance_payout(state, message)
+            case RunPayoutSchedule():
+                return payouts.run_payout_schedule(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

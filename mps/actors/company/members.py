@@ -11,8 +11,10 @@ from mps.auth.scopes import OWNER_ROLE
 from mps.domain.clock import iso
 from mps.domain.company import Company
 from mps.domain.ids import new_id
+from mps.domain.payouts import next_run
 from mps.errors import Conflict
 from mps.persistence import company_store as store
+from mps.persistence import payout_store
 from mps.persistence.database import IntegrityConflict
 
 __all__ = ["add_member", "create_company", "update_settings"]
@@ -59,7 +61,17 @@ async def update_settings(state: CompanyState, command: UpdateSettings) -> Compa
     updated = company.with_settings(
         command.mode, replace(company.settings[command.mode], **command.changes)
     )
-    now = iso(state.context.clock())
-    await state.context.commit(store.company_update(company, updated, now))
+    moment = state.context.clock()
+    now = iso(moment)
+    statements = [store.company_update(company, updated, now)]
+    schedule = updated.settings[command.mode].payout_schedule
+    if schedule != company.settings[command.mode].payout_schedule:
+        upcoming = next_run(schedule, moment)
+        statements.append(
+            payout_store.schedule_set(
+                company.id, command.mode, schedule, iso(upcoming) if upcoming else None
+            )
+        )
+    await state.context.commit(*statements)
     state.company = replace(updated, version=company.version + 1)
     return state.company

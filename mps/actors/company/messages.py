@@ -36,6 +36,7 @@ __all__ = [
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
+    "RunPayoutSchedule",
     "Settle",
     "UpdateEndpoint",
     "UpdateSettings",
@@ -272,3 +273,13 @@ class AdvancePayout:
 class PayoutOutcome:
     payout: Payout
     events: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RunPayoutSchedule:
+    """Reply: the PayoutOutcomes of the automatic payouts made. The mode's schedule run due at
+    `due_at` (as stored): pay out the whole available balance of each currency to the oldest
+    bank account in that currency, and move the schedule on."""
+
+    mode: str
+    due_at: str

@@ -11,6 +11,8 @@ account is held once its insert has landed; a deleted one is dropped at once.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
@@ -22,6 +24,7 @@ from mps.actors.company.messages import (
     CreatePayout,
     DeleteBankAccount,
     PayoutOutcome,
+    RunPayoutSchedule,
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
@@ -41,6 +44,7 @@ __all__ = [
     "create_bank_account",
     "create_payout",
     "delete_bank_account",
+    "run_payout_schedule",
 ]
 
 # The sealing purpose of account numbers (mps.auth.keyring): a sealed number opens only as one.
@@ -114,7 +118,10 @@ def delete_bank_account(state: CompanyState, command: DeleteBankAccount) -> Deta
     return Detached(commit())
 
 
-def create_payout(state: CompanyState, command: CreatePayout) -> Detached:
+def create_payout(
+    state: CompanyState, command: CreatePayout, extra: Sequence[Statement] = ()
+) -> Detached:
+    """A PENDING payout reserving its amount; `extra` statements commit in the same unit."""
     state.require()
     require_fresh_books(state)
     _require_verified(state, command.mode, "payouts")
@@ -140,10 +147,53 @@ def create_payout(state: CompanyState, command: CreatePayout) -> Detached:
     )
     events, bodies = store.payout_events(payout, ("payout.created",))
     outcome = PayoutOutcome(payout, bodies)
-    statements: list[Statement] = [store.payout_insert(payout), *events]
+    statements: list[Statement] = [store.payout_insert(payout), *events, *extra]
     if command.idempotency is not None:
         statements += command.idempotency.statements(outcome)
     return _commit(state, payout, [movement], statements, outcome)
+
+
+def run_payout_schedule(state: CompanyState, command: RunPayoutSchedule) -> Detached:
+    """Pay out each currency's whole available balance to its oldest bank account, if the mode
+    still has a schedule and this run was not handled already; move the schedule on in the
+    same unit as the first payout (or alone, when there is nothing to pay out)."""
+    company = state.require()
+    require_fresh_books(state)
+    schedule = company.settings[command.mode].payout_schedule
+    upcoming = rules.next_run(schedule, state.context.clock())
+    done = state.schedule_runs.get(command.mode)
+    if upcoming is None or (done is not None and done >= command.due_at):
+
+        async def nothing() -> list[PayoutOutcome]:
+            return []
+
+        return Detached(nothing())
+    state.schedule_runs[command.mode] = command.due_at
+    advance = store.schedule_advance(state.company_id, command.mode, command.due_at, iso(upcoming))
+    accounts = sorted(
+        (a for a in state.bank_accounts.values() if a.mode == command.mode),
+        key=lambda a: (a.created_at, a.id),
+    )
+    if command.mode == "live" and company.settings["live"].kyc_status != "VERIFIED":
+        accounts = []  # live payouts need a verified account: the run only moves on
+    work: list[Coroutine[Any, Any, PayoutOutcome]] = []
+    for currency in sorted({a.currency for a in accounts}):
+        amount = state.books.low((command.mode, currency)).available
+        if amount <= 0:
+            continue
+        account = next(a for a in accounts if a.currency == currency)
+        request = CreatePayout(
+            command.mode, amount, currency, account.id, "Automatic payout", automatic=True
+        )
+        work.append(create_payout(state, request, [] if work else [advance]).work)
+
+    async def run() -> list[PayoutOutcome]:
+        if not work:
+            await state.context.commit(advance)
+            return []
+        return list(await asyncio.gather(*work))
+
+    return Detached(run())
 
 
 def cancel_payout(state: CompanyState, command: CancelPayout) -> Detached:

@@ -49,6 +49,9 @@ class CompanyState:
     # Bank accounts not deleted, and payouts PENDING or IN_TRANSIT, of both modes.
     bank_accounts: dict[str, BankAccount] = field(default_factory=dict)
     payouts: dict[str, Payout] = field(default_factory=dict)
+    # mode -> the due time of the last automatic payout run handled, so a pass that read the
+    # schedule before that run's commit landed does not run it twice.
+    schedule_runs: dict[str, str] = field(default_factory=dict)
     # How long the bank takes to pick a payout up, and then to pay it (mps.config).
     payout_transit_after: float = 2.0
     payout_arrival_after: float = 2.0

@@ -13,7 +13,14 @@ from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Row
 
-__all__ = ["due", "get_bank_account", "get_payout", "list_bank_accounts", "list_payouts"]
+__all__ = [
+    "due",
+    "due_schedules",
+    "get_bank_account",
+    "get_payout",
+    "list_bank_accounts",
+    "list_payouts",
+]
 
 
 async def get_bank_account(
@@ -80,6 +87,22 @@ async def due(db: Database, now: str, limit: int, shards: Sequence[int] | None) 
         "b.account_number FROM payouts p JOIN bank_accounts b ON b.id = p.bank_account_id "
         "WHERE p.status IN ('PENDING', 'IN_TRANSIT') AND p.next_step_at <= $1 "
         f"{scope} ORDER BY p.next_step_at LIMIT $2",
+        now,
+        limit,
+    )
+
+
+async def due_schedules(
+    db: Database, now: str, limit: int, shards: Sequence[int] | None
+) -> list[Row]:
+    """Up to `limit` automatic payout schedules whose run has come, of every company or (in a
+    cluster) of the companies in `shards`."""
+    scope = owned_companies("company_id", shards)
+    if scope is None:
+        return []
+    return await db.fetch(
+        "SELECT company_id, mode, next_run_at FROM payout_schedules "
+        f"WHERE next_run_at <= $1 {scope} ORDER BY next_run_at LIMIT $2",
         now,
         limit,
     )

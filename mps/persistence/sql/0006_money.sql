@@ -110,3 +110,14 @@ CREATE TABLE payouts (
 );
 CREATE INDEX payouts_by_company ON payouts (company_id, mode, created_at, id);
 CREATE INDEX payouts_due ON payouts (next_step_at) WHERE status IN ('PENDING', 'IN_TRANSIT');
+
+-- Automatic payouts (the `payoutSchedule` setting, daily or weekly): when each company's next
+-- one is due, written with the settings change and moved on by the run it triggers.
+CREATE TABLE payout_schedules (
+    company_id   TEXT NOT NULL REFERENCES companies (id),
+    mode         TEXT NOT NULL,
+    schedule     TEXT NOT NULL,
+    next_run_at  TEXT NOT NULL,
+    PRIMARY KEY (company_id, mode)
+);
+CREATE INDEX payout_schedules_due ON payout_schedules (next_run_at);
