@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from mps.http.keys import ROUTE_TABLE
-from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_up
+from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
 
 
 async def test_openapi_document_is_valid_and_covers_every_route(
@@ -50,13 +51,14 @@ async def test_api_explorer_is_served_in_development(client: TestClient[Any, Any
     assert "/api/v1/developer/openapi.json" in await response.text()
 
 
-async def test_responses_match_the_schemas_the_document_publishes(
-    client: TestClient[Any, Any],
-) -> None:
-    """Every response below is checked against its route's published response schema."""
+Check = Callable[..., Awaitable[Any]]
+
+
+async def _checker(client: TestClient[Any, Any], member: Member) -> tuple[Check, list[str]]:
+    """A `check(method, template, path=None, **request)` that makes the request, requires a
+    2xx, validates the body against the route's published schema and notes the route."""
     from openapi_schema_validator import OAS30Validator
 
-    member = await sign_up(client)
     document = await (
         await client.get("/api/v1/developer/openapi.json", headers=member.headers)
     ).json()
@@ -71,6 +73,16 @@ async def test_responses_match_the_schemas_the_document_publishes(
         OAS30Validator(schema["schema"]).validate(body)
         checked.append(f"{method} {template}")
         return body
+
+    return check, checked
+
+
+async def test_responses_match_the_schemas_the_document_publishes(
+    client: TestClient[Any, Any],
+) -> None:
+    """Every response below is checked against its route's published response schema."""
+    member = await sign_up(client)
+    check, checked = await _checker(client, member)
 
     h = member.headers
     key = await check(
@@ -217,3 +229,79 @@ async def test_responses_match_the_schemas_the_document_publishes(
     await check("POST", "/api/v1/auth/session/mode", headers=h, json={"mode": "live"})
 
     assert len(set(checked)) == 39
+
+
+async def test_money_responses_match_the_schemas_the_document_publishes(
+    client: TestClient[Any, Any],
+) -> None:
+    """The refund, balance, bank-account and payout routes, as the test above."""
+    member = await sign_up(client)
+    check, checked = await _checker(client, member)
+    h = member.headers
+    key = await check(
+        "POST",
+        "/api/v1/merchant/api-keys",
+        headers=h,
+        json={"name": "k", "scopes": ["refunds:write", "payouts:write"]},
+    )
+    key_headers = {"Authorization": f"Bearer {key['key']}"}
+    payment = await create_payment(client, member)
+    await check(
+        "POST",
+        "/api/v1/checkout/{reference}/pay",
+        f"/api/v1/checkout/{payment['reference']}/pay",
+        json={"card": TEST_CARD},
+    )
+    refund = await check(
+        "POST",
+        "/api/v1/merchant/refunds",
+        headers=h,
+        json={"paymentId": payment["id"], "amountMinor": "100", "reason": "r"},
+    )
+    await check("GET", "/api/v1/merchant/refunds", headers=h)
+    at_refund = f"/api/v1/merchant/refunds/{refund['id']}"
+    await check("GET", "/api/v1/merchant/refunds/{id}", at_refund, headers=h)
+    await check(
+        "POST",
+        "/api/v1/developer/sandbox/{kind}",
+        "/api/v1/developer/sandbox/refund.completed",
+        headers=key_headers,
+        json={"refundId": refund["id"]},
+    )
+    await check("GET", "/api/v1/merchant/balance", headers=h)
+    await check(
+        "GET",
+        "/api/v1/merchant/balance",
+        "/api/v1/merchant/balance",
+        params={"currency": "USD"},
+        headers=h,
+    )
+    await check("GET", "/api/v1/merchant/balance/transactions", headers=h)
+    account = await check(
+        "POST",
+        "/api/v1/merchant/bank-accounts",
+        headers=h,
+        json={
+            "accountHolderName": "Acme",
+            "accountNumber": "000123456789",
+            "bankCode": "110000000",
+            "currency": "USD",
+            "country": "US",
+        },
+    )
+    await check("GET", "/api/v1/merchant/bank-accounts", headers=h)
+    at_account = f"/api/v1/merchant/bank-accounts/{account['id']}"
+    await check("GET", "/api/v1/merchant/bank-accounts/{id}", at_account, headers=h)
+    payout = await check(
+        "POST",
+        "/api/v1/merchant/payouts",
+        headers=h,
+        json={"amountMinor": "100", "currency": "USD", "bankAccountId": account["id"]},
+    )
+    await check("GET", "/api/v1/merchant/payouts", headers=h)
+    at_payout = f"/api/v1/merchant/payouts/{payout['id']}"
+    await check("GET", "/api/v1/merchant/payouts/{id}", at_payout, headers=h)
+    await check("POST", "/api/v1/merchant/payouts/{id}/cancel", f"{at_payout}/cancel", headers=h)
+    await check("DELETE", "/api/v1/merchant/bank-accounts/{id}", at_account, headers=h)
+
+    assert len(set(checked)) == 16
