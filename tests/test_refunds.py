@@ -255,3 +255,24 @@ async def test_bad_refund_input_is_400_and_changes_nothing(client: TestClient[An
         assert response.status == 400, body
         assert_envelope(await response.json(), 400, "validation_error")
     assert await movements(client, member, type="refund_reservation") == []
+
+
+async def test_refund_with_a_repeated_idempotency_key_is_made_once(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    payment = await paid_payment(client, member, "2500")
+    headers = {**member.headers, "Idempotency-Key": "refund-1"}
+    body = {"paymentId": payment["id"], "amountMinor": "1000"}
+
+    first = await client.post("/api/v1/merchant/refunds", json=body, headers=headers)
+    second = await client.post("/api/v1/merchant/refunds", json=body, headers=headers)
+    other = await client.post(
+        "/api/v1/merchant/refunds", json={**body, "amountMinor": "5"}, headers=headers
+    )
+
+    assert first.status == second.status == 201
+    assert await first.read() == await second.read()
+    assert second.headers["Idempotent-Replayed"] == "true"
+    assert other.status == 422
+    assert await balance(client, member) == {"available": 1500, "pending": 0, "reserved": 1000}

@@ -11,7 +11,8 @@ hold it already (mps.actors.references).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
@@ -20,7 +21,7 @@ from mps.actors.company.messages import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.references import References, commit_new_payment
-from mps.actors.runtime import AsyncioActor, Detached
+from mps.actors.runtime import AsyncioActor, Detached, Reload
 from mps.adapters.processor import CardInput, Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
@@ -30,7 +31,7 @@ from mps.domain.ids import new_id, payment_reference
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
 from mps.domain.refunds import Refund, RefundTransition
-from mps.errors import Conflict, NotFound, PaymentDeclined, Unavailable
+from mps.errors import Conflict, NotFound, PaymentDeclined, ShardMoved, Unavailable
 from mps.persistence.payment_store import (
     customer_statements,
     event_statements,
@@ -206,6 +207,9 @@ class PaymentActor(AsyncioActor):
         self.payment: Payment | None = None
         # Its PENDING refunds: what they hold is not refundable again.
         self.refunds: dict[str, Refund] = {}
+        # A commit's outcome is unknown (the writer missed its deadline): what this actor holds
+        # may differ from storage, so the next message goes to a fresh incarnation.
+        self._stale = False
 
     def __str__(self) -> str:
         return f"PaymentActor({self.payment_id})"
@@ -226,6 +230,9 @@ class PaymentActor(AsyncioActor):
         return self.payment
 
     async def receive(self, message: Any) -> Any:
+        if self._stale:
+            msg = "a commit of unknown outcome"
+            raise Reload(msg)
         match message:
             case Cancel(mode=mode, idempotency=idem):
                 payment = self._require(mode)
@@ -320,8 +327,19 @@ class PaymentActor(AsyncioActor):
         """Commit `statements` through the company actor, with the movements `decide` picks."""
         payment = self._require(None)
         unit = statements if callable(statements) else (lambda _movements: statements)
-        movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
+        with self._unknown_outcome_reloads():
+            movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
         return movements
+
+    @contextlib.contextmanager
+    def _unknown_outcome_reloads(self) -> Iterator[None]:
+        try:
+            yield
+        except ShardMoved:
+            raise  # refused before writing: nothing landed
+        except Unavailable:
+            self._stale = True
+            raise
 
     async def _reverse(self, payment: Payment, idem: IdempotencyRecord | None) -> Outcome:
         """A chargeback: the payment becomes REVERSED and what no refund holds or has taken
@@ -428,7 +446,8 @@ class PaymentActor(AsyncioActor):
     async def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Outcome:
         """Commit the transition, then adopt its state and reply."""
         after, outcome, statements = self._plan(self._require(None), transition, idem)
-        await self.context.commit(*statements)
+        with self._unknown_outcome_reloads():
+            await self.context.commit(*statements)
         self.payment = after
         return outcome
 
