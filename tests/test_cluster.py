@@ -470,3 +470,44 @@ async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_t
         f"%{payment['id']}%",
     )
     assert len(expired) == 1
+
+
+async def test_refunds_sent_to_every_node_at_once_never_exceed_the_payment(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
+) -> None:
+    # given a paid payment of 5000
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[0], "refunds@example.com")
+    async with http.post(
+        f"{urls[1]}{API}/merchant/payments",
+        json={"amountMinor": "5000", "currency": "USD"},
+        headers=bearer(member),
+    ) as r:
+        payment = await r.json()
+    card = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
+    async with http.post(
+        f"{urls[2]}{API}/checkout/{payment['reference']}/pay", json={"card": card}
+    ) as r:
+        assert r.status == 200, await r.text()
+
+    async def refund(url: str) -> int:
+        body = {"paymentId": payment["id"], "amountMinor": "200"}
+        async with http.post(
+            f"{url}{API}/merchant/refunds", json=body, headers=bearer(member)
+        ) as r:
+            return r.status
+
+    # when 30 refunds of 200 (6000 in all) arrive at once, ten through each node
+    statuses = await asyncio.gather(*(refund(url) for url in urls for _ in range(10)))
+
+    # then exactly 25 were made, every node shows the same balance, and the ledger balances
+    assert sorted(statuses) == [201] * 25 + [409] * 5, statuses
+    for url in urls:
+        async with http.get(
+            f"{url}{API}/merchant/balance", params={"currency": "USD"}, headers=bearer(member)
+        ) as r:
+            shown = await r.json()
+        assert (shown["availableMinor"], shown["reservedMinor"]) == ("0", "5000"), shown
+    db = Db(empty_database_url)
+    [total] = await db.fetch("SELECT COALESCE(SUM(amount_minor), 0) AS n FROM ledger_postings")
+    assert total["n"] == 0
