@@ -563,3 +563,32 @@ async def test_reads_recover_when_the_server_drops_a_reader_connection(
 
     # then every reader slot has connected afresh and answers
     assert outcomes[-10:] == [["usr_a"]] * 10
+
+
+@pytest.mark.both_backends
+async def test_a_read_made_after_a_commit_sees_it_while_other_reads_are_under_way(
+    database: Database,
+) -> None:
+    # given many rows, so each read of all of them takes a while, and readers doing just that
+    await database.write([tuple(new_user(f"usr_bulk{n:04d}") for n in range(300))])
+    stop_reading = asyncio.Event()
+
+    async def read_everything() -> None:
+        while not stop_reading.is_set():
+            await database.fetch("SELECT * FROM users")
+
+    readers = [asyncio.create_task(read_everything()) for _ in range(4)]
+    try:
+        # when users are written one by one, each read back as soon as its commit returns
+        missed = []
+        for n in range(100):
+            await database.write([(new_user(f"usr_new{n:04d}"),)])
+            row = await database.fetchrow("SELECT id FROM users WHERE id = $1", f"usr_new{n:04d}")
+            if row is None:
+                missed.append(n)
+    finally:
+        stop_reading.set()
+        await asyncio.gather(*readers)
+
+    # then every read saw the commit made before it (no read ran in an older snapshot)
+    assert missed == []

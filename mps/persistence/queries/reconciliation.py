@@ -1,9 +1,11 @@
 """The reconciliation's reads (decisions 5): the ledger's totals beside the totals of the
 payments, refunds and payouts that moved the money, per company, mode and currency.
 
-Each check is one grouped query over the companies given (the shards a node owns), so a pass
-costs a scan of those rows, not a query per payment. A change and its movements commit in one
-unit, so a consistent store never shows a transient mismatch: any difference is real.
+Each check is one statement: the business rows' totals and the ledger's, grouped and joined,
+over the companies given (the shards a node owns), so a pass costs a scan of those rows, not a
+query per payment. A change and its movements commit in one unit, and one statement reads one
+snapshot (on both backends), so a refund completing during a pass cannot show as a mismatch:
+any difference is real. (Two separate queries could each see a different moment.)
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from mps.persistence.database import Database
 from mps.persistence.queries.shards import owned_companies
 
 __all__ = ["Mismatch", "mismatches"]
-
-Key = tuple[str, str, str]  # (company, mode, currency)
 
 
 @dataclass(frozen=True)
@@ -33,11 +33,6 @@ class Mismatch:
             f"{self.check}: {self.company_id} {self.mode} {self.currency} expected "
             f"{self.expected}, the ledger has {self.found}"
         )
-
-
-async def _totals(db: Database, sql: str, scope: str) -> dict[Key, int]:
-    rows = await db.fetch(sql.format(scope=scope))
-    return {(r["company_id"], r["mode"], r["currency"]): int(r["total"] or 0) for r in rows}
 
 
 def _movements(kind: str, account: str, sign: str = "") -> str:
@@ -97,10 +92,20 @@ async def mismatches(db: Database, shards: Sequence[int] | None) -> list[Mismatc
         return []
     found: list[Mismatch] = []
     for name, expected_sql, ledger_sql in _CHECKS:
-        expected = await _totals(db, expected_sql, scope)
-        ledger = await _totals(db, ledger_sql, scope)
-        for key in sorted(expected.keys() | ledger.keys()):
-            want, have = expected.get(key, 0), ledger.get(key, 0)
-            if want != have:
-                found.append(Mismatch(*key, name, want, have))
+        rows = await db.fetch(
+            "SELECT COALESCE(e.company_id, l.company_id) AS company_id, "
+            "COALESCE(e.mode, l.mode) AS mode, COALESCE(e.currency, l.currency) AS currency, "
+            "COALESCE(e.total, 0) AS expected, COALESCE(l.total, 0) AS found "
+            f"FROM ({expected_sql.format(scope=scope)}) AS e "
+            f"FULL OUTER JOIN ({ledger_sql.format(scope=scope)}) AS l "
+            "ON l.company_id = e.company_id AND l.mode = e.mode AND l.currency = e.currency "
+            "WHERE COALESCE(e.total, 0) <> COALESCE(l.total, 0) "
+            "ORDER BY 1, 2, 3"
+        )
+        found += [
+            Mismatch(
+                r["company_id"], r["mode"], r["currency"], name, int(r["expected"]), int(r["found"])
+            )
+            for r in rows
+        ]
     return found
