@@ -7,14 +7,15 @@
     .venv/bin/python bench/load.py --backend postgres --mix mixed --companies 8 --profile
     .venv/bin/python bench/load.py --url http://127.0.0.1:8080 --mix list   # a running service
 
-Mixes: create, get, list, checkout (pays multi-use links with the test card), cancel, and
-mixed (--weights, by default create=20,get=50,list=20,checkout=5,cancel=5). Options:
+Mixes: create, get, list, checkout (pays multi-use links with the test card), cancel, refund
+(1 minor unit at a time from a pool of paid payments), and mixed (--weights, by default
+create=20,get=50,list=20,checkout=5,cancel=5; refund=N adds refunds). Options:
 --connections 64 --threads 2 (wrk's -c and -t), --companies 4 (the load is spread over that
-many companies, each signed up through the real flow), --seed-seconds, --bare-duration,
---no-bare, --profile (and --nonblocking), --keep (the data dir or schema), --out DIR. Every
-file of a run (wrk's output, the ids it collected, the server's log, the profile) goes to
---out, by default var/bench/<time>-<mix>-<backend>/. The exit code is 1 when an acknowledged
-write is missing.
+many companies, each signed up through the real flow), --seed-seconds, --refund-payments 256
+(the paid payments the refunds are spread over), --bare-duration, --no-bare, --profile (and
+--nonblocking), --keep (the data dir or schema), --out DIR. Every file of a run (wrk's
+output, the ids it collected, the server's log, the profile) goes to --out, by default
+var/bench/<time>-<mix>-<backend>/. The exit code is 1 when an acknowledged write is missing.
 
 One run:
 
@@ -28,14 +29,18 @@ One run:
 3. Companies sign up (signup, code from GET /dev/mailbox, otp/verify). The mixes that read or
    cancel existing payments first run the create mix for --seed-seconds; the payments stored
    then (listed through the API) are the ones wrk gets and cancels. checkout pays one
-   multi-use link per company.
+   multi-use link per company. refund (or refund=N in --weights) creates and pays
+   --refund-payments payments of 1,000,000.00 USD spread over the companies (32 at a time):
+   the service serializes the refunds of one payment (each waits for the one before to
+   commit), so each wrk thread walks the pool round-robin from its own start.
 4. wrk drives the mix (bench/wrk/mix.lua: a unique Idempotency-Key per POST, tokens rotated);
    meanwhile a line a second shows the server's RSS and CPU and wrk's CPU, so a run where
    wrk, not the service, is the bottleneck shows itself. With --profile, py-spy samples the
    server for the same time (bench/flame.py turns its stacks into a summary and an SVG).
-5. Durability: every create answered 201, every checkout answered PAID and every payment
-   answered CANCELLED is looked for in what the service lists afterwards (cursor paging over
-   every company); "acknowledged creates stored: N/N" and the exit code say whether all are.
+5. Durability: every create answered 201, every checkout answered PAID, every payment
+   answered CANCELLED and every refund answered 201 is looked for in what the service lists
+   afterwards (cursor paging over every company's payments and refunds); "acknowledged creates
+   stored: N/N" (and refunds, ...) and the exit code say whether all are.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -60,9 +66,16 @@ import orjson
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = ROOT / "bench"
-MIXES = ("create", "get", "list", "checkout", "cancel", "mixed")
+MIXES = ("create", "get", "list", "checkout", "cancel", "refund", "mixed")
 DEFAULT_WEIGHTS = "create=20,get=50,list=20,checkout=5,cancel=5"
 PAGE = 100
+# A payment of the refund pool: 1 minor unit per refund, so it never runs out (a 409 would).
+REFUND_POOL_AMOUNT = "100000000"
+# Creates and payments in flight while the refund pool is prepared.
+PREPARE_IN_FLIGHT = 32
+# Tries of a pool payment's checkout that answers 404 just after the payment's 201.
+PAY_ATTEMPTS = 5
+TEST_CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -214,17 +227,54 @@ async def _create_link(session: aiohttp.ClientSession, base: str, company: Compa
         return reference
 
 
+async def _paid_payment(
+    session: aiohttp.ClientSession,
+    base: str,
+    company: Company,
+    in_flight: asyncio.Semaphore,
+    late: list[str],
+) -> str:
+    """A payment of the refund pool: created, then paid with the test card on its checkout.
+
+    On SQLite the checkout of a payment just answered 201 has been seen to answer 404 ("No such
+    payment link") and 200 a moment later: the pay is tried again a few times, and `late` gets
+    the reference, for the harness to say so."""
+    body = {"amountMinor": REFUND_POOL_AMOUNT, "currency": "USD", "description": "load refunds"}
+    headers = {"Authorization": f"Bearer {company.token}"}
+    async with in_flight:
+        async with session.post(
+            f"{base}/api/v1/merchant/payments", json=body, headers=headers
+        ) as response:
+            payment = await _json(response, 201)
+        url = f"{base}/api/v1/checkout/{payment['reference']}/pay"
+        for attempt in range(PAY_ATTEMPTS):
+            async with session.post(url, json={"card": TEST_CARD}) as response:
+                if response.status == 404 and attempt < PAY_ATTEMPTS - 1:
+                    await response.read()
+                else:
+                    paid = await _json(response, 200)
+                    break
+            if attempt == 0:
+                late.append(payment["reference"])
+            await asyncio.sleep(0.05 * (attempt + 1))
+    if paid.get("status") != "PAID":
+        raise SystemExit(f"paying {payment['reference']} answered {paid}")
+    payment_id: str = payment["id"]
+    return payment_id
+
+
 async def _stored(
-    session: aiohttp.ClientSession, base: str, company: Company
+    session: aiohttp.ClientSession, base: str, company: Company, what: str = "payments"
 ) -> list[dict[str, Any]]:
-    """Every payment of the company, newest first, through the API's cursor paging."""
+    """Every payment (or refund) of the company, newest first, through the API's cursor
+    paging."""
     headers = {"Authorization": f"Bearer {company.token}"}
     rows: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
         params = {"limit": str(PAGE), **({"cursor": cursor} if cursor else {})}
         async with session.get(
-            f"{base}/api/v1/merchant/payments", params=params, headers=headers
+            f"{base}/api/v1/merchant/{what}", params=params, headers=headers
         ) as response:
             body = await _json(response, 200)
         rows.extend(body.get("items") or body.get("data") or [])
@@ -243,6 +293,7 @@ class Run:
     created: list[str]
     paid: list[str]
     cancelled: list[str]
+    refunded: list[str]
     samples: dict[str, str]
     unreadable: list[str]
     rss_start_kib: int = 0
@@ -325,6 +376,7 @@ def _read_run(label: str, prefix: Path) -> Run:
         lines("created"),
         lines("paid"),
         lines("cancelled"),
+        lines("refunded"),
         samples,
         lines("unreadable"),
     )
@@ -508,10 +560,16 @@ async def _drop_schema(url: str, schema: str) -> None:
         await conn.close()
 
 
-def _write_data(path: Path, companies: list[Company], pool: list[tuple[int, str]]) -> None:
+def _write_data(
+    path: Path,
+    companies: list[Company],
+    pool: list[tuple[int, str]],
+    refund_pool: list[tuple[int, str]],
+) -> None:
     lines = [f"T {c.token}" for c in companies]
     lines += [f"P {index} {payment_id}" for index, payment_id in pool]
     lines += [f"L {ref}" for c in companies for ref in c.links]
+    lines += [f"R {index} {payment_id}" for index, payment_id in refund_pool]
     path.write_text("\n".join(lines) + "\n")
 
 
@@ -522,6 +580,7 @@ class Check:
     created: set[str] = field(default_factory=set)
     paid: set[str] = field(default_factory=set)
     cancelled: set[str] = field(default_factory=set)
+    refunded: set[str] = field(default_factory=set)
     # 201 answers whose body had no readable id: nothing to look for, so they fail the check.
     unreadable: int = 0
 
@@ -529,25 +588,35 @@ class Check:
         self.created.update(run.created)
         self.paid.update(run.paid)
         self.cancelled.update(run.cancelled)
+        self.refunded.update(run.refunded)
         self.unreadable += len(run.unreadable)
 
 
 async def _stored_all(
-    session: aiohttp.ClientSession, base: str, companies: list[Company]
+    session: aiohttp.ClientSession, base: str, companies: list[Company], what: str = "payments"
 ) -> list[list[dict[str, Any]]]:
-    return list(await asyncio.gather(*(_stored(session, base, c) for c in companies)))
+    return list(await asyncio.gather(*(_stored(session, base, c, what) for c in companies)))
 
 
-def _verify(check: Check, stored: list[list[dict[str, Any]]]) -> bool:
+def _verify(
+    check: Check, stored: list[list[dict[str, Any]]], refunds: list[list[dict[str, Any]]]
+) -> bool:
     by_id = {p["id"]: p for rows in stored for p in rows}
     by_ref = {p["reference"]: p for rows in stored for p in rows}
+    refund_ids = {r["id"] for rows in refunds for r in rows}
     ok = True
     stored_as: dict[str, Callable[[str], bool]] = {
         "creates": lambda i: i in by_id,
         "checkouts": lambda r: r in by_ref and by_ref[r]["status"] == "PAID",
         "cancels": lambda i: i in by_id and by_id[i]["status"] == "CANCELLED",
+        "refunds": lambda i: i in refund_ids,
     }
-    figures = [("creates", check.created), ("checkouts", check.paid), ("cancels", check.cancelled)]
+    figures = [
+        ("creates", check.created),
+        ("checkouts", check.paid),
+        ("cancels", check.cancelled),
+        ("refunds", check.refunded),
+    ]
     for name, acknowledged in figures:
         if not acknowledged and name != "creates":
             continue
@@ -559,13 +628,25 @@ def _verify(check: Check, stored: list[list[dict[str, Any]]]) -> bool:
             print(f"  missing ({len(missing)}), first: {', '.join(missing[:5])}")
     if check.unreadable:
         ok = False
-        print(f"acknowledged creates without a readable id: {check.unreadable} (*.unreadable)")
+        print(f"acknowledged writes without a readable id: {check.unreadable} (*.unreadable)")
     return ok
+
+
+def _weights(text: str) -> dict[str, int]:
+    """The mixed blend as mix.lua's parse_weights reads it: name=weight pairs."""
+    return {name: int(weight) for name, weight in re.findall(r"([A-Za-z]+)=(\d+)", text)}
+
+
+def _refunds(args: argparse.Namespace) -> bool:
+    """Whether the run refunds, so needs the pool of paid payments."""
+    return args.mix == "refund" or (
+        args.mix == "mixed" and _weights(args.weights).get("refund", 0) > 0
+    )
 
 
 async def _prepare(
     session: aiohttp.ClientSession, target: Target, args: argparse.Namespace, check: Check
-) -> tuple[list[Company], list[tuple[int, str]]]:
+) -> tuple[list[Company], list[tuple[int, str]], list[tuple[int, str]]]:
     print(f"signing up {args.companies} companies through the dev mailbox")
     companies = [
         await _sign_up(session, target.base, f"load-{args.nonce}-{n}@example.com")
@@ -574,6 +655,30 @@ async def _prepare(
     if args.mix in ("checkout", "mixed"):
         for company in companies:
             company.links = [await _create_link(session, target.base, company)]
+    refund_pool: list[tuple[int, str]] = []
+    if _refunds(args) and args.refund_payments > 0:
+        # Payment n belongs to company n mod --companies: consecutive ones in the pool are of
+        # different companies, whose ledgers also take each refund's reservation in turn.
+        started = time.monotonic()
+        in_flight = asyncio.Semaphore(PREPARE_IN_FLIGHT)
+        late: list[str] = []
+        owners = [n % len(companies) for n in range(args.refund_payments)]
+        ids = await asyncio.gather(
+            *(_paid_payment(session, target.base, companies[i], in_flight, late) for i in owners)
+        )
+        refund_pool = [(i + 1, payment_id) for i, payment_id in zip(owners, ids, strict=True)]
+        check.created.update(ids)
+        print(
+            f"  paid {len(refund_pool)} payments to refund "
+            f"({time.monotonic() - started:.1f} s, {PREPARE_IN_FLIGHT} in flight)"
+        )
+        if late:
+            print(
+                f"  {len(late)} of their checkouts answered 404 just after the payment's 201, "
+                f"and 200 on a later try (the service did not yet find the payment it had "
+                f"acknowledged); "
+                f"the first: {', '.join(late[:3])}"
+            )
     pool: list[tuple[int, str]] = []
     seed = args.seed_seconds
     if seed is None:
@@ -581,7 +686,7 @@ async def _prepare(
         seed = args.duration + 2 if args.mix == "cancel" else 2
     if args.mix in ("get", "list", "cancel", "mixed") and seed > 0:
         datafile = args.out / "seed.data"
-        _write_data(datafile, companies, [])
+        _write_data(datafile, companies, [], [])
         run = await _drive(target, "create", seed, args, datafile, "seed")
         check.add(run)
         print(f"  seeded {len(run.created)} payments ({run.rps:,.0f} creates/s)")
@@ -592,7 +697,7 @@ async def _prepare(
                 for p in rows
                 if p["reference"] not in links and p["status"] == "PENDING"
             ]
-    return companies, pool
+    return companies, pool, refund_pool
 
 
 def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
@@ -603,8 +708,10 @@ def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
         f"{args.connections} connections, {args.threads} wrk threads, "
         f"{args.companies} companies"
     )
+    # What one request of the mix does (mixed: requests of every kind).
+    unit = "req" if args.mix == "mixed" else f"{args.mix}s"
     rows: list[tuple[str, float, float | None, str]] = [
-        ("throughput req/s", run.rps, bare.rps if bare else None, ",.0f"),
+        (f"throughput {unit}/s", run.rps, bare.rps if bare else None, ",.0f"),
         ("latency p50 ms", run.latency_ms("p50"), bare.latency_ms("p50") if bare else None, ".2f"),
         ("latency p95 ms", run.latency_ms("p95"), bare.latency_ms("p95") if bare else None, ".2f"),
         ("latency p99 ms", run.latency_ms("p99"), bare.latency_ms("p99") if bare else None, ".2f"),
@@ -631,7 +738,7 @@ def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
     if run.figures.get("cancelPoolWrapped"):
         print("  the cancel pool ran out (the 409s are repeat cancels): raise --seed-seconds")
     if run.unreadable:
-        print(f"  201 answers without a readable payment id: {len(run.unreadable)}")
+        print(f"  201 answers without a readable payment or refund id: {len(run.unreadable)}")
         print(f"    the first: {run.unreadable[0][:600]}")
     if run.rss_start_kib:
         print(f"  server RSS at the start of the run: {run.rss_start_kib / 1024:.1f} MiB")
@@ -644,17 +751,22 @@ async def main(args: argparse.Namespace) -> int:
     bare = await _bare(args, bare_data)
     check = Check()
     async with _service(args) as target, aiohttp.ClientSession() as session:
-        companies, pool = await _prepare(session, target, args, check)
+        companies, pool, refund_pool = await _prepare(session, target, args, check)
         if args.mix in ("get", "cancel") and not pool:
             raise SystemExit(f"the {args.mix} mix needs seeded payments (--seed-seconds > 0)")
+        if _refunds(args) and not refund_pool:
+            raise SystemExit("refunds need paid payments (--refund-payments > 0)")
         datafile = args.out / "run.data"
-        _write_data(datafile, companies, pool)
+        _write_data(datafile, companies, pool, refund_pool)
         profile = args.out / "profile.svg" if args.profile else None
         run = await _drive(target, args.mix, args.duration, args, datafile, "run", profile)
         check.add(run)
         _report(args, run, bare)
         stored = await _stored_all(session, target.base, companies)
-        ok = _verify(check, stored)
+        refunds = (
+            await _stored_all(session, target.base, companies, "refunds") if check.refunded else []
+        )
+        ok = _verify(check, stored, refunds)
     if profile is not None:
         await _summarize_profile(profile)
     print(f"files: {args.out}")
@@ -671,6 +783,12 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--companies", type=int, default=4)
     parser.add_argument("--weights", default=DEFAULT_WEIGHTS, help="the mixed blend")
     parser.add_argument("--seed-seconds", type=float, help="create mix run before get/list/cancel")
+    parser.add_argument(
+        "--refund-payments",
+        type=int,
+        default=256,
+        help="paid payments the refunds are spread over (256)",
+    )
     parser.add_argument("--bare-duration", type=float, help="seconds (--duration)")
     parser.add_argument("--no-bare", action="store_true", help="skip the bare endpoint")
     parser.add_argument(

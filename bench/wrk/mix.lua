@@ -3,22 +3,25 @@
 --   wrk -t2 -c64 -d10s -s bench/wrk/mix.lua http://127.0.0.1:PORT -- \
 --       MIX DATAFILE OUTPREFIX NONCE THREADS [WEIGHTS]
 --
--- MIX       create | get | list | checkout | cancel | mixed | bare
+-- MIX       create | get | list | checkout | cancel | refund | mixed | bare
 -- DATAFILE  lines "T <token>" (companies), "P <token index> <payment id>" (payments to get
---           and cancel), "L <reference>" (multi-use links to pay); written by bench/load.py
+--           and cancel), "L <reference>" (multi-use links to pay), "R <token index> <payment
+--           id>" (paid payments to refund 1 minor unit at a time); written by bench/load.py
 -- OUTPREFIX done() writes OUTPREFIX.json (the figures); each thread k writes
 --           OUTPREFIX.k.created (ids answered 201 by a create), .k.paid (references answered
---           PAID by a checkout), .k.cancelled (ids answered CANCELLED), .k.samples (the first
---           body of each error status), .k.unreadable (201 bodies without a readable id)
+--           PAID by a checkout), .k.cancelled (ids answered CANCELLED), .k.refunded (refund ids
+--           answered 201), .k.samples (the first body of each error status), .k.unreadable
+--           (201 bodies without a readable id)
 -- NONCE     makes every Idempotency-Key unique across runs: NONCE-thread-counter
 -- THREADS   the -t value: thread k cancels only payments k, k+THREADS, ... so no two threads
---           cancel the same one
--- WEIGHTS   for mixed: "create=20,get=50,list=20,checkout=5,cancel=5"
+--           cancel the same one; thread k starts its walk of the refund pool (k-1)/THREADS of
+--           the way round, since the service serializes the refunds of one payment
+-- WEIGHTS   for mixed: "create=20,get=50,list=20,checkout=5,cancel=5" (refund=N adds refunds)
 --
 -- wrk does not tell response() which request it answers (several connections share a thread),
--- so responses are recognised by their status and body: 201 with an id is an acknowledged
--- create, 200 with "redirectUrl" a checkout, a 200 with one payment (no "nextCursor") in status
--- CANCELLED a cancelled payment.
+-- so responses are recognised by their status and body: 201 with a payment id is an
+-- acknowledged create, 201 with a refund id an acknowledged refund, 200 with "redirectUrl" a
+-- checkout, a 200 with one payment (no "nextCursor") in status CANCELLED a cancelled payment.
 --
 -- Threads write what they saw to files of their own as responses arrive (the C library
 -- flushes them when wrk exits), and done() reads only numbers from them: wrk 4.1's
@@ -41,8 +44,9 @@ local LOWEST_STATUS, HIGHEST_STATUS = 100, 599
 local mix, nonce, counter
 local tokens, payments, links = {}, {}, {}
 local mine = {}           -- this thread's share of payments, for cancel
+local refundable = {}     -- paid payments, for refund: { token, request body }
 local schedule = {}       -- for mixed: a shuffled list of kinds, walked in a circle
-local get_next, cancel_next, link_next, token_next, step = 0, 0, 0, 0, 0
+local get_next, cancel_next, link_next, refund_next, token_next, step = 0, 0, 0, 0, 0, 0
 local files = {}
 local counter_names = {}
 
@@ -87,6 +91,12 @@ function init(args)
          table.insert(payments, { tonumber(a), b })
       elseif kind == "L" then
          table.insert(links, a)
+      elseif kind == "R" then
+         -- 1 minor unit: a pool payment of 100000000 does not run out (that would be a 409).
+         -- The body is made once here; the token is known, as load.py writes T lines first.
+         table.insert(refundable, {
+            tokens[tonumber(a)], '{"paymentId":"' .. b .. '","amountMinor":"1"}',
+         })
       end
    end
    for i = tid, #payments, nthreads do
@@ -97,8 +107,11 @@ function init(args)
    end
    -- Threads start at different points, so they do not all ask for the same thing at once.
    get_next, token_next, link_next = tid * 7, tid, tid
+   -- Each refund waits for the one before it on the same payment to commit: threads walk the
+   -- pool from evenly spaced starts, so they do not queue on the same payments.
+   refund_next = (tid - 1) * math.floor(#refundable / nthreads)
    -- Every file exists, even when empty, so the harness need not guess which are missing.
-   for _, name in ipairs({ "created", "paid", "cancelled", "samples", "unreadable" }) do
+   for _, name in ipairs({ "created", "paid", "cancelled", "refunded", "samples", "unreadable" }) do
       out(name)
    end
 end
@@ -158,12 +171,23 @@ local function cancel()
    })
 end
 
+local function refund()
+   refund_next = refund_next % #refundable + 1
+   local r = refundable[refund_next]
+   return wrk.format("POST", "/api/v1/merchant/refunds", {
+      ["Authorization"] = r[1],
+      ["Content-Type"] = "application/json",
+      ["Idempotency-Key"] = key(),
+   }, r[2])
+end
+
 local function bare()
    return wrk.format("GET", "/")
 end
 
 local kinds = {
-   create = create, get = get, list = list, checkout = checkout, cancel = cancel, bare = bare,
+   create = create, get = get, list = list, checkout = checkout, cancel = cancel,
+   refund = refund, bare = bare,
 }
 
 function request()
@@ -191,11 +215,16 @@ function response(status, headers, body)
    end
    _G[name] = (_G[name] or 0) + 1
    if status == 201 then
+      -- An id is prefix_ + 24 base62 characters; a refund's body names its payment only as
+      -- "paymentId", so it never matches the first pattern.
       local id = string.match(body, '"id":"(pay_[^"]+)"')
+      local refund_id = id == nil and string.match(body, '"id":"(re_[^"]+)"')
       if id and #id == 28 and not string.find(id, "[^%w_]") then
          out("created"):write(id, "\n")
+      elseif refund_id and #refund_id == 27 and not string.find(refund_id, "[^%w_]") then
+         out("refunded"):write(refund_id, "\n")
       else
-         -- An acknowledged create whose id we cannot read: keep the body to look at.
+         -- An acknowledged create or refund whose id we cannot read: keep the body to look at.
          out("unreadable"):write(printable(body), "\n")
       end
    elseif status == 200 then
