@@ -56,7 +56,7 @@ import socket
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -564,7 +564,7 @@ def _write_data(
     path: Path,
     companies: list[Company],
     pool: list[tuple[int, str]],
-    refund_pool: list[tuple[int, str]],
+    refund_pool: Sequence[tuple[int, str]] = (),
 ) -> None:
     lines = [f"T {c.token}" for c in companies]
     lines += [f"P {index} {payment_id}" for index, payment_id in pool]
