@@ -19,13 +19,15 @@ from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
 from mps.actors.expiry import PaymentExpiry
 from mps.actors.housekeeping import Housekeeping
+from mps.actors.invoice import InvoiceActor
+from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
 from mps.actors.money import MoneyWork
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.reconciliation import Reconciliation
 from mps.actors.runtime import stop
-from mps.actors.shards import PaymentKey, Shard, ShardRouter
+from mps.actors.shards import InvoiceKey, PaymentKey, Shard, ShardRouter
 from mps.actors.webhooks import Webhooks
 from mps.adapters.bank import Bank, SimulatorBank
 from mps.adapters.broker import open_broker
@@ -91,6 +93,9 @@ def _make_shard_factory(
     companies_per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
     payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
 
+    def invoice_link(invoice_id: str) -> str:
+        return f"{settings.public_url}/i/{invoice_id}?t={keyring.invoice_token(invoice_id)}"
+
     def make(index: int, epoch: int | None) -> Shard:
         context = base if epoch is None else replace(base, fence=(index, epoch))
         companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
@@ -121,7 +126,13 @@ def _make_shard_factory(
             capacity=payments_per_shard,
             idle_after=settings.actor_idle_after,
         )
-        return Shard(index, companies, payments, epoch)
+        invoices: ActorDirectory[InvoiceKey, InvoiceActor] = ActorDirectory(
+            f"invoice[{index}]",
+            lambda key: InvoiceActor(key[1], key[0], context, invoice_link),
+            capacity=payments_per_shard,
+            idle_after=settings.actor_idle_after,
+        )
+        return Shard(index, companies, payments, invoices, epoch)
 
     return make
 
@@ -187,6 +198,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         expiry: PaymentExpiry | None = None
         money: MoneyWork | None = None
         reconciliation: Reconciliation | None = None
+        overdue: InvoiceOverdue | None = None
         housekeeping: Housekeeping | None = None
         mailer: Mailer = extra.mailer or (
             DevMailbox()
@@ -219,6 +231,10 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             money.start()
             reconciliation = Reconciliation(database, shards, settings.reconciliation_interval)
             reconciliation.start()
+            overdue = InvoiceOverdue(
+                database, shards, extra.clock, settings.invoice_overdue_interval
+            )
+            overdue.start()
             # Cluster-wide work, done once: by the owner of shard 0.
             housekeeping = Housekeeping(
                 context, settings.housekeeping_interval, when=lambda: shards.owns_shard(0)
@@ -263,6 +279,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 webhooks=webhooks,
                 money=money,
                 reconciliation=reconciliation,
+                invoice_overdue=overdue,
                 cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
@@ -299,6 +316,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 await money.close()
             if reconciliation is not None:
                 await reconciliation.close()
+            if overdue is not None:
+                await overdue.close()
             if cluster is not None:
                 await cluster.close()
             await shards.close()

@@ -66,6 +66,8 @@ class Settings:
     refund_delay: float = 1.0
     payout_transit_after: float = 2.0
     payout_arrival_after: float = 2.0
+    # How often SENT invoices past their due date are looked for (they become OVERDUE).
+    invoice_overdue_interval: float = 60.0
     # How often the ledger is reconciled against payments, refunds and payouts.
     reconciliation_interval: float = 60.0
     # How often housekeeping deletes rows past their retention (mps.actors.housekeeping).

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pykka import ActorRef
 
 from mps.actors.context import ActorContext
+from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
 from mps.actors.money import MoneyWork
 from mps.actors.persistence import PersistenceActor
@@ -50,6 +51,7 @@ class Services:
     webhooks: Webhooks
     money: MoneyWork
     reconciliation: Reconciliation
+    invoice_overdue: InvoiceOverdue
     # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
     cluster: ClusterNode | None = None
 

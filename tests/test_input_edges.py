@@ -17,7 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import parse_qsl, quote, urlsplit
 
 import pytest
 from aiohttp import web
@@ -154,6 +154,8 @@ class World:
     real: dict[str, str]
     # What a POST route with a path parameter needs in its body to get past validation.
     bodies: dict[str, Any]
+    # What a route needs in its query to find its resource (a hosted page's link token).
+    queries: dict[str, dict[str, str]]
 
     def headers(self, route: Route) -> dict[str, str]:
         return self.key_headers if route.auth is Auth.API_KEY else self.member.headers
@@ -174,7 +176,7 @@ class World:
         response = await self.client.request(
             route.method,
             path,
-            params=query,
+            params=query if query is not None else self.queries.get(route.path),
             json=self.bodies.get(route.path),
             headers=self.headers(route),
         )
@@ -222,6 +224,13 @@ async def world(
     assert response.status == 201, await response.text()
     payout = await response.json()
     response = await client.post(
+        "/api/v1/merchant/invoices",
+        json={"currency": "USD", "customerEmail": "bob@example.com", "amountMinor": "100"},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    invoice = await response.json()
+    response = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "edges", "scopes": ["payments:write"]},
         headers=member.headers,
@@ -241,6 +250,8 @@ async def world(
         "refunds/id": refunded["id"],
         "bank-accounts/id": account["id"],
         "payouts/id": payout["id"],
+        "invoices/id": invoice["id"],
+        "i/invoiceId": invoice["id"],
         "customers/id": customer["id"],
         "api-keys/id": key["id"],
         "checkout/reference": payment["reference"],
@@ -256,7 +267,9 @@ async def world(
         "/merchant/webhooks/{id}": {"description": "edges"},
         "/merchant/webhooks/{id}/recover": {"since": "2020-01-01"},
     }
-    return World(client, member, {"Authorization": f"Bearer {key['key']}"}, real, bodies)
+    token = dict(parse_qsl(urlsplit(invoice["hostedUrl"]).query))
+    queries = {"/i/{invoiceId}": token, "/i/{invoiceId}/pdf": token}
+    return World(client, member, {"Authorization": f"Bearer {key['key']}"}, real, bodies, queries)
 
 
 @pytest.mark.both_backends

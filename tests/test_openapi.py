@@ -305,3 +305,52 @@ async def test_money_responses_match_the_schemas_the_document_publishes(
     await check("DELETE", "/api/v1/merchant/bank-accounts/{id}", at_account, headers=h)
 
     assert len(set(checked)) == 16
+
+
+async def test_invoice_responses_match_the_schemas_the_document_publishes(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    check, checked = await _checker(client, member)
+    h = member.headers
+    body = {
+        "currency": "USD",
+        "customerEmail": "c@example.com",
+        "items": [{"description": "Work", "quantity": 2, "unitAmountMinor": "1000"}],
+        "dueDate": "2030-01-01",
+    }
+    invoice = await check("POST", "/api/v1/merchant/invoices", headers=h, json=body)
+    other = await check(
+        "POST",
+        "/api/v1/merchant/invoices",
+        headers=h,
+        json={"currency": "USD", "customerEmail": "d@example.com", "amountMinor": "500"},
+    )
+    at = f"/api/v1/merchant/invoices/{invoice['id']}"
+    await check("GET", "/api/v1/merchant/invoices", headers=h)
+    await check("GET", "/api/v1/merchant/invoices/{id}", at, headers=h)
+    await check("GET", "/api/v1/merchant/invoices/stats", headers=h)
+    await check(
+        "GET",
+        "/api/v1/merchant/invoices/stats",
+        "/api/v1/merchant/invoices/stats",
+        params={"currency": "USD"},
+        headers=h,
+    )
+    await check("POST", "/api/v1/merchant/invoices/{id}/resend", f"{at}/resend", headers=h)
+    await check(
+        "POST",
+        "/api/v1/merchant/invoices/{id}/mark-paid",
+        f"{at}/mark-paid",
+        headers=h,
+        json={"reference": "r"},
+    )
+    await check("GET", "/api/v1/merchant/invoices/{id}/timeline", f"{at}/timeline", headers=h)
+    await check(
+        "POST",
+        "/api/v1/merchant/invoices/{id}/cancel",
+        f"/api/v1/merchant/invoices/{other['id']}/cancel",
+        headers=h,
+    )
+
+    assert len(set(checked)) == 8

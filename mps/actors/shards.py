@@ -20,16 +20,18 @@ from typing import Any
 
 from mps.actors.company import CompanyActor
 from mps.actors.directory import ActorDirectory
+from mps.actors.invoice import InvoiceActor
 from mps.actors.payment import PaymentActor
 from mps.actors.runtime import ActorDeadError
 from mps.domain.shards import shard_of
 from mps.errors import ShardMoved
 
-__all__ = ["PaymentKey", "Shard", "ShardElsewhere", "ShardRouter", "shard_of"]
+__all__ = ["InvoiceKey", "PaymentKey", "Shard", "ShardElsewhere", "ShardRouter", "shard_of"]
 
 logger = logging.getLogger(__name__)
 
 PaymentKey = tuple[str, str]  # (company id, payment id)
+InvoiceKey = tuple[str, str]  # (company id, invoice id)
 
 
 class ShardElsewhere(Exception):
@@ -46,11 +48,13 @@ class Shard:
         index: int,
         companies: ActorDirectory[str, CompanyActor],
         payments: ActorDirectory[PaymentKey, PaymentActor],
+        invoices: ActorDirectory[InvoiceKey, InvoiceActor],
         epoch: int | None = None,
     ) -> None:
         self.index = index
         self.companies = companies
         self.payments = payments
+        self.invoices = invoices
         # The epoch this node took the shard under; None when it owns every shard alone.
         self.epoch = epoch
         self.in_flight = 0
@@ -63,6 +67,7 @@ class Shard:
         self._sweepers = [
             loop.create_task(self.companies.run_sweeper()),
             loop.create_task(self.payments.run_sweeper()),
+            loop.create_task(self.invoices.run_sweeper()),
         ]
 
     def enter(self) -> None:
@@ -84,6 +89,7 @@ class Shard:
         await asyncio.gather(*self._sweepers, return_exceptions=True)
         # Payments ask their company (money moves through its ledger), so companies stop last.
         await self.payments.close()
+        await self.invoices.close()
         await self.companies.close()
 
 
@@ -152,9 +158,21 @@ class ShardRouter:
             shard.leave()
 
     async def ask_payment(self, company_id: str, payment_id: str, message: Any) -> Any:
+        return await self._ask_in(company_id, lambda shard: shard.payments, payment_id, message)
+
+    async def ask_invoice(self, company_id: str, invoice_id: str, message: Any) -> Any:
+        return await self._ask_in(company_id, lambda shard: shard.invoices, invoice_id, message)
+
+    async def _ask_in(
+        self,
+        company_id: str,
+        directory: Callable[[Shard], ActorDirectory[tuple[str, str], Any]],
+        key: str,
+        message: Any,
+    ) -> Any:
         shard = await self._enter(company_id)
         try:
-            return await shard.payments.ask((company_id, payment_id), message)
+            return await directory(shard).ask((company_id, key), message)
         except ActorDeadError as exc:
             raise ShardMoved from exc
         finally:

@@ -103,6 +103,22 @@ class Keyring:
         ).digest()
         return "cus_" + _base62(digest)[:24]
 
+    def invoice_token(self, invoice_id: str) -> str:
+        """The token of an invoice's hosted link (`/i/{id}?t={token}`): a keyed hash of its id,
+        so it is stored nowhere and cannot be guessed (143 bits). Keyed by the id key, never by
+        a rotated secret, so the links already emailed keep working."""
+        digest = hmac.new(
+            _derive(self.id_key or self.session_secret, "invoice-link"),
+            invoice_id.encode(),
+            hashlib.sha256,
+        ).digest()
+        return _base62(digest)[:24]
+
+    def invoice_token_valid(self, invoice_id: str, token: str) -> bool:
+        # As bytes: compare_digest refuses str with characters beyond ASCII, and a link can hold
+        # anything.
+        return hmac.compare_digest(self.invoice_token(invoice_id).encode(), token.encode())
+
     def seal(self, plaintext: bytes, purpose: str) -> str:
         """AES-256-GCM under a key for `purpose`; the purpose is also bound as associated data,
         so a value sealed for one use cannot be opened as another. Always the current key."""

@@ -5,6 +5,7 @@ They describe what handlers send; `tests/test_openapi.py` checks real responses 
 
 from __future__ import annotations
 
+from mps.domain.invoices import INVOICE_STATUSES
 from mps.domain.ledger import MOVEMENT_TYPES
 from mps.domain.payments import STATUSES
 from mps.domain.payouts import PAYOUT_STATUSES
@@ -19,6 +20,9 @@ __all__ = [
     "BANK_ACCOUNT",
     "BANK_ACCOUNT_FIELDS",
     "CUSTOMER",
+    "INVOICE",
+    "INVOICE_FIELDS",
+    "INVOICE_STATS",
     "PAYMENT",
     "PAYMENT_STATS",
     "PAYOUT",
@@ -27,6 +31,7 @@ __all__ = [
     "REFUND_FIELDS",
     "SESSION",
     "SETTINGS",
+    "TIMELINE_ENTRY",
     "aggregate",
     "page",
     "resource",
@@ -319,3 +324,49 @@ PAYOUT_FIELDS: dict[str, Schema] = {
     "updatedAt": _TIME,
 }
 PAYOUT = Obj(PAYOUT_FIELDS, required=list(PAYOUT_FIELDS), allow_unknown=True)
+
+_LINE = Obj(
+    {
+        "description": Str(),
+        "quantity": Int(),
+        "unitAmountMinor": _MONEY,
+        "amountMinor": _MONEY,
+    },
+    required=["description", "quantity", "unitAmountMinor", "amountMinor"],
+)
+INVOICE_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "status": Enum(INVOICE_STATUSES),
+    "invoiceNumber": Str(),
+    "amountMinor": _MONEY,
+    "currency": Str(),
+    "customer": Obj({"email": Str(), "name": _NULL_STR}, required=["email", "name"]),
+    "items": Array(_LINE, nullable=True, description="None for a single-total invoice."),
+    "dueDate": Str(format="date", nullable=True),
+    "memo": _NULL_STR,
+    "paidAt": Str(format="date-time", nullable=True),
+    "paidReference": _NULL_STR,
+    "voidedAt": Str(format="date-time", nullable=True),
+    "hostedUrl": Str(format="uri", description="The customer's link to the hosted page."),
+    "livemode": Bool(),
+    "createdAt": _TIME,
+    "updatedAt": _TIME,
+}
+INVOICE = Obj(INVOICE_FIELDS, required=list(INVOICE_FIELDS), allow_unknown=True)
+INVOICE_STATS = Obj(
+    {
+        "currency": Str(),
+        "countByStatus": Obj(
+            dict.fromkeys(INVOICE_STATUSES, Int()), required=list(INVOICE_STATUSES)
+        ),
+        "outstandingMinor": _MONEY,
+        "overdueMinor": _MONEY,
+        "paidMinor": _MONEY,
+    },
+    required=["currency", "countByStatus", "outstandingMinor", "overdueMinor", "paidMinor"],
+    allow_unknown=True,
+)
+TIMELINE_ENTRY = Obj(
+    {"status": Str(), "at": _TIME, "actor": Str(), "note": _NULL_STR},
+    required=["status", "at", "actor", "note"],
+)

@@ -14,7 +14,8 @@ the actor holds, which every handler takes), `messages` (the commands and their 
 one module of handlers each for `members` (the company, its members and settings), `sessions`,
 `api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one), `webhooks`
 (endpoints, replayed deliveries, company events), `ledger` (every money movement of the
-company, committed here and nowhere else) and `payouts` (bank accounts and payouts).
+company, committed here and nowhere else), `payouts` (bank accounts and payouts) and
+`invoices` (numbering and creating invoices; an invoice's own actor changes it afterwards).
 """
 
 from mps.actors.company.actor import CompanyActor
@@ -29,11 +30,13 @@ from mps.actors.company.messages import (
     CreateBankAccount,
     CreateCompany,
     CreateEndpoint,
+    CreateInvoice,
     CreatePayment,
     CreatePayout,
     DeleteBankAccount,
     DeleteEndpoint,
     EmitEvent,
+    NewInvoice,
     OpenSession,
     PayoutOutcome,
     RecordDeliveries,
@@ -59,11 +62,13 @@ __all__ = [
     "CreateBankAccount",
     "CreateCompany",
     "CreateEndpoint",
+    "CreateInvoice",
     "CreatePayment",
     "CreatePayout",
     "DeleteBankAccount",
     "DeleteEndpoint",
     "EmitEvent",
+    "NewInvoice",
     "OpenSession",
     "PayoutOutcome",
     "RecordDeliveries",

@@ -11,6 +11,7 @@ from typing import Any
 from mps.actors.company import (
     api_keys,
     claims,
+    invoices,
     ledger,
     members,
     payments,
@@ -29,6 +30,7 @@ from mps.actors.company.messages import (
     CreateBankAccount,
     CreateCompany,
     CreateEndpoint,
+    CreateInvoice,
     CreatePayment,
     CreatePayout,
     DeleteBankAccount,
@@ -52,7 +54,7 @@ from mps.actors.runtime import AsyncioActor
 from mps.auth.keyring import Keyring
 from mps.domain.ids import payment_reference
 from mps.errors import NotFound
-from mps.persistence import payout_store
+from mps.persistence import invoice_store, payout_store
 from mps.persistence.ledger_store import load_books
 from mps.persistence.queries import companies
 
@@ -97,6 +99,7 @@ class CompanyActor(AsyncioActor):
         state.books = await load_books(db, state.company_id)
         state.bank_accounts = await payout_store.load_bank_accounts(db, state.company_id)
         state.payouts = await payout_store.load_open_payouts(db, state.company_id)
+        state.invoice_numbers = await invoice_store.load_invoice_numbers(db, state.company_id)
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters.
@@ -156,5 +159,7 @@ class CompanyActor(AsyncioActor):
                 return payouts.advance_payout(state, message)
             case RunPayoutSchedule():
                 return payouts.run_payout_schedule(state, message)
+            case CreateInvoice():
+                return invoices.create_invoice(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

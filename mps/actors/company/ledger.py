@@ -30,23 +30,24 @@ from mps.errors import ShardMoved, StaleWrite, Unavailable
 from mps.persistence.ledger_store import movement_statements
 from mps.persistence.statements import Statement
 
-__all__ = ["balances", "book", "commit_movements", "require_fresh_books", "settle"]
+__all__ = ["balances", "book", "commit_movements", "require_fresh", "settle"]
 
 
-def require_fresh_books(state: CompanyState) -> None:
-    """Raise unless the books may be trusted for a decision."""
-    if not state.books_stale:
+def require_fresh(state: CompanyState) -> None:
+    """Raise unless what the actor holds (books, payouts, invoice numbers) may be trusted for a
+    decision: 503 while commits of the books are in flight after a fault, then a reload."""
+    if not state.stale:
         return
     if state.books.in_flight:
         msg = "The balance is being checked after a database fault; retry shortly"
         raise Unavailable(msg, retry_after=1)
-    msg = "a ledger commit of unknown outcome"
+    msg = "a commit of unknown outcome"
     raise Reload(msg)
 
 
 def book(state: CompanyState, command: Book) -> Detached:
     company = state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     movements = command.decide(state.books, company.settings[command.mode])
     return commit_movements(state, movements, command.statements(movements), movements)
 
@@ -70,7 +71,7 @@ def commit_movements(
         except ShardMoved:
             raise  # refused before writing: nothing landed, and the shard is gone anyway
         except Unavailable:
-            state.books_stale = True
+            state.stale = True
             raise
         finally:
             state.books.settle(movements, committed=committed)
@@ -84,7 +85,7 @@ def settle(state: CompanyState, command: Settle) -> Detached:
     turns out to be settled already (a pass on another node before a failover) must not hold
     up the others."""
     state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     now = iso(state.context.clock())
     commits = []
     for mode, currency, payment_id, amount in command.due:
@@ -112,7 +113,7 @@ def settle(state: CompanyState, command: Settle) -> Detached:
 def balances(state: CompanyState, command: Balances) -> list[tuple[str, Balance]]:
     """The committed balance of every currency the mode supports or holds money in."""
     company = state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     books = state.books
     held = {currency for _, currency in books.keys(command.mode)}
     currencies = sorted(held | set(company.settings[command.mode].supported_currencies))

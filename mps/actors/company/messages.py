@@ -8,6 +8,7 @@ from typing import Any
 
 from mps.actors.idempotency import IdempotencyRecord
 from mps.domain.company import ModeSettings
+from mps.domain.invoices import LineItem
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import NewPayment
 from mps.domain.payouts import Payout
@@ -24,11 +25,13 @@ __all__ = [
     "CreateBankAccount",
     "CreateCompany",
     "CreateEndpoint",
+    "CreateInvoice",
     "CreatePayment",
     "CreatePayout",
     "DeleteBankAccount",
     "DeleteEndpoint",
     "EmitEvent",
+    "NewInvoice",
     "OpenSession",
     "PayoutOutcome",
     "RecordDeliveries",
@@ -283,3 +286,29 @@ class RunPayoutSchedule:
 
     mode: str
     due_at: str
+
+
+@dataclass(frozen=True)
+class NewInvoice:
+    """A validated create request: `items`, or a single `amount_minor` (exactly one of them)."""
+
+    currency: str
+    customer_email: str
+    customer_name: str | None = None
+    items: tuple[LineItem, ...] | None = None
+    amount_minor: int | None = None
+    invoice_number: str | None = None
+    due_date: str | None = None
+    memo: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateInvoice:
+    """Reply: the SENT Invoice, once committed with its timeline entry and invoice.sent event.
+    Numbered `INV-000001` upwards per mode unless `spec.invoice_number` is given (409
+    `duplicate` when another invoice of the mode has it)."""
+
+    mode: str
+    spec: NewInvoice
+    actor: str
+    idempotency: IdempotencyRecord | None = None

@@ -16,7 +16,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
-from mps.actors.company.ledger import commit_movements, require_fresh_books
+from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.messages import (
     AdvancePayout,
     CancelPayout,
@@ -123,7 +123,7 @@ def create_payout(
 ) -> Detached:
     """A PENDING payout reserving its amount; `extra` statements commit in the same unit."""
     state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     _require_verified(state, command.mode, "payouts")
     account = _account(state, command.mode, command.bank_account_id)
     if account is None:
@@ -158,7 +158,7 @@ def run_payout_schedule(state: CompanyState, command: RunPayoutSchedule) -> Deta
     still has a schedule and this run was not handled already; move the schedule on in the
     same unit as the first payout (or alone, when there is nothing to pay out)."""
     company = state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     schedule = company.settings[command.mode].payout_schedule
     upcoming = rules.next_run(schedule, state.context.clock())
     done = state.schedule_runs.get(command.mode)
@@ -198,7 +198,7 @@ def run_payout_schedule(state: CompanyState, command: RunPayoutSchedule) -> Deta
 
 def cancel_payout(state: CompanyState, command: CancelPayout) -> Detached:
     state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     payout = state.payouts.get(command.stored.id)
     if payout is None:
         # Not open here: closed since the caller read it, or closed already.
@@ -213,7 +213,7 @@ def cancel_payout(state: CompanyState, command: CancelPayout) -> Detached:
 
 def advance_payout(state: CompanyState, command: AdvancePayout) -> Detached:
     state.require()
-    require_fresh_books(state)
+    require_fresh(state)
     payout = state.payouts.get(command.payout_id)
     if payout is None or (command.mode is not None and payout.mode != command.mode):
         raise Conflict("The payout is not PENDING or IN_TRANSIT", code="invalid_state")
@@ -274,7 +274,7 @@ def _commit(
         try:
             result: PayoutOutcome = await detached.work
         except BaseException:
-            state.books_stale = True
+            state.stale = True
             raise
         return result
 

@@ -41,9 +41,10 @@ class CompanyState:
     # The company's balances (mps.domain.ledger), loaded at activation; this actor alone
     # writes its ledger.
     books: Books = field(default_factory=Books)
-    # A ledger commit whose outcome is unknown (the writer missed its deadline): the books may
-    # differ from storage, so the next money command reloads the actor (mps.actors.company.ledger).
-    books_stale: bool = False
+    # A commit of the books, a payout or an invoice number whose outcome is unknown (the writer
+    # missed its deadline): memory may differ from storage, so the next command that decides
+    # from it reloads the actor (mps.actors.company.ledger.require_fresh).
+    stale: bool = False
     # Credits whose settlement is in flight, so a second pass does not settle them again.
     settling: set[str] = field(default_factory=set)
     # Bank accounts not deleted, and payouts PENDING or IN_TRANSIT, of both modes.
@@ -52,6 +53,10 @@ class CompanyState:
     # mode -> the due time of the last automatic payout run handled, so a pass that read the
     # schedule before that run's commit landed does not run it twice.
     schedule_runs: dict[str, str] = field(default_factory=dict)
+    # mode -> the last automatic invoice number handed out, and numbers handed out whose
+    # invoice was refused (given again first, so the sequence has no gap).
+    invoice_numbers: dict[str, int] = field(default_factory=dict)
+    returned_numbers: dict[str, list[int]] = field(default_factory=dict)
     # How long the bank takes to pick a payout up, and then to pay it (mps.config).
     payout_transit_after: float = 2.0
     payout_arrival_after: float = 2.0

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.company import AdvancePayout, EmitEvent, PayoutOutcome
+from mps.actors.invoice import InvoiceOutcome, MarkInvoiceOverdue
 from mps.actors.payment import (
     Checkout,
     CheckoutDeclined,
@@ -25,6 +26,7 @@ from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
 from mps.persistence.queries import payouts as payout_queries
 from mps.persistence.queries import refunds as refund_queries
+from mps.representations.invoices import invoice_json
 from mps.representations.money import payout_json, refund_json
 from mps.representations.payments import payment_json
 
@@ -144,6 +146,26 @@ def _payout(step: str) -> Callable[[Call, Any], Awaitable[PayoutOutcome]]:
     return run
 
 
+def _invoice_shape(
+    call: Call, outcome: InvoiceOutcome
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    token = call.services.keyring.invoice_token(outcome.invoice.id)
+    link = f"{call.services.settings.public_url}/i/{outcome.invoice.id}?t={token}"
+    return invoice_json(outcome.invoice, link), outcome.events[0] if outcome.events else None
+
+
+async def _overdue(call: Call, idem: Any) -> InvoiceOutcome:
+    key = call.api_key
+    invoice_id = call.body.get("invoiceId")
+    if not invoice_id:
+        raise ValidationFailed([FieldError("invoiceId", "is required")])
+    command = MarkInvoiceOverdue("test", forced=True, idempotency=idem)
+    outcome: InvoiceOutcome = await call.services.shards.ask_invoice(
+        key.company_id, invoice_id, command
+    )
+    return outcome
+
+
 KINDS: dict[str, Kind] = {
     "payment.completed": Kind("payments:write", _completed, _payment_shape),
     "payment.failed": Kind("payments:write", _failed, _payment_shape),
@@ -153,6 +175,7 @@ KINDS: dict[str, Kind] = {
     "refund.rejected": Kind("refunds:write", _refund(False), _refund_shape),
     "payout.paid": Kind("payouts:write", _payout("paid"), _payout_shape),
     "payout.failed": Kind("payouts:write", _payout("failed"), _payout_shape),
+    "invoice.overdue": Kind("invoices:write", _overdue, _invoice_shape),
     "webhook.ping": Kind("settings:write", _ping, _event_shape),
 }
 
@@ -189,6 +212,7 @@ ROUTES = [
                 "paymentId": Str(max_length=64, description="payment.* kinds"),
                 "refundId": Str(max_length=64, description="refund.* kinds"),
                 "payoutId": Str(max_length=64, description="payout.* kinds"),
+                "invoiceId": Str(max_length=64, description="invoice.* kinds"),
             }
         ),
         response=resource(

@@ -1,0 +1,162 @@
+"""The invoice actor: one per invoice, applying its changes one at a time.
+
+Mark-paid, void, resend and the overdue scheduler all arrive here as messages, so a race between
+them has one winner: the first to be handled changes the invoice, the others find it PAID or
+VOID and answer 409. Each change commits the invoice, its timeline entry and its event in one
+unit before the actor adopts it and replies. Invoices move no money: nothing here touches the
+ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from mps.actors.context import ActorContext
+from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.runtime import AsyncioActor, Reload
+from mps.domain import invoices as rules
+from mps.domain.invoices import Invoice
+from mps.errors import NotFound, ShardMoved, Unavailable
+from mps.persistence.invoice_store import invoice_changes, load_invoice
+from mps.representations.invoices import invoice_json
+
+__all__ = [
+    "InvoiceActor",
+    "InvoiceOutcome",
+    "MarkInvoiceOverdue",
+    "MarkInvoicePaid",
+    "ResendInvoice",
+    "VoidInvoice",
+]
+
+
+@dataclass(frozen=True)
+class InvoiceOutcome:
+    invoice: Invoice
+    events: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class MarkInvoicePaid:
+    mode: str
+    actor: str
+    paid_at: str | None = None
+    reference: str | None = None
+    note: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class VoidInvoice:
+    mode: str
+    actor: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class ResendInvoice:
+    """Reply: the outcome; the caller emails the customer once it is committed."""
+
+    mode: str
+    actor: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class MarkInvoiceOverdue:
+    """From the scheduler (only once its due date has passed) or the sandbox (`forced`)."""
+
+    mode: str | None = None
+    forced: bool = False
+    idempotency: IdempotencyRecord | None = None
+
+
+class InvoiceActor(AsyncioActor):
+    def __init__(
+        self,
+        invoice_id: str,
+        company_id: str,
+        context: ActorContext,
+        hosted_url: Callable[[str], str],
+    ) -> None:
+        super().__init__()
+        self.invoice_id = invoice_id
+        self.company_id = company_id
+        self.context = context
+        self.hosted_url = hosted_url
+        self.invoice: Invoice | None = None
+        # A commit of unknown outcome: the next message goes to a fresh incarnation.
+        self._stale = False
+
+    def __str__(self) -> str:
+        return f"InvoiceActor({self.invoice_id})"
+
+    async def on_activate(self) -> None:
+        self.invoice = await load_invoice(self.context.database, self.company_id, self.invoice_id)
+
+    def _require(self, mode: str | None) -> Invoice:
+        # Another mode's invoice is as invisible as another company's.
+        if self.invoice is None or (mode is not None and self.invoice.mode != mode):
+            raise NotFound("No such invoice")
+        return self.invoice
+
+    async def receive(self, message: Any) -> Any:
+        if self._stale:
+            msg = "a commit of unknown outcome"
+            raise Reload(msg)
+        now = self.context.clock()
+        match message:
+            case MarkInvoicePaid(mode=mode):
+                after = rules.mark_paid(
+                    self._require(mode),
+                    now,
+                    actor=message.actor,
+                    paid_at=message.paid_at,
+                    reference=message.reference,
+                    note=message.note,
+                )
+                return await self._apply(after, "invoice.paid", message.idempotency)
+            case VoidInvoice(mode=mode):
+                after = rules.void(self._require(mode), now, actor=message.actor)
+                return await self._apply(after, "invoice.voided", message.idempotency)
+            case ResendInvoice(mode=mode):
+                after = rules.resend(self._require(mode), now, actor=message.actor)
+                return await self._apply(after, "invoice.sent", message.idempotency)
+            case MarkInvoiceOverdue(mode=mode):
+                return await self._overdue(self._require(mode), now, message)
+        msg = f"InvoiceActor does not understand {type(message).__name__}"
+        raise TypeError(msg)
+
+    async def _overdue(
+        self, invoice: Invoice, now: datetime, command: MarkInvoiceOverdue
+    ) -> InvoiceOutcome:
+        after = rules.mark_overdue(invoice, now, forced=command.forced)
+        return await self._apply(after, "invoice.overdue", command.idempotency)
+
+    async def _apply(
+        self, after: Invoice, event: str, idempotency: IdempotencyRecord | None
+    ) -> InvoiceOutcome:
+        before = self._require(None)
+        obj = invoice_json(after, self.hosted_url(after.id))
+        statements, bodies = invoice_changes(before, after, event, obj)
+        outcome = InvoiceOutcome(after, bodies)
+        if idempotency is not None:
+            statements += idempotency.statements(outcome)
+        with self._unknown_outcome_reloads():
+            await self.context.commit(*statements)
+        self.invoice = after
+        return outcome
+
+    @contextlib.contextmanager
+    def _unknown_outcome_reloads(self) -> Iterator[None]:
+        try:
+            yield
+        except ShardMoved:
+            raise
+        except Unavailable:
+            self._stale = True
+            raise

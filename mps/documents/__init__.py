@@ -1,0 +1,1 @@
+"""Documents the service renders for people, such as invoice PDFs."""
