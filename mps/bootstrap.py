@@ -51,6 +51,7 @@ from mps.persistence.database import Database, open_database
 from mps.persistence.shard_store import backfill_company_shards
 from mps.persistence.shard_store import take as take_shard
 from mps.quota import LocalAuthority, QuotaLedger, SharedLimiter
+from mps.representations.invoices import hosted_url
 from mps.services import Services
 
 __all__ = ["Overrides", "build_app"]
@@ -94,7 +95,7 @@ def _make_shard_factory(
     payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
 
     def invoice_link(invoice_id: str) -> str:
-        return f"{settings.public_url}/i/{invoice_id}?t={keyring.invoice_token(invoice_id)}"
+        return hosted_url(settings.public_url, invoice_id, keyring.invoice_token(invoice_id))
 
     def make(index: int, epoch: int | None) -> Shard:
         context = base if epoch is None else replace(base, fence=(index, epoch))

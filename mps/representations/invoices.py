@@ -6,7 +6,12 @@ from typing import Any
 
 from mps.domain.invoices import Invoice, TimelineEntry
 
-__all__ = ["invoice_json", "timeline_json"]
+__all__ = ["hosted_url", "invoice_json", "timeline_json"]
+
+
+def hosted_url(public_url: str, invoice_id: str, token: str) -> str:
+    """The customer's link to the hosted invoice page; `token` is the keyring's for the id."""
+    return f"{public_url}/i/{invoice_id}?t={token}"
 
 
 def invoice_json(invoice: Invoice, hosted_url: str) -> dict[str, Any]:

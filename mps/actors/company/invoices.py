@@ -28,6 +28,7 @@ from mps.domain.money import MAX_AMOUNT_MINOR
 from mps.errors import Conflict, FieldError, ShardMoved, Unavailable, ValidationFailed
 from mps.persistence.invoice_store import NumberTaken, invoice_insert
 from mps.persistence.statements import Statement
+from mps.representations.invoices import hosted_url as link_for
 from mps.representations.invoices import invoice_json
 
 __all__ = ["create_invoice", "hosted_url"]
@@ -42,8 +43,7 @@ NUMBER_ATTEMPTS = 20
 
 
 def hosted_url(state: CompanyState, invoice_id: str) -> str:
-    token = state.keyring.invoice_token(invoice_id)
-    return f"{state.public_url}/i/{invoice_id}?t={token}"
+    return link_for(state.public_url, invoice_id, state.keyring.invoice_token(invoice_id))
 
 
 def create_invoice(state: CompanyState, command: CreateInvoice) -> Detached:

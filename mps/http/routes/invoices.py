@@ -40,25 +40,27 @@ from mps.http.schema import Amount, Array, Enum, Int, Moment, Obj, OneOf, Str
 from mps.http.security import csp_nonce
 from mps.persistence.queries import companies
 from mps.persistence.queries import invoices as q
-from mps.representations.invoices import invoice_json, timeline_json
+from mps.representations.invoices import hosted_url, invoice_json, timeline_json
 
-__all__ = ["ROUTES"]
+__all__ = ["ROUTES", "link"]
 
 
-def _link(call: Call, invoice_id: str) -> str:
-    token = call.services.keyring.invoice_token(invoice_id)
-    return f"{call.services.settings.public_url}/i/{invoice_id}?t={token}"
+def link(call: Call, invoice_id: str) -> str:
+    """The invoice's hosted link, as its customer receives it."""
+    services = call.services
+    token = services.keyring.invoice_token(invoice_id)
+    return hosted_url(services.settings.public_url, invoice_id, token)
 
 
 def _view(call: Call, invoice: Invoice) -> dict[str, Any]:
-    return invoice_json(invoice, _link(call, invoice.id))
+    return invoice_json(invoice, link(call, invoice.id))
 
 
 async def _email(call: Call, invoice: Invoice, again: bool) -> None:
     """The customer's email: plain text and HTML, with the hosted link. Not logged."""
     services = call.services
     company = await companies.company(services.database, invoice.company_id)
-    link = _link(call, invoice.id)
+    hosted = link(call, invoice.id)
     total = f"{invoice.currency} {format_major(invoice.amount_minor, invoice.currency)}"
     due = f", due {invoice.due_date}" if invoice.due_date else ""
     subject = (
@@ -67,11 +69,11 @@ async def _email(call: Call, invoice: Invoice, again: bool) -> None:
     greeting = f"Hello {invoice.customer_name}," if invoice.customer_name else "Hello,"
     text = (
         f"{greeting}\n\n{company.name} sent you invoice {invoice.invoice_number} for {total}"
-        f"{due}.\n\nView and download it: {link}\n"
+        f"{due}.\n\nView and download it: {hosted}\n"
     )
-    html = render_invoice_email(company.name, invoice, total, due, link, greeting)
+    html = render_invoice_email(company.name, invoice, total, due, hosted, greeting)
     await services.mailer.send(
-        Mail(to=invoice.customer_email, subject=subject, text=text, html=html, link=link)
+        Mail(to=invoice.customer_email, subject=subject, text=text, html=html, link=hosted)
     )
 
 

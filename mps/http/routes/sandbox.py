@@ -22,6 +22,7 @@ from mps.adapters.processor import CardInput
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
 from mps.http.resources import resource
+from mps.http.routes.invoices import link as invoice_link
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
 from mps.persistence.queries import payouts as payout_queries
@@ -149,9 +150,8 @@ def _payout(step: str) -> Callable[[Call, Any], Awaitable[PayoutOutcome]]:
 def _invoice_shape(
     call: Call, outcome: InvoiceOutcome
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    token = call.services.keyring.invoice_token(outcome.invoice.id)
-    link = f"{call.services.settings.public_url}/i/{outcome.invoice.id}?t={token}"
-    return invoice_json(outcome.invoice, link), outcome.events[0] if outcome.events else None
+    shown = invoice_json(outcome.invoice, invoice_link(call, outcome.invoice.id))
+    return shown, outcome.events[0] if outcome.events else None
 
 
 async def _overdue(call: Call, idem: Any) -> InvoiceOutcome:
