@@ -104,3 +104,24 @@ async def sign_in(client: TestClient[Any, Any], member: Member) -> Member:
     assert response.status == 200, await response.text()
     token = (await response.json())["sessionToken"]
     return Member(token, member.company_id, member.user_id, member.email)
+
+
+async def add_member(
+    client: TestClient[Any, Any], owner: Member, email: str, role_id: str
+) -> Member:
+    """Add a teammate through the company actor (as an accepted invitation does), then sign
+    them in through the real login flow."""
+    from mps.actors.company import AddMember
+    from mps.http.keys import SERVICES
+
+    services = client.app[SERVICES]
+    user_id = await services.shards.ask_company(owner.company_id, AddMember(email, None, role_id))
+    login = await client.post("/api/v1/auth/login", json={"email": email})
+    login_id = (await login.json())["loginId"]
+    code = await latest_code(client, email)
+    verified = await client.post(
+        "/api/v1/auth/otp/verify",
+        json={"loginId": login_id, "code": code, "companyId": owner.company_id},
+    )
+    assert verified.status == 200, await verified.text()
+    return Member((await verified.json())["sessionToken"], owner.company_id, user_id, email)

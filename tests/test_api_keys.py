@@ -311,10 +311,10 @@ async def test_key_usage_drops_rows_past_its_capacity_when_a_flush_is_held_up(
 
 
 async def test_a_key_cannot_have_scopes_its_creator_lacks(client: TestClient[Any, Any]) -> None:
-    from tests.test_auth_sessions import _add_member
+    from tests.helpers import add_member
 
     owner = await sign_up(client)
-    developer = await _add_member(client, owner, "dev@example.com", "role_developer")
+    developer = await add_member(client, owner, "dev@example.com", "role_developer")
 
     status, body = await _create(client, developer, scopes=["payments:write"])
 

@@ -15,7 +15,7 @@ from mps.auth.tokens import AUDIENCE, ISSUER
 from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, sign_up
+from tests.helpers import Member, add_member, assert_envelope, sign_up
 
 
 def _claims(member: Member, **changes: Any) -> dict[str, Any]:
@@ -172,7 +172,7 @@ async def test_member_without_the_scope_is_403_insufficient_scope(
 ) -> None:
     # given a viewer (read scopes only) of the company
     owner = await sign_up(client)
-    viewer = await _add_member(client, owner, "viewer@example.com", "role_viewer")
+    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
 
     # when the viewer tries a write
     response = await client.post(
@@ -205,24 +205,3 @@ async def test_switching_mode_issues_a_new_session_and_revokes_the_old(
     me = await _me(client, body["sessionToken"])
     assert (await me.json())["mode"] == "live"
     assert (await _me(client, member.token)).status == 401
-
-
-async def _add_member(
-    client: TestClient[Any, Any], owner: Member, email: str, role_id: str
-) -> Member:
-    """Add a teammate through the company actor (invitations will arrive with the team
-    feature and accept the same way), then sign them in through the real login flow."""
-    from mps.actors.company import AddMember
-
-    services = client.app[SERVICES]
-    user_id = await services.shards.ask_company(owner.company_id, AddMember(email, None, role_id))
-    login = await client.post("/api/v1/auth/login", json={"email": email})
-    login_id = (await login.json())["loginId"]
-    from tests.helpers import latest_code
-
-    code = await latest_code(client, email)
-    verified = await client.post(
-        "/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code}
-    )
-    assert verified.status == 200, await verified.text()
-    return Member((await verified.json())["sessionToken"], owner.company_id, user_id, email)

@@ -231,6 +231,13 @@ async def world(
     assert response.status == 201, await response.text()
     invoice = await response.json()
     response = await client.post(
+        "/api/v1/team/roles",
+        json={"name": "Edges", "scopes": ["payments:read"]},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    role = await response.json()
+    response = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "edges", "scopes": ["payments:write"]},
         headers=member.headers,
@@ -252,6 +259,8 @@ async def world(
         "payouts/id": payout["id"],
         "invoices/id": invoice["id"],
         "i/invoiceId": invoice["id"],
+        "roles/id": role["id"],
+        "members/id": member.user_id,
         "customers/id": customer["id"],
         "api-keys/id": key["id"],
         "checkout/reference": payment["reference"],
@@ -266,6 +275,8 @@ async def world(
         "/developer/sandbox/{kind}": {"paymentId": payment["id"]},
         "/merchant/webhooks/{id}": {"description": "edges"},
         "/merchant/webhooks/{id}/recover": {"since": "2020-01-01"},
+        "/team/roles/{id}": {"name": "Edges 2"},
+        "/team/members/{id}": {"roleId": "role_admin"},
     }
     token = dict(parse_qsl(urlsplit(invoice["hostedUrl"]).query))
     queries = {"/i/{invoiceId}": token, "/i/{invoiceId}/pdf": token}

@@ -56,16 +56,22 @@ async def authenticate_session(
     )
     if row is None or row["revoked_at"] is not None or row["expires_at"] <= iso(clock()):
         raise Unauthenticated("The session has ended; sign in again")
+    # The role as it is now: a change of role or of a custom role's scopes drops the cached
+    # principal (Credentials.forget_company), so it takes effect on the next request.
     role = builtin_role(row["role_id"])
-    if role is None:
+    if role is not None:
+        scopes = role.scopes
+    elif row["custom_scopes"] is not None:
+        scopes = frozenset(orjson.loads(row["custom_scopes"]))
+    else:
         raise Unauthenticated("The session's role no longer exists; sign in again")
     principal = SessionPrincipal(
         user_id=claims.user_id,
         company_id=claims.company_id,
         session_id=claims.session_id,
         mode=claims.mode,
-        role_id=role.id,
-        scopes=role.scopes,
+        role_id=row["role_id"],
+        scopes=scopes,
         api_version=_api_version(row["data"], claims.mode),
     )
     return VerifiedSession(principal, min(claims.expires_at, parse_iso(row["expires_at"])))

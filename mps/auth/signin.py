@@ -17,6 +17,7 @@ from mps.auth.limits import auth_limits
 from mps.auth.principals import SessionPrincipal
 from mps.auth.scopes import builtin_role
 from mps.auth.tokens import SessionClaims
+from mps.domain.audit import AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import BadRequest, Forbidden, NotFound
@@ -32,6 +33,10 @@ MAX_FAILED_CODES = 5
 LOGIN_TTL = timedelta(hours=1)
 # One owned shard of 64 is found within 1,000 random ids but for odds of about 1e-7.
 _COMPANY_ID_TRIES = 1000
+
+
+# (IP, request id) of the request that signs in, for the audit trail.
+Origin = tuple[str | None, str | None]
 
 
 def normalize_email(email: str) -> str:
@@ -143,7 +148,12 @@ async def request_code(services: Services, login_id: str) -> dict[str, Any]:
 
 
 async def verify_code(
-    services: Services, login_id: str, code: str, company_id: str | None, mode: str | None
+    services: Services,
+    login_id: str,
+    code: str,
+    company_id: str | None,
+    mode: str | None,
+    origin: Origin = (None, None),
 ) -> dict[str, Any]:
     """Spend the login's code and open a session in the chosen company.
 
@@ -178,7 +188,7 @@ async def verify_code(
         raise BadRequest("The code is wrong, expired or no longer usable", code="invalid_code")
     user_id: str = rows[0][0]["user_id"]
     chosen = company_id or rows[0][0]["company_id"] or await _first_company(services, user_id)
-    return await _open_session(services, user_id, chosen, mode or "test")
+    return await _open_session(services, user_id, chosen, mode or "test", origin)
 
 
 async def _serve_here(services: Services, login_id: str, company_id: str | None) -> None:
@@ -205,10 +215,11 @@ async def _first_company(services: Services, user_id: str) -> str:
 
 
 async def _open_session(
-    services: Services, user_id: str, company_id: str, mode: str
+    services: Services, user_id: str, company_id: str, mode: str, origin: Origin = (None, None)
 ) -> dict[str, Any]:
+    audit = AuditContext("user", user_id, origin[0], origin[1])
     session_id, expires_at = await services.shards.ask_company(
-        company_id, OpenSession(user_id, mode)
+        company_id, OpenSession(user_id, mode, audit)
     )
     claims = SessionClaims(user_id, company_id, session_id, mode, expires_at)
     token = services.tokens.issue(claims, services.clock())
@@ -227,7 +238,7 @@ async def _member_view(services: Services, company_id: str, user_id: str) -> dic
     if row is None:
         raise NotFound("No such member")
     role = builtin_role(row["role_id"])
-    assert role is not None
+    role_name = role.name if role is not None else row["custom_role_name"]
     return {
         "user": {
             "id": row["user_id"],
@@ -240,7 +251,7 @@ async def _member_view(services: Services, company_id: str, user_id: str) -> dic
             "name": row["company_name"],
             "createdAt": row["company_created_at"],
         },
-        "role": {"id": role.id, "name": role.name},
+        "role": {"id": row["role_id"], "name": role_name},
     }
 
 
@@ -259,7 +270,9 @@ async def logout(services: Services, session: SessionPrincipal) -> None:
     await services.credentials.forget_session(session.session_id)
 
 
-async def switch_mode(services: Services, session: SessionPrincipal, mode: str) -> dict[str, Any]:
-    reply = await _open_session(services, session.user_id, session.company_id, mode)
+async def switch_mode(
+    services: Services, session: SessionPrincipal, mode: str, origin: Origin = (None, None)
+) -> dict[str, Any]:
+    reply = await _open_session(services, session.user_id, session.company_id, mode, origin)
     await logout(services, session)
     return reply

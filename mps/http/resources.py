@@ -15,6 +15,7 @@ from mps.http.schema import Anything, Array, Bool, Enum, Int, Map, Obj, Schema, 
 __all__ = [
     "API_KEY",
     "API_KEY_LOG",
+    "AUDIT_ENTRY",
     "BALANCE",
     "BALANCE_TRANSACTION",
     "BANK_ACCOUNT",
@@ -23,12 +24,15 @@ __all__ = [
     "INVOICE",
     "INVOICE_FIELDS",
     "INVOICE_STATS",
+    "MEMBER",
     "PAYMENT",
     "PAYMENT_STATS",
     "PAYOUT",
     "PAYOUT_FIELDS",
     "REFUND",
     "REFUND_FIELDS",
+    "ROLE",
+    "ROLE_FIELDS",
     "SESSION",
     "SETTINGS",
     "TIMELINE_ENTRY",
@@ -369,4 +373,41 @@ INVOICE_STATS = Obj(
 TIMELINE_ENTRY = Obj(
     {"status": Str(), "at": _TIME, "actor": Str(), "note": _NULL_STR},
     required=["status", "at", "actor", "note"],
+)
+
+ROLE_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "name": Str(),
+    "scopes": Array(Str()),
+    "builtin": Bool(),
+}
+ROLE = Obj({**ROLE_FIELDS, "memberCount": Int()}, required=list(ROLE_FIELDS), allow_unknown=True)
+MEMBER = Obj(
+    {
+        "userId": Str(),
+        "email": Str(),
+        "name": _NULL_STR,
+        "roleId": _NULL_STR,
+        "roleName": _NULL_STR,
+        "joinedAt": _TIME,
+    },
+    required=["userId", "email", "name", "roleId", "roleName", "joinedAt"],
+    allow_unknown=True,
+)
+AUDIT_ENTRY = Obj(
+    {
+        "id": Str(),
+        "at": _TIME,
+        "actor": Obj({"type": Str(), "id": _NULL_STR}, required=["type", "id"]),
+        "action": Str(),
+        "target": Obj({"type": _NULL_STR, "id": _NULL_STR}, required=["type", "id"]),
+        "details": Map(values=Anything()),
+        "ip": _NULL_STR,
+        "requestId": _NULL_STR,
+        "seq": Int(),
+        "prevHash": _NULL_STR,
+        "hash": Str(),
+    },
+    required=["id", "at", "actor", "action", "target", "details", "seq", "prevHash", "hash"],
+    allow_unknown=True,
 )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
+from mps.domain.audit import AuditContext
 from mps.errors import NotFound, Unauthenticated
 from mps.http.replies import Reply
 from mps.http.schema import Obj, Schema
@@ -81,6 +82,18 @@ class Call:
     @property
     def ip(self) -> str:
         return self.request.remote or "unknown"
+
+    def audit(self) -> AuditContext:
+        """Who makes this request's change, from where, for the audit trail."""
+        principal = self.principal
+        actor: tuple[str, str | None]
+        if isinstance(principal, SessionPrincipal):
+            actor = ("user", principal.user_id)
+        elif isinstance(principal, ApiKeyPrincipal):
+            actor = ("api_key", principal.key_id)
+        else:
+            actor = ("anonymous", None)
+        return AuditContext(actor[0], actor[1], self.ip, self.request_id)
 
 
 Handler = Callable[[Call], Awaitable[Reply | web.StreamResponse]]

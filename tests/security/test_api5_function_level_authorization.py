@@ -16,8 +16,7 @@ from aiohttp.test_utils import TestClient
 from mps.auth.scopes import BUILTIN_ROLES
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import assert_envelope, sign_up
-from tests.test_auth_sessions import _add_member
+from tests.helpers import add_member, assert_envelope, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -40,7 +39,7 @@ async def test_a_member_reaches_exactly_the_routes_their_role_allows(
 ) -> None:
     # given a member of the role
     owner = await sign_up(client)
-    member = await _add_member(client, owner, "member@example.com", role_id)
+    member = await add_member(client, owner, "member@example.com", role_id)
     scopes = BUILTIN_ROLES[role_id].scopes
 
     for route in SCOPED_ROUTES:
@@ -60,7 +59,7 @@ async def test_a_member_reaches_exactly_the_routes_their_role_allows(
 async def test_a_viewer_cannot_write_after_switching_mode(client: TestClient[Any, Any]) -> None:
     # given a viewer who switched to live mode, which issues a new session
     owner = await sign_up(client)
-    viewer = await _add_member(client, owner, "viewer@example.com", "role_viewer")
+    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
     switched = await client.post(
         "/api/v1/auth/session/mode", json={"mode": "live"}, headers=viewer.headers
     )
@@ -87,7 +86,7 @@ async def test_a_viewer_cannot_revoke_the_owners_key_or_cancel_their_payment(
 ) -> None:
     # given the owner's key and payment, and a viewer of the same company who can see both
     owner = await sign_up(client)
-    viewer = await _add_member(client, owner, "viewer@example.com", "role_viewer")
+    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
     created = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "ci", "scopes": ["analytics:read"]},
@@ -122,7 +121,7 @@ async def test_a_developer_can_mint_keys_only_with_the_read_scopes_they_hold(
 ) -> None:
     # given a developer: read scopes and settings:write
     owner = await sign_up(client)
-    developer = await _add_member(client, owner, "dev@example.com", "role_developer")
+    developer = await add_member(client, owner, "dev@example.com", "role_developer")
 
     # when they mint a key for each write scope they lack, and one with a read scope
     refused = [

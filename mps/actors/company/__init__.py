@@ -15,7 +15,9 @@ one module of handlers each for `members` (the company, its members and settings
 `api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one), `webhooks`
 (endpoints, replayed deliveries, company events), `ledger` (every money movement of the
 company, committed here and nowhere else), `payouts` (bank accounts and payouts) and
-`invoices` (numbering and creating invoices; an invoice's own actor changes it afterwards).
+`invoices` (numbering and creating invoices; an invoice's own actor changes it afterwards),
+`team` (custom roles, role changes, removals, the ownership transfer) and `audit` (the hash
+chain every audited change is appended to, in its own unit).
 """
 
 from mps.actors.company.actor import CompanyActor
@@ -25,6 +27,7 @@ from mps.actors.company.messages import (
     Balances,
     Book,
     CancelPayout,
+    ChangeMemberRole,
     ClaimKey,
     CreateApiKey,
     CreateBankAccount,
@@ -33,20 +36,25 @@ from mps.actors.company.messages import (
     CreateInvoice,
     CreatePayment,
     CreatePayout,
+    CreateRole,
     DeleteBankAccount,
     DeleteEndpoint,
+    DeleteRole,
     EmitEvent,
     NewInvoice,
     OpenSession,
     PayoutOutcome,
     RecordDeliveries,
     ReleaseKey,
+    RemoveMember,
     RevokeApiKey,
     RevokeSession,
     RotateEndpointSecret,
     RunPayoutSchedule,
     Settle,
+    TransferOwnership,
     UpdateEndpoint,
+    UpdateRole,
     UpdateSettings,
 )
 
@@ -56,6 +64,7 @@ __all__ = [
     "Balances",
     "Book",
     "CancelPayout",
+    "ChangeMemberRole",
     "ClaimKey",
     "CompanyActor",
     "CreateApiKey",
@@ -65,19 +74,24 @@ __all__ = [
     "CreateInvoice",
     "CreatePayment",
     "CreatePayout",
+    "CreateRole",
     "DeleteBankAccount",
     "DeleteEndpoint",
+    "DeleteRole",
     "EmitEvent",
     "NewInvoice",
     "OpenSession",
     "PayoutOutcome",
     "RecordDeliveries",
     "ReleaseKey",
+    "RemoveMember",
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
     "RunPayoutSchedule",
     "Settle",
+    "TransferOwnership",
     "UpdateEndpoint",
+    "UpdateRole",
     "UpdateSettings",
 ]

@@ -17,6 +17,7 @@ from mps.actors.company import (
     payments,
     payouts,
     sessions,
+    team,
     webhooks,
 )
 from mps.actors.company.messages import (
@@ -25,6 +26,7 @@ from mps.actors.company.messages import (
     Balances,
     Book,
     CancelPayout,
+    ChangeMemberRole,
     ClaimKey,
     CreateApiKey,
     CreateBankAccount,
@@ -33,18 +35,23 @@ from mps.actors.company.messages import (
     CreateInvoice,
     CreatePayment,
     CreatePayout,
+    CreateRole,
     DeleteBankAccount,
     DeleteEndpoint,
+    DeleteRole,
     EmitEvent,
     OpenSession,
     RecordDeliveries,
     ReleaseKey,
+    RemoveMember,
     RevokeApiKey,
     RevokeSession,
     RotateEndpointSecret,
     RunPayoutSchedule,
     Settle,
+    TransferOwnership,
     UpdateEndpoint,
+    UpdateRole,
     UpdateSettings,
 )
 from mps.actors.company.state import CompanyState
@@ -54,7 +61,7 @@ from mps.actors.runtime import AsyncioActor
 from mps.auth.keyring import Keyring
 from mps.domain.ids import payment_reference
 from mps.errors import NotFound
-from mps.persistence import invoice_store, payout_store
+from mps.persistence import audit_store, invoice_store, payout_store, team_store
 from mps.persistence.ledger_store import load_books
 from mps.persistence.queries import companies
 
@@ -100,6 +107,8 @@ class CompanyActor(AsyncioActor):
         state.bank_accounts = await payout_store.load_bank_accounts(db, state.company_id)
         state.payouts = await payout_store.load_open_payouts(db, state.company_id)
         state.invoice_numbers = await invoice_store.load_invoice_numbers(db, state.company_id)
+        state.audit_head = await audit_store.load_head(db, state.company_id)
+        state.roles = await team_store.load_roles(db, state.company_id)
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters.
@@ -161,5 +170,17 @@ class CompanyActor(AsyncioActor):
                 return payouts.run_payout_schedule(state, message)
             case CreateInvoice():
                 return invoices.create_invoice(state, message)
+            case CreateRole():
+                return team.create_role(state, message)
+            case UpdateRole():
+                return team.update_role(state, message)
+            case DeleteRole():
+                return team.delete_role(state, message)
+            case ChangeMemberRole():
+                return team.change_member_role(state, message)
+            case RemoveMember():
+                return team.remove_member(state, message)
+            case TransferOwnership():
+                return team.transfer_ownership(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

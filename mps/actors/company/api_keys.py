@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.messages import CreateApiKey, RevokeApiKey
 from mps.actors.company.state import CompanyState
 from mps.auth.api_keys import generate_key, parse_key
@@ -46,7 +47,12 @@ async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[di
     statements = [store.api_key_insert(row)]
     if command.idempotency is not None:
         statements += command.idempotency.statements(result)
-    await state.context.commit(*statements)
+    key_id = str(row["id"])
+    audit = entry(
+        state, command.audit, "api_key.created", ("api_key", key_id),
+        name=command.name, type=command.type, mode=command.mode, scopes=sorted(set(command.scopes)),
+    )  # fmt: skip
+    await commit_audited(state, statements, [audit])
     return result
 
 
@@ -57,7 +63,8 @@ async def revoke_api_key(state: CompanyState, command: RevokeApiKey) -> Row:
     statements = [store.api_key_revoke(state.company_id, before["id"], now)]
     if command.idempotency is not None:
         statements += command.idempotency.statements(after)
-    rows = await state.context.commit(*statements)
+    audit = entry(state, command.audit, "api_key.revoked", ("api_key", before["id"]))
+    rows = await commit_audited(state, statements, [audit])
     if not rows[0]:
         raise NotFound("No such API key")
     revoked: Row = {**after, **rows[0][0]}

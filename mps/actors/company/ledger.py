@@ -21,9 +21,11 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from mps.actors.company.audit import commit_audited
 from mps.actors.company.messages import Balances, Book, Settle
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached, Reload
+from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ledger import Balance, Movement
 from mps.errors import ShardMoved, StaleWrite, Unavailable
@@ -57,16 +59,17 @@ def commit_movements(
     movements: list[Movement],
     statements: Sequence[Statement],
     reply: Any,
+    audit: Sequence[AuditEntry] = (),
 ) -> Detached:
-    """Count `movements` as in flight now, in the turn, and commit them with `statements`
-    detached; `reply` once committed."""
+    """Count `movements` as in flight now, in the turn, and commit them with `statements` (and
+    the `audit` entries appended to the trail) detached; `reply` once committed."""
     unit = [*statements, *movement_statements(state.company_id, movements)]
     state.books.begin(movements)
 
     async def commit() -> Any:
         committed = False
         try:
-            await state.context.commit(*unit)
+            await commit_audited(state, unit, audit)
             committed = True
         except ShardMoved:
             raise  # refused before writing: nothing landed, and the shard is gone anyway

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.messages import AddMember, CreateCompany, UpdateSettings
 from mps.actors.company.state import CompanyState
 from mps.auth.scopes import OWNER_ROLE
@@ -72,6 +73,11 @@ async def update_settings(state: CompanyState, command: UpdateSettings) -> Compa
                 company.id, command.mode, schedule, iso(upcoming) if upcoming else None
             )
         )
-    await state.context.commit(*statements)
+    shown = {k: list(v) if isinstance(v, tuple) else v for k, v in command.changes.items()}
+    audit = entry(
+        state, command.audit, "settings.updated", ("company", company.id),
+        mode=command.mode, changes=shown,
+    )  # fmt: skip
+    await commit_audited(state, statements, [audit])
     state.company = replace(updated, version=company.version + 1)
     return state.company

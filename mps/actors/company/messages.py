@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.idempotency import IdempotencyRecord
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.company import ModeSettings
 from mps.domain.invoices import LineItem
 from mps.domain.ledger import Books, Movement
@@ -20,6 +21,7 @@ __all__ = [
     "Balances",
     "Book",
     "CancelPayout",
+    "ChangeMemberRole",
     "ClaimKey",
     "CreateApiKey",
     "CreateBankAccount",
@@ -28,20 +30,25 @@ __all__ = [
     "CreateInvoice",
     "CreatePayment",
     "CreatePayout",
+    "CreateRole",
     "DeleteBankAccount",
     "DeleteEndpoint",
+    "DeleteRole",
     "EmitEvent",
     "NewInvoice",
     "OpenSession",
     "PayoutOutcome",
     "RecordDeliveries",
     "ReleaseKey",
+    "RemoveMember",
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
     "RunPayoutSchedule",
     "Settle",
+    "TransferOwnership",
     "UpdateEndpoint",
+    "UpdateRole",
     "UpdateSettings",
 ]
 
@@ -71,6 +78,7 @@ class UpdateSettings:
 
     mode: str
     changes: dict[str, Any]
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -79,6 +87,7 @@ class OpenSession:
 
     user_id: str
     mode: str
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,7 @@ class CreateApiKey:
     mode: str
     scopes: tuple[str, ...]
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,7 @@ class RevokeApiKey:
 
     key: Row
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -144,6 +155,7 @@ class CreateEndpoint:
     description: str | None
     stored_count: int
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -154,6 +166,7 @@ class UpdateEndpoint:
     endpoint: Row
     changes: dict[str, Any]
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -162,6 +175,7 @@ class RotateEndpointSecret:
 
     endpoint: Row
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -169,6 +183,7 @@ class DeleteEndpoint:
     """Reply: the row that was deleted."""
 
     endpoint: Row
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -227,6 +242,7 @@ class CreateBankAccount:
     currency: str
     country: str
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -235,6 +251,7 @@ class DeleteBankAccount:
 
     mode: str
     account_id: str
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -248,6 +265,7 @@ class CreatePayout:
     description: str | None = None
     automatic: bool = False
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -257,6 +275,7 @@ class CancelPayout:
 
     stored: Payout
     idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -311,4 +330,63 @@ class CreateInvoice:
     mode: str
     spec: NewInvoice
     actor: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class CreateRole:
+    """Reply: the new custom Role. `granter_scopes`: the creator's own scopes, its ceiling."""
+
+    name: str
+    scopes: frozenset[str]
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class UpdateRole:
+    """Reply: the Role after the change (None fields stay). 409 for a built-in role."""
+
+    role_id: str
+    name: str | None
+    scopes: frozenset[str] | None
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class DeleteRole:
+    """Reply: the Role as it was. 409 `role_in_use` while a member holds it."""
+
+    role_id: str
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class ChangeMemberRole:
+    """Reply: (user id, the new role id)."""
+
+    user_id: str
+    role_id: str
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class RemoveMember:
+    """Reply: (user id, the role id they held). Their sessions in the company end."""
+
+    user_id: str
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class TransferOwnership:
+    """Reply: the new owner's user id. `owner` must hold the owner role; they become admin."""
+
+    owner: str
+    user_id: str
+    audit: AuditContext = SYSTEM
     idempotency: IdempotencyRecord | None = None

@@ -16,6 +16,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
+from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.messages import (
     AdvancePayout,
@@ -29,6 +30,7 @@ from mps.actors.company.messages import (
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
 from mps.domain import payouts as rules
+from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.ledger import Movement
@@ -82,8 +84,13 @@ def create_bank_account(state: CompanyState, command: CreateBankAccount) -> Deta
     if command.idempotency is not None:
         statements += command.idempotency.statements(account)
 
+    audit = entry(
+        state, command.audit, "bank_account.created", ("bank_account", account.id),
+        mode=account.mode, currency=account.currency, last4=account.last4,
+    )  # fmt: skip
+
     async def commit() -> BankAccount:
-        await state.context.commit(*statements)
+        await commit_audited(state, statements, [audit])
         state.bank_accounts[account.id] = account
         return account
 
@@ -104,12 +111,16 @@ def delete_bank_account(state: CompanyState, command: DeleteBankAccount) -> Deta
         msg = "The bank account has payouts under way; wait for them or cancel them first"
         raise Conflict(msg, code="invalid_state")
     statement = store.bank_account_delete(account, iso(state.context.clock()))
+    audit = entry(
+        state, command.audit, "bank_account.deleted", ("bank_account", account.id),
+        last4=account.last4,
+    )  # fmt: skip
     # Gone from memory at once, so no payout is created to it while the delete commits.
     del state.bank_accounts[account.id]
 
     async def commit() -> BankAccount:
         try:
-            await state.context.commit(statement)
+            await commit_audited(state, [statement], [audit])
         except BaseException:
             state.bank_accounts[account.id] = account
             raise
@@ -150,7 +161,12 @@ def create_payout(
     statements: list[Statement] = [store.payout_insert(payout), *events, *extra]
     if command.idempotency is not None:
         statements += command.idempotency.statements(outcome)
-    return _commit(state, payout, [movement], statements, outcome)
+    audit = entry(
+        state, command.audit, "payout.created", ("payout", payout.id),
+        amountMinor=str(payout.amount_minor), currency=payout.currency,
+        bankAccountId=payout.bank_account_id, automatic=payout.automatic,
+    )  # fmt: skip
+    return _commit(state, payout, [movement], statements, outcome, [audit])
 
 
 def run_payout_schedule(state: CompanyState, command: RunPayoutSchedule) -> Detached:
@@ -208,7 +224,8 @@ def cancel_payout(state: CompanyState, command: CancelPayout) -> Detached:
         rules.cancel(stored, state.context.clock())  # raises the 409 naming its state
     assert payout is not None
     after = rules.cancel(payout, state.context.clock())
-    return _transition(state, payout, after, "payout.cancelled", command.idempotency)
+    audit = entry(state, command.audit, "payout.cancelled", ("payout", payout.id))
+    return _transition(state, payout, after, "payout.cancelled", command.idempotency, [audit])
 
 
 def advance_payout(state: CompanyState, command: AdvancePayout) -> Detached:
@@ -239,6 +256,7 @@ def _transition(
     after: Payout,
     event: str | None,
     idempotency: Any,
+    audit: Sequence[AuditEntry] = (),
 ) -> Detached:
     books, stamp = state.books, after.updated_at
     movements: list[Movement] = []
@@ -253,7 +271,7 @@ def _transition(
     statements: list[Statement] = [store.payout_update(before, after), *events]
     if idempotency is not None:
         statements += idempotency.statements(outcome)
-    return _commit(state, after, movements, statements, outcome)
+    return _commit(state, after, movements, statements, outcome, audit)
 
 
 def _commit(
@@ -262,13 +280,15 @@ def _commit(
     movements: list[Movement],
     statements: list[Statement],
     outcome: PayoutOutcome,
+    audit: Sequence[AuditEntry] = (),
 ) -> Detached:
-    """Commit the payout's change with its movements, holding its new state from now on."""
+    """Commit the payout's change with its movements (and audit entries), holding its new
+    state from now on."""
     if payout.status in rules.OPEN:
         state.payouts[payout.id] = payout
     else:
         state.payouts.pop(payout.id, None)
-    detached = commit_movements(state, movements, statements, outcome)
+    detached = commit_movements(state, movements, statements, outcome, audit)
 
     async def commit() -> PayoutOutcome:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.messages import OpenSession, RevokeSession
 from mps.actors.company.state import CompanyState
 from mps.auth.tokens import SESSION_TTL
@@ -22,18 +23,25 @@ async def open_session(state: CompanyState, command: OpenSession) -> tuple[str, 
     now = state.context.clock()
     session_id = new_id("ses")
     expires_at = now + SESSION_TTL
-    await state.context.commit(
-        store.session_insert(
-            {
-                "id": session_id,
-                "user_id": command.user_id,
-                "company_id": state.company_id,
-                "mode": command.mode,
-                "created_at": iso(now),
-                "expires_at": iso(expires_at),
-                "revoked_at": None,
-            }
-        )
+    audit = entry(
+        state, command.audit, "session.opened", ("session", session_id), mode=command.mode
+    )
+    await commit_audited(
+        state,
+        [
+            store.session_insert(
+                {
+                    "id": session_id,
+                    "user_id": command.user_id,
+                    "company_id": state.company_id,
+                    "mode": command.mode,
+                    "created_at": iso(now),
+                    "expires_at": iso(expires_at),
+                    "revoked_at": None,
+                }
+            )
+        ],
+        [audit],
     )
     return session_id, expires_at
 

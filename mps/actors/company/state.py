@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from mps.actors.context import ActorContext
 from mps.actors.references import References
 from mps.auth.keyring import Keyring
+from mps.auth.scopes import Role
+from mps.domain.audit import AuditHead
 from mps.domain.company import Company
 from mps.domain.ledger import Books
 from mps.domain.payouts import BankAccount, Payout
@@ -33,6 +35,8 @@ class CompanyState:
     company: Company | None = None
     # user id -> role id: who may open a session, decided without a read.
     members: dict[str, str] = field(default_factory=dict)
+    # The company's custom roles (the built-in ones are mps.auth.scopes').
+    roles: dict[str, Role] = field(default_factory=dict)
     # Idempotency keys whose first request is still running, with a future its duplicates
     # wait on.
     in_flight: dict[str, asyncio.Future[None]] = field(default_factory=dict)
@@ -57,6 +61,10 @@ class CompanyState:
     # invoice was refused (given again first, so the sequence has no gap).
     invoice_numbers: dict[str, int] = field(default_factory=dict)
     returned_numbers: dict[str, list[int]] = field(default_factory=dict)
+    # The end of the company's audit chain, and the lock that appends to it one unit at a
+    # time (mps.actors.company.audit).
+    audit_head: AuditHead = field(default_factory=AuditHead)
+    audit_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     # How long the bank takes to pick a payout up, and then to pay it (mps.config).
     payout_transit_after: float = 2.0
     payout_arrival_after: float = 2.0

@@ -8,11 +8,13 @@ the cap holds under concurrent creates.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
 import orjson
 
+from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.messages import (
     CreateEndpoint,
     DeleteEndpoint,
@@ -22,13 +24,14 @@ from mps.actors.company.messages import (
     UpdateEndpoint,
 )
 from mps.actors.company.state import CompanyState
+from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.webhooks import SECRET_PURPOSE
-from mps.errors import Conflict, NotFound
+from mps.errors import Conflict, NotFound, StaleWrite
 from mps.persistence import webhook_store as store
 from mps.persistence.outbox import event_row
-from mps.persistence.statements import Row, insert
+from mps.persistence.statements import Row, Statement, insert
 from mps.webhooks.signing import new_secret
 
 __all__ = [
@@ -79,7 +82,11 @@ async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple
     statements = [store.endpoint_insert(row)]
     if command.idempotency is not None:
         statements += command.idempotency.statements(result)
-    await state.context.commit(*statements)
+    audit = entry(
+        state, command.audit, "webhook_endpoint.created", ("webhook_endpoint", row["id"]),
+        url=command.url, mode=command.mode, events=list(command.events),
+    )  # fmt: skip
+    await commit_audited(state, statements, [audit])
     state.endpoint_counts[command.mode] = count + 1
     return result
 
@@ -94,7 +101,11 @@ async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
             None if changes["status"] == "enabled" else "disabled by a member"
         )
     changes["updated_at"] = iso(state.context.clock())
-    return await _change(state, before, changes, command.idempotency)
+    audit = entry(
+        state, command.audit, "webhook_endpoint.updated", ("webhook_endpoint", before["id"]),
+        changes={k: list(v) if isinstance(v, tuple) else v for k, v in command.changes.items()},
+    )  # fmt: skip
+    return await _change(state, before, changes, command.idempotency, audit)
 
 
 async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> tuple[Row, str]:
@@ -109,35 +120,57 @@ async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> t
     }
     after = {**before, **changes}
     result = (after, secret)
-    statements = [store.endpoint_update(state.company_id, before["mode"], before["id"], changes)]
+    statements = [
+        _existing(store.endpoint_update(state.company_id, before["mode"], before["id"], changes))
+    ]
     if command.idempotency is not None:
         statements += command.idempotency.statements(result)
-    rows = await state.context.commit(*statements)
-    if not rows[0]:
-        raise NotFound("No such webhook endpoint")
+    audit = entry(
+        state, command.audit, "webhook_endpoint.secret_rotated", ("webhook_endpoint", before["id"])
+    )
+    await _commit_existing(state, statements, audit)
     return result
 
 
+class _EndpointGone(StaleWrite):
+    """The endpoint was deleted since the caller read it: its unit, audit entry and all, is
+    rolled back."""
+
+
+def _existing(statement: Statement) -> Statement:
+    return replace(statement, expect_rows=1, stale_error=_EndpointGone)
+
+
+async def _commit_existing(
+    state: CompanyState, statements: list[Statement], audit: AuditEntry
+) -> None:
+    try:
+        await commit_audited(state, statements, [audit])
+    except _EndpointGone as exc:
+        raise NotFound("No such webhook endpoint") from exc
+
+
 async def _change(
-    state: CompanyState, before: Row, changes: dict[str, Any], idempotency: Any
+    state: CompanyState, before: Row, changes: dict[str, Any], idempotency: Any, audit: AuditEntry
 ) -> Row:
     after = {**before, **changes}
-    statements = [store.endpoint_update(state.company_id, before["mode"], before["id"], changes)]
+    statements = [
+        _existing(store.endpoint_update(state.company_id, before["mode"], before["id"], changes))
+    ]
     if idempotency is not None:
         statements += idempotency.statements(after)
-    rows = await state.context.commit(*statements)
-    if not rows[0]:
-        raise NotFound("No such webhook endpoint")
+    await _commit_existing(state, statements, audit)
     return after
 
 
 async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
     endpoint = command.endpoint
-    rows = await state.context.commit(
-        store.endpoint_delete(state.company_id, endpoint["mode"], endpoint["id"])
-    )
-    if not rows[0]:
-        raise NotFound("No such webhook endpoint")
+    audit = entry(
+        state, command.audit, "webhook_endpoint.deleted", ("webhook_endpoint", endpoint["id"]),
+        url=endpoint["url"],
+    )  # fmt: skip
+    statement = store.endpoint_delete(state.company_id, endpoint["mode"], endpoint["id"])
+    await _commit_existing(state, [_existing(statement)], audit)
     mode = endpoint["mode"]
     if mode in state.endpoint_counts:
         state.endpoint_counts[mode] = max(0, state.endpoint_counts[mode] - 1)

@@ -18,6 +18,7 @@ from mps.http.routes import (
     refunds,
     sandbox,
     settings,
+    team,
     webhooks,
 )
 from mps.http.routing import Route
@@ -35,6 +36,7 @@ def all_routes(*, development: bool) -> list[Route]:
         *balance.ROUTES,
         *payouts.ROUTES,
         *invoices.ROUTES,
+        *team.ROUTES,
         *checkout.build(development),
         *customers.ROUTES,
         *settings.ROUTES,

@@ -54,6 +54,7 @@ async def create_key(call: Call) -> Resource:
             mode=body.get("mode", session.mode),
             scopes=tuple(body["scopes"]),
             idempotency=call.idempotent(_created),
+            audit=call.audit(),
         ),
     )
     return _created(result)
@@ -74,7 +75,9 @@ async def revoke_key(call: Call) -> Resource:
     if key is None:
         raise NotFound("No such API key")
     idem = call.idempotent(lambda row: Resource(key_view(row)))
-    row = await services.shards.ask_company(session.company_id, RevokeApiKey(key, idem))
+    row = await services.shards.ask_company(
+        session.company_id, RevokeApiKey(key, idem, call.audit())
+    )
     await services.credentials.forget_key(row["id"])
     return Resource(key_view(row))
 

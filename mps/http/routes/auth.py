@@ -45,7 +45,12 @@ async def otp_request(call: Call) -> Resource:
 async def otp_verify(call: Call) -> Resource:
     body = call.body
     result = await signin.verify_code(
-        call.services, body["loginId"], body["code"], body.get("companyId"), body.get("mode")
+        call.services,
+        body["loginId"],
+        body["code"],
+        body.get("companyId"),
+        body.get("mode"),
+        (call.ip, call.request_id),
     )
     return Resource(result)
 
@@ -60,7 +65,10 @@ async def me(call: Call) -> Resource:
 
 
 async def session_mode(call: Call) -> Resource:
-    return Resource(await signin.switch_mode(call.services, call.session, call.body["mode"]))
+    origin = (call.ip, call.request_id)
+    return Resource(
+        await signin.switch_mode(call.services, call.session, call.body["mode"], origin)
+    )
 
 
 def build(development: bool) -> list[Route]:

@@ -72,6 +72,7 @@ async def create_bank_account(call: Call) -> Resource:
             body["currency"],
             body["country"],
             idem,
+            call.audit(),
         ),
     )
     await _tell_owners(call, account, "added")
@@ -99,7 +100,7 @@ async def get_bank_account(call: Call) -> Resource:
 async def delete_bank_account(call: Call) -> Resource:
     session = call.session
     account: BankAccount = await call.services.shards.ask_company(
-        session.company_id, DeleteBankAccount(session.mode, call.param("id"))
+        session.company_id, DeleteBankAccount(session.mode, call.param("id"), call.audit())
     )
     await _tell_owners(call, account, "removed")
     return Resource({**bank_account_json(account), "deleted": True})
@@ -121,6 +122,7 @@ async def create_payout(call: Call) -> Resource:
             body["bankAccountId"],
             body.get("description"),
             idempotency=idem,
+            audit=call.audit(),
         ),
     )
     return _payout(outcome, 201)
@@ -157,7 +159,7 @@ async def cancel_payout(call: Call) -> Resource:
     if stored is None:
         raise NotFound("No such payout")
     outcome: PayoutOutcome = await call.services.shards.ask_company(
-        session.company_id, CancelPayout(stored, call.idempotent(_payout))
+        session.company_id, CancelPayout(stored, call.idempotent(_payout), call.audit())
     )
     return _payout(outcome)
 

@@ -40,7 +40,7 @@ async def patch_settings(call: Call) -> Resource:
     if "supported_currencies" in changes:
         changes["supported_currencies"] = tuple(changes["supported_currencies"])
     company = await call.services.shards.ask_company(
-        session.company_id, UpdateSettings(session.mode, changes)
+        session.company_id, UpdateSettings(session.mode, changes, call.audit())
     )
     if "default_api_version" in changes:
         # Every credential of the company carries its pinned version.

@@ -82,6 +82,7 @@ async def create_endpoint(call: Call) -> Resource:
             description=body.get("description"),
             stored_count=stored,
             idempotency=call.idempotent(_created),
+            audit=call.audit(),
         ),
     )
     return _created(result)
@@ -112,14 +113,16 @@ async def update_endpoint(call: Call) -> Resource:
         changes["status"] = body["status"]
     endpoint = await _endpoint(call)
     row = await call.services.shards.ask_company(
-        call.session.company_id, UpdateEndpoint(endpoint, changes)
+        call.session.company_id, UpdateEndpoint(endpoint, changes, audit=call.audit())
     )
     return Resource(endpoint_view(row))
 
 
 async def delete_endpoint(call: Call) -> Resource:
     endpoint = await _endpoint(call)
-    row = await call.services.shards.ask_company(call.session.company_id, DeleteEndpoint(endpoint))
+    row = await call.services.shards.ask_company(
+        call.session.company_id, DeleteEndpoint(endpoint, call.audit())
+    )
     return Resource({**endpoint_view(row), "deleted": True})
 
 
@@ -127,7 +130,7 @@ async def rotate_secret(call: Call) -> Resource:
     endpoint = await _endpoint(call)
     result = await call.services.shards.ask_company(
         call.session.company_id,
-        RotateEndpointSecret(endpoint, call.idempotent(_rotated)),
+        RotateEndpointSecret(endpoint, call.idempotent(_rotated), call.audit()),
     )
     return _rotated(result)
 

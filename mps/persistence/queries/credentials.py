@@ -11,12 +11,14 @@ __all__ = ["api_key_by_hash", "session_with_member"]
 async def session_with_member(
     db: Database, session_id: str, user_id: str, company_id: str, mode: str
 ) -> Row | None:
-    """The session, its member's role and the company's settings; None when any is gone."""
+    """The session, its member's role (with the scopes of a custom one) and the company's
+    settings; None when any is gone."""
     return await db.fetchrow(
-        "SELECT s.revoked_at, s.expires_at, m.role_id, c.data "
+        "SELECT s.revoked_at, s.expires_at, m.role_id, r.scopes AS custom_scopes, c.data "
         "FROM sessions s "
         "JOIN members m ON m.company_id = s.company_id AND m.user_id = s.user_id "
         "JOIN companies c ON c.id = s.company_id "
+        "LEFT JOIN roles r ON r.id = m.role_id AND r.company_id = s.company_id "
         "WHERE s.id = $1 AND s.user_id = $2 AND s.company_id = $3 AND s.mode = $4",
         session_id,
         user_id,

@@ -54,8 +54,9 @@ async def member_view(db: Database, company_id: str, user_id: str) -> Row | None
     return await db.fetchrow(
         "SELECT u.id AS user_id, u.email, u.name AS user_name, u.created_at AS user_created_at, "
         "c.id AS company_id, c.name AS company_name, c.created_at AS company_created_at, "
-        "m.role_id "
+        "m.role_id, r.name AS custom_role_name "
         "FROM members m JOIN users u ON u.id = m.user_id JOIN companies c ON c.id = m.company_id "
+        "LEFT JOIN roles r ON r.id = m.role_id AND r.company_id = m.company_id "
         "WHERE m.company_id = $1 AND m.user_id = $2",
         company_id,
         user_id,

@@ -1,0 +1,223 @@
+"""Roles and members: custom roles, role changes, removals and the ownership transfer, each
+decided against the members and roles this actor holds and audited in the same unit.
+
+A decision changes what the actor holds at once, so the next command is decided against it
+(two admins demoting the last two owners at the same moment: the second finds one owner left
+and is refused). The commit is detached; should it fail, what the actor holds may differ from
+storage, and it is marked stale to reload before the next decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, TypeVar
+
+from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
+from mps.actors.company.messages import (
+    ChangeMemberRole,
+    CreateRole,
+    DeleteRole,
+    RemoveMember,
+    TransferOwnership,
+    UpdateRole,
+)
+from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
+from mps.auth.scopes import BUILTIN_ROLES, OWNER_ROLE, Role
+from mps.domain import team as rules
+from mps.domain.audit import AuditEntry
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.errors import Conflict, NotFound
+from mps.persistence import team_store as store
+from mps.persistence.statements import Statement
+
+__all__ = [
+    "change_member_role",
+    "create_role",
+    "delete_role",
+    "remove_member",
+    "transfer_ownership",
+    "update_role",
+]
+
+T = TypeVar("T")
+ADMIN_ROLE = "role_admin"
+
+
+def _commit(
+    state: CompanyState,
+    statements: Sequence[Statement],
+    entries: Sequence[AuditEntry],
+    reply: T,
+    undo: Callable[[], None],
+    conflict: Callable[[Exception], Exception | None] = lambda _exc: None,
+) -> Detached:
+    """Commit detached; on failure undo what the turn changed in memory when the unit was
+    refused, or mark the actor stale when its outcome is unknown (commit_audited does)."""
+
+    async def work() -> T:
+        try:
+            await commit_audited(state, statements, entries)
+        except Exception as exc:
+            undo()
+            translated = conflict(exc)
+            if translated is not None:
+                raise translated from exc
+            raise
+        return reply
+
+    coroutine: Coroutine[Any, Any, T] = work()
+    return Detached(coroutine)
+
+
+def _custom(state: CompanyState, role_id: str) -> Role:
+    if role_id in BUILTIN_ROLES:
+        raise Conflict("Built-in roles cannot be changed", code="invalid_state")
+    role = state.roles.get(role_id)
+    if role is None:
+        raise NotFound("No such role")
+    return role
+
+
+def _name_taken(state: CompanyState, name: str, role_id: str | None = None) -> None:
+    lowered = name.strip().lower()
+    builtin = {r.name for r in BUILTIN_ROLES.values()}
+    if lowered in builtin or any(
+        r.name.lower() == lowered and r.id != role_id for r in state.roles.values()
+    ):
+        raise Conflict(f"A role named {name!r} exists already", code="duplicate")
+
+
+def _duplicate(exc: Exception) -> Exception | None:
+    if isinstance(exc, store.RoleNameTaken):
+        return Conflict("A role with this name exists already", code="duplicate")
+    return None
+
+
+def create_role(state: CompanyState, command: CreateRole) -> Detached:
+    state.require()
+    require_fresh(state)
+    rules.check_role_scopes(command.scopes, command.granter_scopes)
+    _name_taken(state, command.name)
+    role = Role(new_id("role"), command.name.strip(), command.scopes, builtin=False)
+    now = iso(state.context.clock())
+    audit = entry(
+        state, command.audit, "role.created", ("role", role.id),
+        name=role.name, scopes=sorted(role.scopes),
+    )  # fmt: skip
+    statements = [store.role_insert(state.company_id, role, now)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(role)
+    state.roles[role.id] = role
+
+    def undo() -> None:
+        state.roles.pop(role.id, None)
+
+    return _commit(state, statements, [audit], role, undo, _duplicate)
+
+
+def update_role(state: CompanyState, command: UpdateRole) -> Detached:
+    state.require()
+    require_fresh(state)
+    before = _custom(state, command.role_id)
+    scopes = command.scopes if command.scopes is not None else before.scopes
+    rules.check_role_scopes(scopes, command.granter_scopes)
+    name = command.name.strip() if command.name is not None else before.name
+    _name_taken(state, name, before.id)
+    after = Role(before.id, name, scopes, builtin=False)
+    audit = entry(
+        state, command.audit, "role.updated", ("role", after.id),
+        name=after.name, scopes=sorted(after.scopes), previousScopes=sorted(before.scopes),
+    )  # fmt: skip
+    state.roles[after.id] = after
+
+    def undo() -> None:
+        state.roles[before.id] = before
+
+    now = iso(state.context.clock())
+    return _commit(
+        state, [store.role_update(state.company_id, after, now)], [audit], after, undo, _duplicate
+    )
+
+
+def delete_role(state: CompanyState, command: DeleteRole) -> Detached:
+    state.require()
+    require_fresh(state)
+    role = _custom(state, command.role_id)
+    if any(held == role.id for held in state.members.values()):
+        raise Conflict("Members hold this role; give them another first", code="role_in_use")
+    audit = entry(state, command.audit, "role.deleted", ("role", role.id), name=role.name)
+    del state.roles[role.id]
+
+    def undo() -> None:
+        state.roles[role.id] = role
+
+    return _commit(state, [store.role_delete(state.company_id, role.id)], [audit], role, undo)
+
+
+def change_member_role(state: CompanyState, command: ChangeMemberRole) -> Detached:
+    state.require()
+    require_fresh(state)
+    role = rules.check_grant(
+        state.members, state.roles, command.user_id, command.role_id, command.granter_scopes
+    )
+    before = state.members[command.user_id]
+    audit = entry(
+        state, command.audit, "member.role_changed", ("user", command.user_id),
+        fromRole=before, toRole=role.id,
+    )  # fmt: skip
+    statements = [store.member_role(state.company_id, command.user_id, role.id)]
+    reply = (command.user_id, role.id)
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(reply)
+    state.members[command.user_id] = role.id
+
+    def undo() -> None:
+        state.members[command.user_id] = before
+
+    return _commit(state, statements, [audit], reply, undo)
+
+
+def remove_member(state: CompanyState, command: RemoveMember) -> Detached:
+    state.require()
+    require_fresh(state)
+    rules.check_unseat(state.members, command.user_id)
+    held = state.members.pop(command.user_id)
+    now = iso(state.context.clock())
+    audit = entry(state, command.audit, "member.removed", ("user", command.user_id), role=held)
+    statements = [
+        store.member_remove(state.company_id, command.user_id),
+        store.sessions_revoke(state.company_id, command.user_id, now),
+    ]
+
+    def undo() -> None:
+        state.members[command.user_id] = held
+
+    return _commit(state, statements, [audit], (command.user_id, held), undo)
+
+
+def transfer_ownership(state: CompanyState, command: TransferOwnership) -> Detached:
+    state.require()
+    require_fresh(state)
+    rules.check_transfer(state.members, command.owner, command.user_id)
+    target_before = state.members[command.user_id]
+    audit = entry(
+        state, command.audit, "ownership.transferred", ("user", command.user_id),
+        fromUser=command.owner, previousRole=target_before,
+    )  # fmt: skip
+    statements = [
+        store.member_role(state.company_id, command.user_id, OWNER_ROLE),
+        store.member_role(state.company_id, command.owner, ADMIN_ROLE),
+    ]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(command.user_id)
+    state.members[command.user_id] = OWNER_ROLE
+    state.members[command.owner] = ADMIN_ROLE
+
+    def undo() -> None:
+        state.members[command.user_id] = target_before
+        state.members[command.owner] = OWNER_ROLE
+
+    return _commit(state, statements, [audit], command.user_id, undo)
