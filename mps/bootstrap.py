@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from aiohttp import web
 
+from mps.actors.approvals import Approvals
 from mps.actors.company import CompanyActor
 from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
@@ -200,6 +201,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         money: MoneyWork | None = None
         reconciliation: Reconciliation | None = None
         overdue: InvoiceOverdue | None = None
+        approvals: Approvals | None = None
         housekeeping: Housekeeping | None = None
         mailer: Mailer = extra.mailer or (
             DevMailbox()
@@ -236,6 +238,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 database, shards, extra.clock, settings.invoice_overdue_interval
             )
             overdue.start()
+            approvals = Approvals(database, shards, extra.clock, settings.approval_interval)
+            approvals.start()
             # Cluster-wide work, done once: by the owner of shard 0.
             housekeeping = Housekeeping(
                 context, settings.housekeeping_interval, when=lambda: shards.owns_shard(0)
@@ -281,6 +285,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 money=money,
                 reconciliation=reconciliation,
                 invoice_overdue=overdue,
+                approvals=approvals,
                 cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
@@ -319,6 +324,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 await reconciliation.close()
             if overdue is not None:
                 await overdue.close()
+            if approvals is not None:
+                await approvals.close()
             if cluster is not None:
                 await cluster.close()
             await shards.close()

@@ -68,6 +68,9 @@ class Settings:
     payout_arrival_after: float = 2.0
     # How often SENT invoices past their due date are looked for (they become OVERDUE).
     invoice_overdue_interval: float = 60.0
+    # How often approval requests past 72 hours are expired, and approved ones whose action a
+    # crash kept from running are run.
+    approval_interval: float = 5.0
     # How often the ledger is reconciled against payments, refunds and payouts.
     reconciliation_interval: float = 60.0
     # How often housekeeping deletes rows past their retention (mps.actors.housekeeping).

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from pykka import ActorRef
 
+from mps.actors.approvals import Approvals
 from mps.actors.context import ActorContext
 from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
@@ -52,6 +53,7 @@ class Services:
     money: MoneyWork
     reconciliation: Reconciliation
     invoice_overdue: InvoiceOverdue
+    approvals: Approvals
     # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
     cluster: ClusterNode | None = None
 

@@ -238,6 +238,28 @@ async def world(
     assert response.status == 201, await response.text()
     role = await response.json()
     response = await client.post(
+        "/api/v1/team/invitations",
+        json={"email": "invitee@example.com", "roleId": "role_viewer"},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    invitation = await response.json()
+    mail = await client.get("/api/v1/dev/mailbox", params={"to": "invitee@example.com"})
+    invite_token = (await mail.json())["data"][0]["link"].rsplit("/", 1)[1]
+    response = await client.put(
+        "/api/v1/team/approvals/policies/payout.create",
+        json={"enabled": True, "thresholds": {"USD": "1"}},
+        headers=member.headers,
+    )
+    assert response.status == 200, await response.text()
+    response = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "50", "currency": "USD", "bankAccountId": account["id"]},
+        headers=member.headers,
+    )
+    assert response.status == 202, await response.text()
+    approval = (await response.json())["approvalRequest"]
+    response = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "edges", "scopes": ["payments:write"]},
         headers=member.headers,
@@ -261,6 +283,11 @@ async def world(
         "i/invoiceId": invoice["id"],
         "roles/id": role["id"],
         "members/id": member.user_id,
+        "invitations/id": invitation["id"],
+        "token/token": invite_token,
+        "invite/token": invite_token,
+        "policies/action": "refund.create",
+        "requests/id": approval["id"],
         "customers/id": customer["id"],
         "api-keys/id": key["id"],
         "checkout/reference": payment["reference"],
@@ -277,6 +304,7 @@ async def world(
         "/merchant/webhooks/{id}/recover": {"since": "2020-01-01"},
         "/team/roles/{id}": {"name": "Edges 2"},
         "/team/members/{id}": {"roleId": "role_admin"},
+        "/team/approvals/policies/{action}": {"enabled": False},
     }
     token = dict(parse_qsl(urlsplit(invoice["hostedUrl"]).query))
     queries = {"/i/{invoiceId}": token, "/i/{invoiceId}/pdf": token}

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
-from mps.actors.company.messages import Book
+from mps.actors.company.messages import Book, RequestApproval
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.references import References, commit_new_payment
@@ -26,6 +26,8 @@ from mps.adapters.processor import CardInput, Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
 from mps.domain import refunds as refund_rules
+from mps.domain.approvals import ApprovalRequest
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id, payment_reference
 from mps.domain.ledger import Books, Movement
@@ -112,12 +114,17 @@ class Checkout:
 
 @dataclass(frozen=True)
 class CreateRefund:
-    """Reply: a RefundOutcome with the PENDING refund and its refund.created event."""
+    """Reply: a RefundOutcome with the PENDING refund and its refund.created event; or, when
+    the amount is above the refund.create policy's threshold (and `approved` is not set), the
+    PENDING ApprovalRequest the company made instead."""
 
     mode: str
     amount_minor: int
     reason: str | None = None
     idempotency: IdempotencyRecord | None = None
+    # Who asks, for an approval request; None (the sandbox, an approved request) asks none.
+    requested_by: str | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -365,10 +372,28 @@ class PaymentActor(AsyncioActor):
         self.payment = after
         return outcome
 
-    async def _create_refund(self, command: CreateRefund) -> RefundOutcome:
+    async def _create_refund(self, command: CreateRefund) -> RefundOutcome | ApprovalRequest:
         payment = self._require(command.mode)
         now = self.context.clock()
         held = sum(r.amount_minor for r in self.refunds.values())
+        # The refund's own checks first: a refund that could not run is not put to a vote.
+        refund_rules.create(
+            payment, held, refund_id="re_check", amount=command.amount_minor,
+            reason=None, now=now, process_after=now,
+        )  # fmt: skip
+        if command.requested_by is not None:
+            payload = {
+                "paymentId": payment.id,
+                "amountMinor": str(command.amount_minor),
+                "reason": command.reason,
+            }
+            gate = RequestApproval(
+                payment.mode, "refund.create", payment.currency, command.amount_minor, payload,
+                command.requested_by, command.audit, command.idempotency,
+            )  # fmt: skip
+            approval: ApprovalRequest | None = await self.company(gate)
+            if approval is not None:
+                return approval
         refund = refund_rules.create(
             payment,
             held,

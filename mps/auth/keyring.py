@@ -103,6 +103,11 @@ class Keyring:
         ).digest()
         return "cus_" + _base62(digest)[:24]
 
+    def hash_invitation_token(self, token: str) -> str:
+        """The keyed hash an invitation's token is stored as (the token itself is only in the
+        emailed link). Keyed by the id key, so rotating the session secret keeps links valid."""
+        return _hash(self.id_key or self.session_secret, "invitation", token)
+
     def invoice_token(self, invoice_id: str) -> str:
         """The token of an invoice's hosted link (`/i/{id}?t={token}`): a keyed hash of its id,
         so it is stored nowhere and cannot be guessed (143 bits). Keyed by the id key, never by

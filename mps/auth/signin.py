@@ -81,6 +81,15 @@ async def start_login(services: Services, email: str) -> dict[str, Any]:
     return {"loginId": login["id"], "expiresAt": login["expiresAt"]}
 
 
+async def continue_as_member(
+    services: Services, email: str, user_id: str, company_id: str
+) -> dict[str, Any]:
+    """A sign-in for someone who just joined `company_id` (an accepted invitation): a code is
+    mailed to them, and verifying it opens their session there. No password exists."""
+    login = await _create_login(services, email, user_id, company_id, send=True)
+    return {"loginId": login["id"], "expiresAt": login["expiresAt"]}
+
+
 async def _create_login(
     services: Services, email: str, user_id: str | None, company_id: str | None, *, send: bool
 ) -> dict[str, Any]:

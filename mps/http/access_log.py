@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import re
 import sys
 import time
 from typing import TextIO, cast
@@ -126,7 +127,7 @@ class BatchedAccessLog(AbstractAccessLogger):
                 _now(),
                 request.remote,
                 request.method,
-                request.rel_url.raw_path,
+                _logged_path(request),
                 _route(request),
                 response.status,
                 response.body_length,
@@ -138,7 +139,7 @@ class BatchedAccessLog(AbstractAccessLogger):
                 _now(),
                 request.remote,
                 request.method,
-                request.rel_url.raw_path,
+                _logged_path(request),
                 response.status,
                 response.body_length,
                 time,
@@ -165,6 +166,15 @@ class BatchedAccessLog(AbstractAccessLogger):
         except (OSError, ValueError):
             # A closed or broken stream (the terminal went away) must not fail requests.
             pass
+
+
+# Paths that carry a secret of their own: an invitation's token is the whole credential of its
+# link (the query string, where other tokens travel, is never logged at all).
+_SECRET_SEGMENT = re.compile(r"^(/invite/|/api/v1/team/invitations/token/)[^/]+")
+
+
+def _logged_path(request: web.BaseRequest) -> str:
+    return _SECRET_SEGMENT.sub(r"\1[redacted]", request.rel_url.raw_path)
 
 
 def _now() -> float:

@@ -5,6 +5,8 @@ They describe what handlers send; `tests/test_openapi.py` checks real responses 
 
 from __future__ import annotations
 
+from mps.domain.approvals import APPROVAL_STATUSES
+from mps.domain.invitations import INVITATION_STATUSES
 from mps.domain.invoices import INVOICE_STATUSES
 from mps.domain.ledger import MOVEMENT_TYPES
 from mps.domain.payments import STATUSES
@@ -15,12 +17,16 @@ from mps.http.schema import Anything, Array, Bool, Enum, Int, Map, Obj, Schema, 
 __all__ = [
     "API_KEY",
     "API_KEY_LOG",
+    "APPROVAL",
+    "APPROVAL_FIELDS",
     "AUDIT_ENTRY",
     "BALANCE",
     "BALANCE_TRANSACTION",
     "BANK_ACCOUNT",
     "BANK_ACCOUNT_FIELDS",
     "CUSTOMER",
+    "INVITATION",
+    "INVITATION_FIELDS",
     "INVOICE",
     "INVOICE_FIELDS",
     "INVOICE_STATS",
@@ -29,6 +35,7 @@ __all__ = [
     "PAYMENT_STATS",
     "PAYOUT",
     "PAYOUT_FIELDS",
+    "POLICY",
     "REFUND",
     "REFUND_FIELDS",
     "ROLE",
@@ -409,5 +416,49 @@ AUDIT_ENTRY = Obj(
         "hash": Str(),
     },
     required=["id", "at", "actor", "action", "target", "details", "seq", "prevHash", "hash"],
+    allow_unknown=True,
+)
+
+INVITATION_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "email": Str(),
+    "roleId": Str(),
+    "status": Enum(INVITATION_STATUSES),
+    "invitedBy": Str(),
+    "createdAt": _TIME,
+    "expiresAt": _TIME,
+    "decidedAt": Str(format="date-time", nullable=True),
+}
+INVITATION = Obj(INVITATION_FIELDS, required=list(INVITATION_FIELDS), allow_unknown=True)
+
+APPROVAL_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "action": Str(),
+    "status": Enum(APPROVAL_STATUSES),
+    "requestedBy": Str(),
+    "payload": Map(values=Anything()),
+    "votes": Array(
+        Obj(
+            {"userId": Str(), "decision": Str(), "comment": _NULL_STR, "at": _TIME},
+            required=["userId", "decision", "comment", "at"],
+        )
+    ),
+    "requiredApprovals": Int(),
+    "result": Map(values=Anything(), nullable=True),
+    "error": Map(values=Anything(), nullable=True),
+    "livemode": Bool(),
+    "createdAt": _TIME,
+    "expiresAt": _TIME,
+    "decidedAt": Str(format="date-time", nullable=True),
+}
+APPROVAL = Obj(APPROVAL_FIELDS, required=list(APPROVAL_FIELDS), allow_unknown=True)
+POLICY = Obj(
+    {
+        "action": Str(),
+        "enabled": Bool(),
+        "thresholds": Map(values=_MONEY),
+        "requiredApprovals": Int(),
+    },
+    required=["action", "enabled", "thresholds", "requiredApprovals"],
     allow_unknown=True,
 )

@@ -139,10 +139,16 @@ class Route:
     # commit and replays what is stored, and a failed run looks before answering its error.
     # Saves a read per keyed request; wrong for a route with effects before its commit.
     commits_key: bool = False
+    # Idempotency-Key is not honoured: a public route whose answer to a repeat is already the
+    # same (accepting an invitation twice is a 409 the second time) and that has no company or
+    # credential to keep keys under.
+    keyless: bool = False
 
     @property
     def idempotent(self) -> bool:
         """Whether the route honours Idempotency-Key (decisions 16)."""
+        if self.keyless:
+            return False
         if self.idempotency_scope is not None:
             return True
         return self.method == "POST" and self.path.startswith(_IDEMPOTENT_PREFIXES)

@@ -62,7 +62,12 @@ async def test_an_unknown_field_is_refused_on_every_route_that_takes_a_body(
     )
     key = (await created.json())["key"]
     credential = {Auth.SESSION: member.headers, Auth.API_KEY: _bearer(key), Auth.PUBLIC: {}}
-    params = {"reference": payment["reference"], "kind": "payment.completed", "id": "whe_none"}
+    params = {
+        "reference": payment["reference"],
+        "kind": "payment.completed",
+        "id": "whe_none",
+        "action": "payout.create",
+    }
 
     for route in BODY_ROUTES:
         # when the body carries a property the route does not declare

@@ -10,7 +10,9 @@ from typing import Any
 
 from mps.actors.company import (
     api_keys,
+    approvals,
     claims,
+    invitations,
     invoices,
     ledger,
     members,
@@ -21,10 +23,12 @@ from mps.actors.company import (
     webhooks,
 )
 from mps.actors.company.messages import (
+    AcceptInvitation,
     AddMember,
     AdvancePayout,
     Balances,
     Book,
+    CancelApproval,
     CancelPayout,
     ChangeMemberRole,
     ClaimKey,
@@ -32,27 +36,35 @@ from mps.actors.company.messages import (
     CreateBankAccount,
     CreateCompany,
     CreateEndpoint,
+    CreateInvitation,
     CreateInvoice,
     CreatePayment,
     CreatePayout,
     CreateRole,
+    DecideInvitation,
     DeleteBankAccount,
     DeleteEndpoint,
     DeleteRole,
     EmitEvent,
+    ExpireApproval,
+    FailApproval,
+    ForgetApproval,
     OpenSession,
     RecordDeliveries,
     ReleaseKey,
     RemoveMember,
+    RequestApproval,
     RevokeApiKey,
     RevokeSession,
     RotateEndpointSecret,
     RunPayoutSchedule,
+    SetPolicy,
     Settle,
     TransferOwnership,
     UpdateEndpoint,
     UpdateRole,
     UpdateSettings,
+    VoteOnApproval,
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.context import ActorContext
@@ -61,7 +73,7 @@ from mps.actors.runtime import AsyncioActor
 from mps.auth.keyring import Keyring
 from mps.domain.ids import payment_reference
 from mps.errors import NotFound
-from mps.persistence import audit_store, invoice_store, payout_store, team_store
+from mps.persistence import approval_store, audit_store, invoice_store, payout_store, team_store
 from mps.persistence.ledger_store import load_books
 from mps.persistence.queries import companies
 
@@ -109,6 +121,8 @@ class CompanyActor(AsyncioActor):
         state.invoice_numbers = await invoice_store.load_invoice_numbers(db, state.company_id)
         state.audit_head = await audit_store.load_head(db, state.company_id)
         state.roles = await team_store.load_roles(db, state.company_id)
+        state.policies = await approval_store.load_policies(db, state.company_id)
+        state.approvals = await approval_store.load_open(db, state.company_id)
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters.
@@ -182,5 +196,25 @@ class CompanyActor(AsyncioActor):
                 return team.remove_member(state, message)
             case TransferOwnership():
                 return team.transfer_ownership(state, message)
+            case CreateInvitation():
+                return await invitations.create_invitation(state, message)
+            case AcceptInvitation():
+                return await invitations.accept_invitation(state, message)
+            case DecideInvitation():
+                return await invitations.decide_invitation(state, message)
+            case SetPolicy():
+                return await approvals.set_policy(state, message)
+            case RequestApproval():
+                return await approvals.request_approval(state, message)
+            case VoteOnApproval():
+                return await approvals.vote_on_approval(state, message)
+            case CancelApproval():
+                return await approvals.cancel_approval(state, message)
+            case ExpireApproval():
+                return await approvals.expire_approval(state, message)
+            case FailApproval():
+                return await approvals.fail_approval(state, message)
+            case ForgetApproval():
+                return approvals.forget_approval(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

@@ -7,8 +7,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.idempotency import IdempotencyRecord
+from mps.domain.approvals import Policy
 from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.company import ModeSettings
+from mps.domain.invitations import Invitation
 from mps.domain.invoices import LineItem
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import NewPayment
@@ -16,10 +18,12 @@ from mps.domain.payouts import Payout
 from mps.persistence.statements import Row, Statement
 
 __all__ = [
+    "AcceptInvitation",
     "AddMember",
     "AdvancePayout",
     "Balances",
     "Book",
+    "CancelApproval",
     "CancelPayout",
     "ChangeMemberRole",
     "ClaimKey",
@@ -27,29 +31,37 @@ __all__ = [
     "CreateBankAccount",
     "CreateCompany",
     "CreateEndpoint",
+    "CreateInvitation",
     "CreateInvoice",
     "CreatePayment",
     "CreatePayout",
     "CreateRole",
+    "DecideInvitation",
     "DeleteBankAccount",
     "DeleteEndpoint",
     "DeleteRole",
     "EmitEvent",
+    "ExpireApproval",
+    "FailApproval",
+    "ForgetApproval",
     "NewInvoice",
     "OpenSession",
     "PayoutOutcome",
     "RecordDeliveries",
     "ReleaseKey",
     "RemoveMember",
+    "RequestApproval",
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
     "RunPayoutSchedule",
+    "SetPolicy",
     "Settle",
     "TransferOwnership",
     "UpdateEndpoint",
     "UpdateRole",
     "UpdateSettings",
+    "VoteOnApproval",
 ]
 
 
@@ -256,7 +268,9 @@ class DeleteBankAccount:
 
 @dataclass(frozen=True)
 class CreatePayout:
-    """Reply: a PayoutOutcome with the PENDING payout and its payout.created event."""
+    """Reply: a PayoutOutcome with the PENDING payout and its payout.created event; or, when
+    the amount is above the payout.create policy's threshold (and `approved` is not set), the
+    PENDING ApprovalRequest made instead (only when `requested_by` is given)."""
 
     mode: str
     amount_minor: int
@@ -266,6 +280,9 @@ class CreatePayout:
     automatic: bool = False
     idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
+    # Who asks, for an approval request should the amount be above the policy's threshold;
+    # None (an automatic payout, an approved request being run) asks for none.
+    requested_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -390,3 +407,100 @@ class TransferOwnership:
     user_id: str
     audit: AuditContext = SYSTEM
     idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class CreateInvitation:
+    """Reply: (the PENDING Invitation, its token, to be sent only in the email's link)."""
+
+    email: str
+    role_id: str
+    invited_by: str
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class AcceptInvitation:
+    """Reply: the new member's user id. The membership and the ACCEPTED status commit in one
+    unit; 409 when the invitation is no longer PENDING or has expired."""
+
+    invitation: Invitation
+
+
+@dataclass(frozen=True)
+class DecideInvitation:
+    """Reply: the Invitation after. `status` REJECTED (the invitee) or REVOKED (a member)."""
+
+    invitation: Invitation
+    status: str
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class SetPolicy:
+    """Reply: the Policy as set."""
+
+    policy: Policy
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RequestApproval:
+    """Reply: the new PENDING ApprovalRequest when the action is above its policy's threshold
+    (committed with its approval.requested event), else None: run the action now."""
+
+    mode: str
+    action: str
+    currency: str
+    amount_minor: int
+    payload: dict[str, Any]
+    requested_by: str
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class VoteOnApproval:
+    """Reply: the request after the vote (PENDING, APPROVED or REJECTED)."""
+
+    mode: str
+    request_id: str
+    voter: str
+    voter_scopes: frozenset[str]
+    decision: str  # approve | reject
+    comment: str | None = None
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class CancelApproval:
+    """Reply: the CANCELLED request; only its requester may."""
+
+    mode: str
+    request_id: str
+    user_id: str
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class ExpireApproval:
+    """Reply: the EXPIRED request, or None when it is not PENDING past its expiry."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class FailApproval:
+    """Reply: the FAILED request. The approved action ran and was refused with `error`."""
+
+    request_id: str
+    error: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ForgetApproval:
+    """Reply: None. The request's action committed (EXECUTED): it is no longer open."""
+
+    request_id: str

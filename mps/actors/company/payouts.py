@@ -16,6 +16,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
+from mps.actors.company.approvals import request_approval
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.messages import (
@@ -25,11 +26,13 @@ from mps.actors.company.messages import (
     CreatePayout,
     DeleteBankAccount,
     PayoutOutcome,
+    RequestApproval,
     RunPayoutSchedule,
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
 from mps.domain import payouts as rules
+from mps.domain.approvals import needs_approval
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -143,6 +146,20 @@ def create_payout(
         raise ValidationFailed(
             [FieldError("currency", f"must be the bank account's currency, {account.currency}")]
         )
+    if command.requested_by is not None and needs_approval(
+        state.policies, "payout.create", command.currency, command.amount_minor
+    ):
+        payload = {
+            "amountMinor": str(command.amount_minor),
+            "currency": command.currency,
+            "bankAccountId": command.bank_account_id,
+            "description": command.description,
+        }
+        gate = RequestApproval(
+            command.mode, "payout.create", command.currency, command.amount_minor, payload,
+            command.requested_by, command.audit, command.idempotency,
+        )  # fmt: skip
+        return Detached(request_approval(state, gate))
     now = state.context.clock()
     payout = rules.create(
         payout_id=new_id("po"),

@@ -14,6 +14,7 @@ from mps.actors.context import ActorContext
 from mps.actors.references import References
 from mps.auth.keyring import Keyring
 from mps.auth.scopes import Role
+from mps.domain.approvals import ApprovalRequest, Policy
 from mps.domain.audit import AuditHead
 from mps.domain.company import Company
 from mps.domain.ledger import Books
@@ -65,6 +66,9 @@ class CompanyState:
     # time (mps.actors.company.audit).
     audit_head: AuditHead = field(default_factory=AuditHead)
     audit_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Approval policies by action, and the open (PENDING or APPROVED) requests.
+    policies: dict[str, Policy] = field(default_factory=dict)
+    approvals: dict[str, ApprovalRequest] = field(default_factory=dict)
     # How long the bank takes to pick a payout up, and then to pay it (mps.config).
     payout_transit_after: float = 2.0
     payout_arrival_after: float = 2.0

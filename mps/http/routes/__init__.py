@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mps.http.routes import (
     api_keys,
+    approvals,
     auth,
     balance,
     checkout,
@@ -12,6 +13,7 @@ from mps.http.routes import (
     developer,
     events,
     health,
+    invitations,
     invoices,
     payments,
     payouts,
@@ -37,6 +39,8 @@ def all_routes(*, development: bool) -> list[Route]:
         *payouts.ROUTES,
         *invoices.ROUTES,
         *team.ROUTES,
+        *invitations.ROUTES,
+        *approvals.ROUTES,
         *checkout.build(development),
         *customers.ROUTES,
         *settings.ROUTES,

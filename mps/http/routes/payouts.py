@@ -18,6 +18,7 @@ from mps.actors.company import (
     PayoutOutcome,
 )
 from mps.adapters.mail import Mail
+from mps.domain.approvals import ApprovalRequest
 from mps.domain.payouts import PAYOUT_STATUSES, BankAccount
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
@@ -30,6 +31,7 @@ from mps.http.resources import (
     page,
     resource,
 )
+from mps.http.routes.approvals import approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
 from mps.http.schema import Amount, Bool, Enum, Obj, Str
@@ -110,10 +112,16 @@ def _payout(outcome: PayoutOutcome, status: int = 200) -> Resource:
     return Resource(payout_json(outcome.payout), status)
 
 
+def _created_or_held(outcome: PayoutOutcome | ApprovalRequest) -> Resource:
+    if isinstance(outcome, ApprovalRequest):
+        return approval_accepted(outcome)
+    return _payout(outcome, 201)
+
+
 async def create_payout(call: Call) -> Resource:
     session, body = call.session, call.body
-    idem = call.idempotent(lambda outcome: _payout(outcome, 201))
-    outcome: PayoutOutcome = await call.services.shards.ask_company(
+    idem = call.idempotent(_created_or_held)
+    outcome: PayoutOutcome | ApprovalRequest = await call.services.shards.ask_company(
         session.company_id,
         CreatePayout(
             session.mode,
@@ -123,9 +131,10 @@ async def create_payout(call: Call) -> Resource:
             body.get("description"),
             idempotency=idem,
             audit=call.audit(),
+            requested_by=session.user_id,
         ),
     )
-    return _payout(outcome, 201)
+    return _created_or_held(outcome)
 
 
 async def list_payouts(call: Call) -> Page:

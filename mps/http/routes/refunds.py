@@ -8,11 +8,13 @@ completes or rejects it (mps.actors.money).
 from __future__ import annotations
 
 from mps.actors.payment import CreateRefund, RefundOutcome
+from mps.domain.approvals import ApprovalRequest
 from mps.domain.refunds import REFUND_STATUSES
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import REFUND, REFUND_FIELDS, page, resource
+from mps.http.routes.approvals import approval_accepted
 from mps.http.routing import Call, Route
 from mps.http.schema import Amount, Enum, Obj, Str
 from mps.persistence.queries import refunds as q
@@ -21,14 +23,22 @@ from mps.representations.money import refund_json
 __all__ = ["ROUTES"]
 
 
+def _created_or_held(outcome: RefundOutcome | ApprovalRequest) -> Resource:
+    if isinstance(outcome, ApprovalRequest):
+        return approval_accepted(outcome)
+    return Resource(refund_json(outcome.refund), 201)
+
+
 async def create_refund(call: Call) -> Resource:
     session, body = call.session, call.body
-    idem = call.idempotent(lambda outcome: Resource(refund_json(outcome.refund), 201))
-    command = CreateRefund(session.mode, body["amountMinor"], body.get("reason"), idem)
-    outcome: RefundOutcome = await call.services.shards.ask_payment(
+    idem = call.idempotent(_created_or_held)
+    command = CreateRefund(
+        session.mode, body["amountMinor"], body.get("reason"), idem, session.user_id, call.audit()
+    )
+    outcome: RefundOutcome | ApprovalRequest = await call.services.shards.ask_payment(
         session.company_id, body["paymentId"], command
     )
-    return Resource(refund_json(outcome.refund), 201)
+    return _created_or_held(outcome)
 
 
 async def list_refunds(call: Call) -> Page:

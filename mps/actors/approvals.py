@@ -1,0 +1,146 @@
+"""Running approved actions exactly once, and expiring requests nobody decided.
+
+An APPROVED request's action is sent as the very command a direct call sends (a payout to the
+company actor, a refund to its payment's actor), with one more statement in its unit: the
+request APPROVED -> EXECUTED, with the action's result, guarded by that status. The action and
+the request's new status commit together or not at all, so however many times the action is
+tried (the vote that approved it, then the scheduler after a crash, or two nodes after a
+failover) it commits once; a second try rolls back whole and reads what the first stored. An
+action refused for a reason of its own (the balance no longer covers it) leaves the request
+FAILED with that error.
+
+The scheduler runs on each node for the shards it owns: every few seconds it expires PENDING
+requests past their 72 hours and runs APPROVED ones whose action has not committed (a crash
+between the deciding vote and the action).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import replace
+from typing import Any
+
+from mps.actors.company import CreatePayout, ExpireApproval, FailApproval, ForgetApproval
+from mps.actors.payment import CreateRefund
+from mps.actors.periodic import Periodic
+from mps.actors.shards import ShardElsewhere, ShardRouter
+from mps.domain.approvals import ApprovalRequest
+from mps.domain.audit import AuditContext
+from mps.domain.clock import Clock, iso
+from mps.errors import ServiceError
+from mps.persistence import approval_store as store
+from mps.persistence.database import Database
+from mps.persistence.queries.shards import owned_companies
+from mps.persistence.statements import Statement
+from mps.representations.money import payout_json, refund_json
+
+__all__ = ["ApprovalGuard", "Approvals"]
+
+logger = logging.getLogger(__name__)
+BATCH = 200
+
+
+class ApprovalGuard:
+    """The statements an approved action's unit carries (an IdempotencyRecord, as the commands
+    take one): the request EXECUTED with the action's result, and its approval.executed event."""
+
+    def __init__(self, request: ApprovalRequest, clock: Clock) -> None:
+        self.request = request
+        self.clock = clock
+        self.executed: ApprovalRequest | None = None
+
+    def statements(self, result: Any) -> list[Statement]:
+        shown = _shown(self.request.action, result)
+        now = iso(self.clock())
+        after = replace(self.request, status="EXECUTED", result=shown, decided_at=now)
+        self.executed = after
+        return [
+            store.finished(self.request.company_id, self.request.id, now, result=shown),
+            store.event(after, "approval.executed", now),
+        ]
+
+
+def _shown(action: str, result: Any) -> dict[str, Any]:
+    if action == "payout.create":
+        return payout_json(result.payout)
+    return refund_json(result.refund)
+
+
+class Approvals(Periodic):
+    def __init__(
+        self, database: Database, shards: ShardRouter, clock: Clock, interval: float
+    ) -> None:
+        super().__init__(interval)
+        self._database = database
+        self._shards = shards
+        self._clock = clock
+
+    async def execute(self, request: ApprovalRequest) -> ApprovalRequest:
+        """Run an APPROVED request's action; the request as it ends (EXECUTED or FAILED)."""
+        guard = ApprovalGuard(request, self._clock)
+        payload = request.payload
+        actor = AuditContext("user", request.requested_by)
+        try:
+            if request.action == "payout.create":
+                command: Any = CreatePayout(
+                    request.mode,
+                    int(payload["amountMinor"]),
+                    payload["currency"],
+                    payload["bankAccountId"],
+                    payload.get("description"),
+                    idempotency=guard,
+                    audit=actor,
+                )
+                await self._shards.ask_company(request.company_id, command)
+            else:
+                command = CreateRefund(
+                    request.mode, int(payload["amountMinor"]), payload.get("reason"), guard
+                )
+                await self._shards.ask_payment(request.company_id, payload["paymentId"], command)
+        except store.NotApproved:
+            return await self._stored(request)
+        except ServiceError as refused:
+            error = {"code": refused.code, "message": str(refused), "statusCode": refused.status}
+            try:
+                failed: ApprovalRequest = await self._shards.ask_company(
+                    request.company_id, FailApproval(request.id, error)
+                )
+            except store.NotApproved:
+                return await self._stored(request)
+            return failed
+        await self._shards.ask_company(request.company_id, ForgetApproval(request.id))
+        assert guard.executed is not None
+        return guard.executed
+
+    async def _stored(self, request: ApprovalRequest) -> ApprovalRequest:
+        found = await store.get_request(
+            self._database, request.company_id, request.mode, request.id
+        )
+        return found or request
+
+    async def tick(self) -> bool:
+        return await self.run_once() == BATCH
+
+    async def run_once(self) -> int:
+        owned = sorted(self._shards.owned) if self._shards.clustered else None
+        scope = owned_companies("company_id", owned)
+        if scope is None:
+            return 0
+        rows = await store.open_due(self._database, iso(self._clock()), BATCH, scope)
+        mine = [r for r in rows if self._shards.owns(r["company_id"])]
+        results = await asyncio.gather(*(self._settle(r) for r in mine), return_exceptions=True)
+        for row, result in zip(mine, results, strict=True):
+            if isinstance(result, BaseException) and not isinstance(
+                result, ServiceError | ShardElsewhere
+            ):
+                logger.error("approval request %s: %s", row["id"], result, exc_info=result)
+        return len(rows)
+
+    async def _settle(self, row: Any) -> None:
+        if row["status"] == "PENDING":
+            await self._shards.ask_company(row["company_id"], ExpireApproval(row["id"]))
+            return
+        request = await store.get_request(self._database, row["company_id"], row["mode"], row["id"])
+        if request is not None and request.status == "APPROVED":
+            await self.execute(request)

@@ -1,0 +1,106 @@
+"""Invitations: created within the inviter's own scopes, answered through the emailed token.
+
+The company actor checks what it holds (the role exists and is not the owner's, the inviter may
+grant it, the person is not a member yet) and commits; every later change is guarded in storage
+by the status it expects, so an accept racing a revoke has exactly one winner. Accepting adds
+the member in the same unit.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import replace
+
+from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
+from mps.actors.company.messages import AcceptInvitation, CreateInvitation, DecideInvitation
+from mps.actors.company.state import CompanyState
+from mps.auth.scopes import OWNER_ROLE
+from mps.domain import team as rules
+from mps.domain.audit import AuditContext
+from mps.domain.clock import iso
+from mps.domain.ids import new_id
+from mps.domain.invitations import INVITATION_TTL, Invitation
+from mps.errors import Conflict, FieldError, ValidationFailed
+from mps.persistence import company_store
+from mps.persistence import invitation_store as store
+from mps.persistence.database import IntegrityConflict
+
+__all__ = ["accept_invitation", "create_invitation", "decide_invitation"]
+
+
+async def create_invitation(
+    state: CompanyState, command: CreateInvitation
+) -> tuple[Invitation, str]:
+    state.require()
+    require_fresh(state)
+    role = rules.resolve_role(command.role_id, state.roles)
+    if role is None:
+        raise ValidationFailed([FieldError("roleId", "no such role")])
+    if role.id == OWNER_ROLE:
+        msg = "The owner role is given only by transferring ownership"
+        raise Conflict(msg, code="owner_transfer_required")
+    rules.check_role_scopes(role.scopes, command.granter_scopes)
+    now = state.context.clock()
+    token = secrets.token_urlsafe(32)
+    invitation = Invitation(
+        id=new_id("invt"),
+        company_id=state.company_id,
+        email=command.email,
+        role_id=role.id,
+        status="PENDING",
+        invited_by=command.invited_by,
+        created_at=iso(now),
+        expires_at=iso(now + INVITATION_TTL),
+    )
+    statements = [store.invitation_insert(invitation, state.keyring.hash_invitation_token(token))]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements((invitation, token))
+    audit = entry(
+        state, command.audit, "invitation.created", ("invitation", invitation.id),
+        email=invitation.email, roleId=role.id,
+    )  # fmt: skip
+    await commit_audited(state, statements, [audit])
+    return invitation, token
+
+
+async def accept_invitation(state: CompanyState, command: AcceptInvitation) -> str:
+    state.require()
+    require_fresh(state)
+    invitation = command.invitation
+    now = iso(state.context.clock())
+    statements = [
+        store.decide(state.company_id, invitation.id, "ACCEPTED", now),
+        *company_store.membership(
+            state.company_id, new_id("usr"), invitation.email, None, invitation.role_id, now
+        ),
+    ]
+    context = AuditContext("invitee", None)
+    audit = entry(
+        state, context, "invitation.accepted", ("invitation", invitation.id),
+        email=invitation.email, roleId=invitation.role_id,
+    )  # fmt: skip
+    try:
+        rows = await commit_audited(state, statements, [audit])
+    except store.InvitationClosed as exc:
+        raise Conflict("The invitation is no longer open", code="invalid_state") from exc
+    except IntegrityConflict as exc:
+        raise Conflict("That person is a member already", code="already_member") from exc
+    user_id: str = rows[-1][0]["user_id"]
+    state.members[user_id] = invitation.role_id
+    return user_id
+
+
+async def decide_invitation(state: CompanyState, command: DecideInvitation) -> Invitation:
+    state.require()
+    invitation = command.invitation
+    now = iso(state.context.clock())
+    action = "invitation.rejected" if command.status == "REJECTED" else "invitation.revoked"
+    audit = entry(state, command.audit, action, ("invitation", invitation.id))
+    try:
+        await commit_audited(
+            state, [store.decide(state.company_id, invitation.id, command.status, now)], [audit]
+        )
+    except store.InvitationClosed as exc:
+        raise Conflict("The invitation is no longer open", code="invalid_state") from exc
+    return replace(invitation, status=command.status, decided_at=now)

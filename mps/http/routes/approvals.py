@@ -1,0 +1,198 @@
+"""Maker-checker approvals (decisions 9): policies per action, and the requests an action above
+its threshold makes instead of running; votes, cancel, and the action run once when approved."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.actors.company import CancelApproval, SetPolicy, VoteOnApproval
+from mps.domain.approvals import ACTIONS, APPROVAL_STATUSES, ApprovalRequest, Policy
+from mps.domain.money import parse_amount_minor
+from mps.errors import FieldError, NotFound, ValidationFailed
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Page, Resource
+from mps.http.resources import APPROVAL, APPROVAL_FIELDS, POLICY, page, resource
+from mps.http.routing import Call, Route
+from mps.http.schema import Bool, Enum, Int, Map, Obj, Str
+from mps.persistence import approval_store as store
+from mps.representations.approvals import approval_json, policy_json
+
+__all__ = ["ROUTES", "approval_accepted"]
+
+
+def approval_accepted(request: ApprovalRequest) -> Resource:
+    """What an action above its threshold answers: 202 with the request made instead."""
+    return Resource({"approvalRequest": approval_json(request)}, 202)
+
+
+async def list_policies(call: Call) -> Page:
+    policies = await store.load_policies(call.services.database, call.session.company_id)
+    return Page([policy_json(policies.get(a) or Policy(a)) for a in ACTIONS], None)
+
+
+def _thresholds(raw: dict[str, Any]) -> dict[str, int]:
+    errors, found = [], {}
+    for currency, amount in raw.items():
+        value = parse_amount_minor(amount) if isinstance(amount, str) else None
+        if len(currency) != 3 or not currency.isupper():
+            errors.append(FieldError(f"thresholds.{currency}", "must be a currency code"))
+        elif value is None:
+            errors.append(FieldError(f"thresholds.{currency}", "must be an amount in minor units"))
+        else:
+            found[currency] = value
+    if errors:
+        raise ValidationFailed(errors)
+    return found
+
+
+async def set_policy(call: Call) -> Resource:
+    action = call.param("action")
+    if action not in ACTIONS:
+        raise NotFound(f"No approval policy for {action!r}; actions: {', '.join(ACTIONS)}")
+    body = call.body
+    policy = Policy(
+        action,
+        bool(body["enabled"]),
+        _thresholds(body.get("thresholds") or {}),
+        body.get("requiredApprovals") or 1,
+    )
+    set_to: Policy = await call.services.shards.ask_company(
+        call.session.company_id, SetPolicy(policy, call.audit())
+    )
+    return Resource(policy_json(set_to))
+
+
+async def list_requests(call: Call) -> Page:
+    session = call.session
+    found, cursor = await store.list_requests(
+        call.services.database,
+        session.company_id,
+        session.mode,
+        page_request(call.query),
+        status=call.query.get("status"),
+    )
+    return Page([approval_json(r) for r in found], cursor)
+
+
+async def get_request(call: Call) -> Resource:
+    session = call.session
+    found = await store.get_request(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if found is None:
+        raise NotFound("No such approval request")
+    return Resource(approval_json(found))
+
+
+async def _vote(call: Call, decision: str) -> Resource:
+    session = call.session
+    after: ApprovalRequest = await call.services.shards.ask_company(
+        session.company_id,
+        VoteOnApproval(
+            session.mode, call.param("id"), session.user_id, session.scopes, decision,
+            call.body.get("comment"), call.audit(),
+        ),
+    )  # fmt: skip
+    if after.status == "APPROVED":
+        after = await call.services.approvals.execute(after)
+    return Resource(approval_json(after))
+
+
+async def approve(call: Call) -> Resource:
+    return await _vote(call, "approve")
+
+
+async def reject(call: Call) -> Resource:
+    return await _vote(call, "reject")
+
+
+async def cancel(call: Call) -> Resource:
+    session = call.session
+    after: ApprovalRequest = await call.services.shards.ask_company(
+        session.company_id,
+        CancelApproval(session.mode, call.param("id"), session.user_id, call.audit()),
+    )
+    return Resource(approval_json(after))
+
+
+VOTE_BODY = Obj({"comment": Str(max_length=1000)})
+
+ROUTES = [
+    Route(
+        "GET",
+        "/team/approvals/policies",
+        list_policies,
+        "The approval policy of each action",
+        "team",
+        scope="team:read",
+        response=page(POLICY),
+    ),
+    Route(
+        "PUT",
+        "/team/approvals/policies/{action}",
+        set_policy,
+        "Set an action's approval policy",
+        "team",
+        scope="team:write",
+        body=Obj(
+            {
+                "enabled": Bool(),
+                "thresholds": Map(
+                    values=Str(),
+                    max_keys=50,
+                    max_key_length=3,
+                    description="Currency -> the amount above which approval is needed.",
+                ),
+                "requiredApprovals": Int(minimum=1, maximum=10),
+            },
+            required=["enabled"],
+        ),
+        response=resource(dict(POLICY.fields)),
+    ),
+    Route(
+        "GET",
+        "/team/approvals/requests",
+        list_requests,
+        "Approval requests, newest first",
+        "team",
+        scope="team:read",
+        query=Obj({**PAGE_FIELDS, "status": Enum(APPROVAL_STATUSES)}),
+        response=page(APPROVAL),
+    ),
+    Route(
+        "GET",
+        "/team/approvals/requests/{id}",
+        get_request,
+        "Retrieve an approval request",
+        "team",
+        scope="team:read",
+        response=resource(APPROVAL_FIELDS),
+    ),
+    # Voting needs the action's own write scope, checked by the company actor: no route scope.
+    Route(
+        "POST",
+        "/team/approvals/requests/{id}/approve",
+        approve,
+        "Approve; the action runs once enough members have",
+        "team",
+        body=VOTE_BODY,
+        response=resource(APPROVAL_FIELDS),
+    ),
+    Route(
+        "POST",
+        "/team/approvals/requests/{id}/reject",
+        reject,
+        "Reject; one rejection rejects the request",
+        "team",
+        body=VOTE_BODY,
+        response=resource(APPROVAL_FIELDS),
+    ),
+    Route(
+        "POST",
+        "/team/approvals/requests/{id}/cancel",
+        cancel,
+        "Withdraw your own PENDING request",
+        "team",
+        response=resource(APPROVAL_FIELDS),
+    ),
+]

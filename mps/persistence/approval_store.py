@@ -1,0 +1,227 @@
+"""Approval policies, requests and votes as rows: the statements the company actor (and, for an
+approved action, the actor that runs it) commits, and what the company actor loads.
+
+A request's status changes are guarded by the status they expect: a second execution of an
+approved action, a vote on a decided request, finds no row and rolls its whole unit back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from mps.domain.approvals import ApprovalRequest, Policy, Vote
+from mps.errors import StaleWrite
+from mps.persistence.database import Database
+from mps.persistence.outbox import event_row
+from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.statements import Row, Statement, insert
+from mps.representations.approvals import approval_json
+
+__all__ = [
+    "NotApproved",
+    "event",
+    "finished",
+    "get_request",
+    "list_requests",
+    "load_open",
+    "load_policies",
+    "open_due",
+    "policy_upsert",
+    "request_insert",
+    "status_change",
+    "vote_insert",
+]
+
+
+class NotApproved(StaleWrite):
+    """The request was not APPROVED when its action's unit committed: it ran already (or was
+    never approved). The unit, the action included, rolled back."""
+
+
+def _json(value: Any) -> str | None:
+    return None if value is None else orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def policy_upsert(company_id: str, policy: Policy, now: str) -> Statement:
+    return Statement(
+        "INSERT INTO approval_policies "
+        "(company_id, action, enabled, thresholds, required_approvals, updated_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (company_id, action) DO UPDATE SET "
+        "enabled = excluded.enabled, thresholds = excluded.thresholds, "
+        "required_approvals = excluded.required_approvals, updated_at = excluded.updated_at",
+        (
+            company_id,
+            policy.action,
+            int(policy.enabled),
+            _json({k: str(v) for k, v in policy.thresholds.items()}),
+            policy.required_approvals,
+            now,
+        ),
+    )
+
+
+async def load_policies(db: Database, company_id: str) -> dict[str, Policy]:
+    rows = await db.fetch("SELECT * FROM approval_policies WHERE company_id = $1", company_id)
+    return {
+        r["action"]: Policy(
+            r["action"],
+            bool(r["enabled"]),
+            {k: int(v) for k, v in orjson.loads(r["thresholds"]).items()},
+            int(r["required_approvals"]),
+        )
+        for r in rows
+    }
+
+
+def request_insert(request: ApprovalRequest) -> Statement:
+    return insert(
+        "approval_requests",
+        {
+            "id": request.id,
+            "company_id": request.company_id,
+            "mode": request.mode,
+            "action": request.action,
+            "status": request.status,
+            "requested_by": request.requested_by,
+            "payload": _json(request.payload),
+            "required_approvals": request.required_approvals,
+            "result": None,
+            "error": None,
+            "created_at": request.created_at,
+            "expires_at": request.expires_at,
+            "decided_at": None,
+        },
+    )
+
+
+def vote_insert(request_id: str, vote: Vote) -> Statement:
+    return insert(
+        "approval_votes",
+        {
+            "request_id": request_id,
+            "user_id": vote.user_id,
+            "decision": vote.decision,
+            "comment": vote.comment,
+            "at": vote.at,
+        },
+    )
+
+
+def status_change(company_id: str, request_id: str, before: str, after: str, now: str) -> Statement:
+    return Statement(
+        "UPDATE approval_requests SET status = $1, decided_at = $2 "
+        "WHERE id = $3 AND company_id = $4 AND status = $5",
+        (after, now, request_id, company_id, before),
+        expect_rows=1,
+    )
+
+
+def finished(
+    company_id: str,
+    request_id: str,
+    now: str,
+    *,
+    result: dict[str, Any] | None = None,
+    error: dict[str, Any] | None = None,
+) -> Statement:
+    """APPROVED -> EXECUTED with the action's result (in the action's own unit), or FAILED with
+    its error; the unit fails with NotApproved when the request is not APPROVED any more."""
+    status = "EXECUTED" if error is None else "FAILED"
+    return Statement(
+        "UPDATE approval_requests SET status = $1, result = $2, error = $3, decided_at = $4 "
+        "WHERE id = $5 AND company_id = $6 AND status = 'APPROVED'",
+        (status, _json(result), _json(error), now, request_id, company_id),
+        expect_rows=1,
+        stale_error=NotApproved,
+    )
+
+
+def event(request: ApprovalRequest, event_type: str, now: str) -> Statement:
+    row = event_row(
+        company_id=request.company_id,
+        mode=request.mode,
+        event_type=event_type,
+        created_at=now,
+        obj=approval_json(request),
+    )
+    return insert("events", row)
+
+
+def _request(row: Row, votes: list[Row]) -> ApprovalRequest:
+    return ApprovalRequest(
+        id=row["id"],
+        company_id=row["company_id"],
+        mode=row["mode"],
+        action=row["action"],
+        status=row["status"],
+        requested_by=row["requested_by"],
+        payload=orjson.loads(row["payload"]),
+        required_approvals=int(row["required_approvals"]),
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        votes=tuple(Vote(v["user_id"], v["decision"], v["at"], v["comment"]) for v in votes),
+        result=orjson.loads(row["result"]) if row["result"] else None,
+        error=orjson.loads(row["error"]) if row["error"] else None,
+        decided_at=row["decided_at"],
+    )
+
+
+async def _with_votes(db: Database, rows: list[Row]) -> list[ApprovalRequest]:
+    if not rows:
+        return []
+    marks = ", ".join(f"${i}" for i in range(1, len(rows) + 1))
+    votes = await db.fetch(
+        f"SELECT * FROM approval_votes WHERE request_id IN ({marks}) ORDER BY at, user_id",
+        *(r["id"] for r in rows),
+    )
+    by_request: dict[str, list[Row]] = {}
+    for v in votes:
+        by_request.setdefault(v["request_id"], []).append(v)
+    return [_request(r, by_request.get(r["id"], [])) for r in rows]
+
+
+async def load_open(db: Database, company_id: str) -> dict[str, ApprovalRequest]:
+    """The company's PENDING and APPROVED requests, for its actor's activation."""
+    rows = await db.fetch(
+        "SELECT * FROM approval_requests WHERE company_id = $1 "
+        "AND status IN ('PENDING', 'APPROVED')",
+        company_id,
+    )
+    return {r.id: r for r in await _with_votes(db, rows)}
+
+
+async def get_request(
+    db: Database, company_id: str, mode: str, request_id: str
+) -> ApprovalRequest | None:
+    rows = await db.fetch(
+        "SELECT * FROM approval_requests WHERE id = $1 AND company_id = $2 AND mode = $3",
+        request_id,
+        company_id,
+        mode,
+    )
+    found = await _with_votes(db, rows)
+    return found[0] if found else None
+
+
+async def list_requests(
+    db: Database, company_id: str, mode: str, page: PageRequest, *, status: str | None = None
+) -> tuple[list[ApprovalRequest], str | None]:
+    where = (
+        Where().compare("company_id", company_id).compare("mode", mode).compare("status", status)
+    )
+    rows, cursor = await fetch_page(db, "SELECT * FROM approval_requests", where, page)
+    return await _with_votes(db, rows), cursor
+
+
+async def open_due(db: Database, now: str, limit: int, scope: str) -> list[Row]:
+    """PENDING requests past their expiry, and APPROVED ones (an action that a crash kept from
+    running), for the scheduler; `scope` limits them to the shards this node owns."""
+    return await db.fetch(
+        "SELECT id, company_id, mode, status FROM approval_requests "
+        f"WHERE ((status = 'PENDING' AND expires_at <= $1) OR status = 'APPROVED') {scope} "
+        "ORDER BY expires_at LIMIT $2",
+        now,
+        limit,
+    )

@@ -1,0 +1,96 @@
+"""Invitations as rows: the statements the company actor commits and the reads the routes make.
+Every change is guarded by the status it expects (PENDING, not expired)."""
+
+from __future__ import annotations
+
+from mps.domain.invitations import Invitation
+from mps.errors import StaleWrite
+from mps.persistence.database import Database
+from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.statements import Row, Statement, insert
+
+__all__ = [
+    "InvitationClosed",
+    "by_token_hash",
+    "decide",
+    "get_invitation",
+    "invitation_from_row",
+    "invitation_insert",
+    "list_invitations",
+]
+
+
+class InvitationClosed(StaleWrite):
+    """The invitation was no longer PENDING (or had expired) when the change committed."""
+
+
+def invitation_from_row(row: Row) -> Invitation:
+    return Invitation(
+        id=row["id"],
+        company_id=row["company_id"],
+        email=row["email"],
+        role_id=row["role_id"],
+        status=row["status"],
+        invited_by=row["invited_by"],
+        created_at=row["created_at"],
+        expires_at=row["expires_at"],
+        user_id=row["user_id"],
+        decided_at=row["decided_at"],
+    )
+
+
+def invitation_insert(invitation: Invitation, token_hash: str) -> Statement:
+    return insert(
+        "invitations",
+        {
+            "id": invitation.id,
+            "company_id": invitation.company_id,
+            "email": invitation.email,
+            "role_id": invitation.role_id,
+            "status": invitation.status,
+            "token_hash": token_hash,
+            "invited_by": invitation.invited_by,
+            "user_id": None,
+            "created_at": invitation.created_at,
+            "expires_at": invitation.expires_at,
+            "decided_at": None,
+        },
+    )
+
+
+def decide(company_id: str, invitation_id: str, status: str, now: str) -> Statement:
+    """PENDING and unexpired -> `status`; the unit fails with InvitationClosed otherwise."""
+    return Statement(
+        "UPDATE invitations SET status = $1, decided_at = $2 "
+        "WHERE id = $3 AND company_id = $4 AND status = 'PENDING' AND expires_at > $2",
+        (status, now, invitation_id, company_id),
+        expect_rows=1,
+        stale_error=InvitationClosed,
+    )
+
+
+async def by_token_hash(db: Database, token_hash: str) -> Invitation | None:
+    row = await db.fetchrow("SELECT * FROM invitations WHERE token_hash = $1", token_hash)
+    return invitation_from_row(row) if row is not None else None
+
+
+async def get_invitation(db: Database, company_id: str, invitation_id: str) -> Invitation | None:
+    row = await db.fetchrow(
+        "SELECT * FROM invitations WHERE id = $1 AND company_id = $2", invitation_id, company_id
+    )
+    return invitation_from_row(row) if row is not None else None
+
+
+async def list_invitations(
+    db: Database, company_id: str, page: PageRequest, now: str, *, status: str | None = None
+) -> tuple[list[Invitation], str | None]:
+    """Newest first; `status` as shown (EXPIRED is a PENDING one past its expiry)."""
+    where = Where().compare("company_id", company_id)
+    if status == "EXPIRED":
+        where.compare("status", "PENDING").compare("expires_at", now, "<=")
+    elif status == "PENDING":
+        where.compare("status", "PENDING").compare("expires_at", now, ">")
+    else:
+        where.compare("status", status)
+    rows, cursor = await fetch_page(db, "SELECT * FROM invitations", where, page)
+    return [invitation_from_row(r) for r in rows], cursor

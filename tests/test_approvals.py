@@ -1,0 +1,272 @@
+"""Maker-checker approvals (decisions 9): an action above its policy's threshold makes a request
+instead of running; members vote; reaching the count runs the action exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from mps.actors.company import VoteOnApproval
+from tests.conftest import Clock
+from tests.helpers import Member, add_member, assert_envelope, sign_in, sign_up
+from tests.money import balance, paid_payment, services
+
+pytestmark = pytest.mark.both_backends
+
+ACCOUNT = {
+    "accountHolderName": "Acme Ltd",
+    "accountNumber": "000123456789",
+    "bankCode": "110000000",
+    "currency": "USD",
+    "country": "US",
+}
+
+
+async def _policy(
+    client: TestClient[Any, Any], member: Member, action: str, threshold: str, required: int = 1
+) -> Any:
+    return await client.put(
+        f"/api/v1/team/approvals/policies/{action}",
+        json={"enabled": True, "thresholds": {"USD": threshold}, "requiredApprovals": required},
+        headers=member.headers,
+    )
+
+
+async def _account(client: TestClient[Any, Any], member: Member) -> str:
+    response = await client.post(
+        "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=member.headers
+    )
+    account_id: str = (await response.json())["id"]
+    return account_id
+
+
+async def _payout(client: TestClient[Any, Any], member: Member, account: str, amount: str) -> Any:
+    return await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": amount, "currency": "USD", "bankAccountId": account},
+        headers=member.headers,
+    )
+
+
+async def _vote(
+    client: TestClient[Any, Any], member: Member, request_id: str, decision: str = "approve"
+) -> Any:
+    return await client.post(
+        f"/api/v1/team/approvals/requests/{request_id}/{decision}",
+        json={"comment": "ok"},
+        headers=member.headers,
+    )
+
+
+async def _payouts(client: TestClient[Any, Any], member: Member) -> list[dict[str, Any]]:
+    response = await client.get("/api/v1/merchant/payouts", headers=member.headers)
+    found: list[dict[str, Any]] = (await response.json())["data"]
+    return found
+
+
+async def _setup(client: TestClient[Any, Any]) -> tuple[Member, Member, str]:
+    owner = await sign_up(client)
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    await paid_payment(client, owner, "10000")
+    account = await _account(client, owner)
+    assert (await _policy(client, owner, "payout.create", "1000")).status == 200
+    return owner, admin, account
+
+
+async def test_policies_default_to_off_and_are_set_and_audited(
+    client: TestClient[Any, Any],
+) -> None:
+    owner = await sign_up(client)
+
+    before = await (
+        await client.get("/api/v1/team/approvals/policies", headers=owner.headers)
+    ).json()
+    response = await _policy(client, owner, "refund.create", "50000", 2)
+    unknown = await _policy(client, owner, "rocket.launch", "1")
+
+    assert {p["action"]: p["enabled"] for p in before["data"]} == {
+        "payout.create": False,
+        "refund.create": False,
+    }
+    body = await response.json()
+    assert response.status == 200, body
+    assert body["thresholds"] == {"USD": "50000"} and body["requiredApprovals"] == 2
+    assert unknown.status == 404
+    trail = await client.get("/api/v1/team/audit", headers=owner.headers)
+    assert "approval_policy.updated" in [e["action"] for e in (await trail.json())["data"]]
+
+
+async def test_a_payout_above_the_threshold_waits_for_approval_and_runs_once_approved(
+    client: TestClient[Any, Any],
+) -> None:
+    owner, admin, account = await _setup(client)
+
+    small = await _payout(client, owner, account, "1000")
+    held = await _payout(client, owner, account, "5000")
+
+    assert small.status == 201
+    body = await held.json()
+    assert held.status == 202, body
+    request = body["approvalRequest"]
+    assert request["status"] == "PENDING" and request["action"] == "payout.create"
+    assert request["requestedBy"] == owner.user_id and request["requiredApprovals"] == 1
+    assert len(await _payouts(client, owner)) == 1
+    assert await balance(client, owner) == {"available": 9000, "pending": 0, "reserved": 1000}
+
+    approved = await _vote(client, admin, request["id"])
+
+    done = await approved.json()
+    assert approved.status == 200, done
+    assert done["status"] == "EXECUTED" and done["result"]["amountMinor"] == "5000"
+    assert done["votes"][0]["userId"] == admin.user_id
+    assert len(await _payouts(client, owner)) == 2
+    assert await balance(client, owner) == {"available": 4000, "pending": 0, "reserved": 6000}
+    events = await client.get("/api/v1/merchant/events", headers=owner.headers)
+    types = [e["type"] for e in (await events.json())["data"]]
+    assert "approval.requested" in types and "approval.executed" in types
+
+
+async def test_voting_rules_requester_scope_and_one_vote_each(
+    client: TestClient[Any, Any],
+) -> None:
+    owner, admin, account = await _setup(client)
+    await _policy(client, owner, "payout.create", "1000", required=2)
+    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
+    request = (await (await _payout(client, owner, account, "5000")).json())["approvalRequest"]
+
+    own = await _vote(client, owner, request["id"])
+    unscoped = await _vote(client, viewer, request["id"])
+    first = await _vote(client, admin, request["id"])
+    twice = await _vote(client, admin, request["id"])
+
+    assert own.status == 403 and unscoped.status == 403
+    assert_envelope(await unscoped.json(), 403, "insufficient_scope")
+    assert first.status == 200 and (await first.json())["status"] == "PENDING"
+    assert twice.status == 409
+    assert_envelope(await twice.json(), 409, "duplicate")
+    assert len(await _payouts(client, owner)) == 0
+
+
+async def test_one_rejection_rejects_and_the_requester_can_cancel(
+    client: TestClient[Any, Any],
+) -> None:
+    owner, admin, account = await _setup(client)
+    first = (await (await _payout(client, owner, account, "5000")).json())["approvalRequest"]
+    second = (await (await _payout(client, owner, account, "6000")).json())["approvalRequest"]
+
+    rejected = await _vote(client, admin, first["id"], "reject")
+    not_theirs = await client.post(
+        f"/api/v1/team/approvals/requests/{second['id']}/cancel", headers=admin.headers
+    )
+    cancelled = await client.post(
+        f"/api/v1/team/approvals/requests/{second['id']}/cancel", headers=owner.headers
+    )
+    late = await _vote(client, admin, second["id"])
+
+    assert (await rejected.json())["status"] == "REJECTED"
+    assert not_theirs.status == 403
+    assert (await cancelled.json())["status"] == "CANCELLED"
+    assert late.status == 404
+    assert await _payouts(client, owner) == []
+    listed = await client.get(
+        "/api/v1/team/approvals/requests", params={"status": "REJECTED"}, headers=owner.headers
+    )
+    assert [r["id"] for r in (await listed.json())["data"]] == [first["id"]]
+
+
+async def test_a_request_expires_after_72_hours(client: TestClient[Any, Any], clock: Clock) -> None:
+    owner, _, account = await _setup(client)
+    request = (await (await _payout(client, owner, account, "5000")).json())["approvalRequest"]
+
+    clock.advance(hours=72, seconds=1)
+    await services(client).approvals.run_once()
+    owner = await sign_in(client, owner)
+
+    got = await client.get(
+        f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
+    )
+    assert (await got.json())["status"] == "EXPIRED"
+
+
+async def test_an_action_refused_when_it_runs_leaves_the_request_failed(
+    client: TestClient[Any, Any],
+) -> None:
+    owner, admin, account = await _setup(client)
+    request = (await (await _payout(client, owner, account, "9500")).json())["approvalRequest"]
+    # the balance no longer covers it by the time it is approved
+    assert (await _payout(client, owner, account, "1000")).status == 201
+
+    response = await _vote(client, admin, request["id"])
+
+    done = await response.json()
+    assert done["status"] == "FAILED" and done["error"]["code"] == "balance_insufficient"
+    assert len(await _payouts(client, owner)) == 1
+
+
+async def test_a_refund_above_the_threshold_waits_for_approval(
+    client: TestClient[Any, Any],
+) -> None:
+    owner = await sign_up(client)
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    payment = await paid_payment(client, owner, "10000")
+    await _policy(client, owner, "refund.create", "2000")
+
+    held = await client.post(
+        "/api/v1/merchant/refunds",
+        json={"paymentId": payment["id"], "amountMinor": "5000"},
+        headers=owner.headers,
+    )
+    request = (await held.json())["approvalRequest"]
+    done = await (await _vote(client, admin, request["id"])).json()
+
+    assert held.status == 202
+    assert done["status"] == "EXECUTED" and done["result"]["paymentId"] == payment["id"]
+    assert await balance(client, owner) == {"available": 5000, "pending": 0, "reserved": 5000}
+
+
+async def test_concurrent_votes_run_the_action_once(client: TestClient[Any, Any]) -> None:
+    owner, _, account = await _setup(client)
+    await _policy(client, owner, "payout.create", "1000", required=2)
+    voters = [
+        await add_member(client, owner, f"admin{n}@example.com", "role_admin") for n in range(4)
+    ]
+    request = (await (await _payout(client, owner, account, "5000")).json())["approvalRequest"]
+
+    answers = await asyncio.gather(*(_vote(client, v, request["id"]) for v in voters))
+
+    assert len(await _payouts(client, owner)) == 1
+    assert await balance(client, owner) == {"available": 5000, "pending": 0, "reserved": 5000}
+    statuses = sorted(a.status for a in answers)
+    assert statuses.count(200) >= 2
+
+
+async def test_an_approved_action_a_crash_kept_from_running_runs_once_after(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a request approved in storage whose action never ran (the node died in between)
+    owner, admin, account = await _setup(client)
+    request = (await (await _payout(client, owner, account, "5000")).json())["approvalRequest"]
+    app = services(client)
+    approved = await app.shards.ask_company(
+        owner.company_id,
+        VoteOnApproval(
+            "test", request["id"], admin.user_id, frozenset({"payouts:write"}), "approve"
+        ),
+    )
+    assert approved.status == "APPROVED" and await _payouts(client, owner) == []
+
+    # when the scheduler finds it, twice over, and someone runs it once more by hand
+    await app.approvals.run_once()
+    await app.approvals.run_once()
+    again = await app.approvals.execute(approved)
+
+    # then the payout exists once and the request says what it returned
+    assert len(await _payouts(client, owner)) == 1
+    assert again.status == "EXECUTED" and again.result is not None
+    got = await client.get(
+        f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
+    )
+    assert (await got.json())["status"] == "EXECUTED"
