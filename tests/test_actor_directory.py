@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mps.actors.directory import ActorDirectory
-from mps.actors.runtime import AsyncioActor
+from mps.actors.runtime import AsyncioActor, Detached
 from mps.errors import Unavailable
 from tests.fakes import wait_until
 
@@ -326,4 +326,55 @@ async def test_an_actor_that_cannot_passivate_is_kept_by_idle_sweeps_and_evictio
     assert directory.is_active("a")
     assert directory.is_active("c")
     assert not directory.is_active("b")
+    await directory.close()
+
+
+class Committing(AsyncioActor):
+    """Replies Detached to `reserve` (its commit waits on `gate`), crashes on `crash`; records
+    its activations and the commit landing in `events`."""
+
+    def __init__(self, gate: asyncio.Event, events: list[str]) -> None:
+        super().__init__()
+        self.gate = gate
+        self.events = events
+
+    async def on_activate(self) -> None:
+        self.events.append("activate")
+
+    async def receive(self, message: Any) -> Any:
+        if message == "reserve":
+
+            async def commit() -> str:
+                await self.gate.wait()
+                self.events.append("commit landed")
+                return "ok"
+
+            return Detached(commit())
+        if message == "crash":
+            msg = "unexpected"
+            raise RuntimeError(msg)
+        return "hi"
+
+
+async def test_after_a_crash_the_new_incarnation_waits_for_the_old_ones_commits() -> None:
+    # given an actor with a commit in flight
+    gate = asyncio.Event()
+    events: list[str] = []
+    directory: ActorDirectory[str, Committing] = ActorDirectory(
+        "t", lambda _key: Committing(gate, events), capacity=10, idle_after=60
+    )
+    pending = asyncio.ensure_future(directory.ask("c", "reserve"))
+    await asyncio.sleep(0.01)
+
+    # when it crashes, and a message asks for a fresh incarnation meanwhile
+    with pytest.raises(RuntimeError):
+        await directory.ask("c", "crash")
+    answered = asyncio.ensure_future(directory.ask("c", "hello"))
+    await asyncio.sleep(0.01)
+    assert not answered.done()
+    gate.set()
+
+    # then the fresh one is activated only after the old one's commit landed
+    assert await pending == "ok" and await answered == "hi"
+    assert events == ["activate", "commit landed", "activate"]
     await directory.close()

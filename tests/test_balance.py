@@ -252,3 +252,23 @@ async def test_bad_balance_queries_are_400(client: TestClient[Any, Any]) -> None
         response = await client.get(path, params=params, headers=member.headers)
         assert response.status == 400, (path, params)
         assert_envelope(await response.json(), 400)
+
+
+async def test_a_refund_rejected_after_a_chargeback_leaves_the_balance_too(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a payment whose whole amount a pending refund holds when it is charged back
+    member = await sign_up(client)
+    key = await sandbox_key(client, member, "payments:write", "refunds:write")
+    payment = await paid_payment(client, member, "2500")
+    held = await (await refund(client, member, payment["id"], "2500")).json()
+    await simulate(client, key, "payment.reversed", paymentId=payment["id"])
+    assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 2500}
+
+    # when the refund is rejected
+    await simulate(client, key, "refund.rejected", refundId=held["id"])
+
+    # then the money goes with the chargeback instead of back to the merchant
+    assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 0}
+    chargebacks = await movements(client, member, type="chargeback")
+    assert sum(int(m["amountMinor"]) for m in chargebacks) == -2500

@@ -297,3 +297,21 @@ async def test_another_companys_team_and_trail_are_not_visible(
     assert changed.status == 404 and member.status == 404
     assert all(e["actor"]["id"] != owner.user_id for e in trail["data"])
     assert await create_payment(client, owner)
+
+
+async def test_a_manager_cannot_demote_or_remove_a_member_who_outranks_them(
+    client: TestClient[Any, Any],
+) -> None:
+    owner = await sign_up(client)
+    lead = await _role(client, owner, "Lead", "team:read", "team:write")
+    manager = await add_member(client, owner, "lead@example.com", lead["id"])
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+
+    demoted = await _call(
+        client, manager, "PATCH", f"/team/members/{admin.user_id}", roleId=lead["id"]
+    )
+    removed = await _call(client, manager, "DELETE", f"/team/members/{admin.user_id}")
+
+    for response in (demoted, removed):
+        assert response.status == 403
+        assert_envelope(await response.json(), 403, "insufficient_scope")

@@ -28,7 +28,7 @@ from mps.actors.shards import ShardElsewhere, ShardRouter
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import AuditContext
 from mps.domain.clock import Clock, iso
-from mps.errors import ServiceError
+from mps.errors import Conflict, ServiceError, Unavailable
 from mps.persistence import approval_store as store
 from mps.persistence.database import Database
 from mps.persistence.queries.shards import owned_companies
@@ -100,13 +100,17 @@ class Approvals(Periodic):
                 await self._shards.ask_payment(request.company_id, payload["paymentId"], command)
         except store.NotApproved:
             return await self._stored(request)
+        except Unavailable:
+            # Not the action's answer (a database fault, a shard moving): the request stays
+            # APPROVED and the next pass runs it again.
+            raise
         except ServiceError as refused:
             error = {"code": refused.code, "message": str(refused), "statusCode": refused.status}
             try:
                 failed: ApprovalRequest = await self._shards.ask_company(
                     request.company_id, FailApproval(request.id, error)
                 )
-            except store.NotApproved:
+            except (store.NotApproved, Conflict):
                 return await self._stored(request)
             return failed
         await self._shards.ask_company(request.company_id, ForgetApproval(request.id))

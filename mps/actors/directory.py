@@ -99,6 +99,12 @@ class ActorDirectory(Generic[K, A]):
                 if actor.is_alive():
                     self._live.move_to_end(key)
                     return actor
+                if not actor.task.done():
+                    # Crashed, its commits still in flight: the new incarnation must load a
+                    # snapshot that holds them.
+                    with contextlib.suppress(Exception):
+                        await asyncio.shield(actor.task)
+                    continue
                 self._forget(key, actor)
             stopping = self._stopping.get(key)
             if stopping is None:

@@ -167,21 +167,27 @@ class MoneyWork(Periodic):
         return len(rows)
 
     async def _step(self, row: Row) -> bool:
+        """PENDING -> IN_TRANSIT first, committed by the company actor (from then on the payout
+        can no longer be cancelled), and only then is the bank asked: a payout the bank has
+        taken can never also be cancelled and its funds paid out twice. The bank's `send` is
+        idempotent on the payout, so an IN_TRANSIT payout is sent again at its arrival time
+        (a crash or a timeout between the two steps loses nothing), then asked whether it
+        arrived."""
         bank = self._banks.get(row["mode"])
         if bank is None:
             return False  # no bank for live payouts here: they wait, cancellable
+        if row["status"] == "PENDING":
+            await self._shards.ask_company(row["company_id"], AdvancePayout(row["id"], "transit"))
+            return True
         number = self._keyring.unseal(row["account_number"], BANK_ACCOUNT_NUMBER_PURPOSE).decode()
         async with asyncio.timeout(PROCESSOR_DEADLINE):
-            if row["status"] == "PENDING":
-                answer = await bank.send(
-                    row["id"], int(row["amount_minor"]), row["currency"], number
-                )
-                step = "transit" if answer.accepted else "failed"
-            else:
+            answer = await bank.send(row["id"], int(row["amount_minor"]), row["currency"], number)
+            if answer.accepted:
                 answer = await bank.arrival(row["id"], number)
-                step = "paid" if answer.accepted else "failed"
-        command = AdvancePayout(row["id"], step, answer.reason)
-        await self._shards.ask_company(row["company_id"], command)
+        step = "paid" if answer.accepted else "failed"
+        await self._shards.ask_company(
+            row["company_id"], AdvancePayout(row["id"], step, answer.reason)
+        )
         return True
 
     async def _each(self, names: Sequence[str], work: Sequence[Awaitable[Any]]) -> list[Any]:

@@ -34,6 +34,7 @@ from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
 from mps.domain.refunds import Refund, RefundTransition
 from mps.errors import Conflict, NotFound, PaymentDeclined, ShardMoved, Unavailable
+from mps.persistence.approval_store import NotApproved
 from mps.persistence.payment_store import (
     customer_statements,
     event_statements,
@@ -186,6 +187,10 @@ def with_customer(payment: Payment, keyring: Keyring) -> Payment:
 
 
 class PaymentActor(AsyncioActor):
+    # An approved refund run a second time is refused whole by its request's guard: nothing
+    # was adopted, so it is an answer for the runner, not a reason to reload.
+    expected_errors = (*AsyncioActor.expected_errors, NotApproved)
+
     def __init__(
         self,
         payment_id: str,
@@ -452,6 +457,14 @@ class PaymentActor(AsyncioActor):
         def move(books: Books, _settings: ModeSettings) -> list[Movement]:
             if command.completed:
                 return [books.refund(done.mode, done.currency, done.id, done.amount_minor, stamp)]
+            if payment.status == "REVERSED":
+                # The chargeback took what this refund did not hold; now that the shopper gets
+                # this part back through the chargeback, it leaves the balance too.
+                return [
+                    books.chargeback_reserved(
+                        done.mode, done.currency, payment.id, done.amount_minor, stamp
+                    )
+                ]
             return [
                 books.refund_release(
                     done.mode,

@@ -323,6 +323,11 @@ class AsyncioActor(pykka.Actor):
                 self._handle_failure(*sys.exc_info())
                 return
             await self._message_loop()
+            if self._detached:
+                # Crashed with commits still in flight: the task (which the directory waits
+                # for before it activates a new incarnation) ends only once they have, so the
+                # next incarnation loads a snapshot that holds them.
+                await asyncio.gather(*self._detached, return_exceptions=True)
         finally:
             self.actor_stopped.set()
             self._fail_queued()

@@ -108,6 +108,13 @@ class Keyring:
         emailed link). Keyed by the id key, so rotating the session secret keeps links valid."""
         return _hash(self.id_key or self.session_secret, "invitation", token)
 
+    def fingerprint(self, data: bytes) -> str:
+        """A keyed hash of a request, for Idempotency-Key records (mps.http.idempotency). Keyed
+        by the id key, so records made before a session-secret rotation still match."""
+        return hmac.new(
+            _derive(self.id_key or self.session_secret, "request-fingerprint"), data, hashlib.sha256
+        ).hexdigest()
+
     def invoice_token(self, invoice_id: str) -> str:
         """The token of an invoice's hosted link (`/i/{id}?t={token}`): a keyed hash of its id,
         so it is stored nowhere and cannot be guessed (143 bits). Keyed by the id key, never by

@@ -198,6 +198,14 @@ class Books:
             side = self._decreases if amount < 0 else self._increases
             setattr(side[movement.key], name, getattr(side[movement.key], name) + sign * amount)
 
+    def settled_down(self, key: BalanceKey) -> bool:
+        """No movement in flight changes pending or the unsettled credits of `key`: a settlement
+        decided now moves what will really be there (one decided beside a reservation from
+        pending that is then refused, or a release to pending that then lands, could leave
+        money in pending that no credit will ever settle)."""
+        up, down = self._increases[key], self._decreases[key]
+        return not (up.pending or down.pending or up.unsettled or down.unsettled)
+
     def keys(self, mode: str) -> list[BalanceKey]:
         return sorted(k for k in self.committed if k[0] == mode)
 
@@ -266,6 +274,16 @@ class Books:
         return _movement(
             "refund_release", mode, currency, refund_id, now,
             [("reserved", -amount), ("pending", to_pending), ("available", amount - to_pending)],
+        )  # fmt: skip
+
+    def chargeback_reserved(
+        self, mode: str, currency: str, payment_id: str, amount: int, now: str
+    ) -> Movement:
+        """What a refund of a charged-back payment held, when that refund is rejected: the
+        chargeback left it to the refund, so it leaves the balance now, as the chargeback's."""
+        return _movement(
+            "chargeback", mode, currency, payment_id, now,
+            [("reserved", -amount), ("processor", amount)],
         )  # fmt: skip
 
     def payout_reservation(

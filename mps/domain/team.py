@@ -20,6 +20,7 @@ from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFail
 
 __all__ = [
     "check_grant",
+    "check_outranks",
     "check_role_scopes",
     "check_transfer",
     "check_unseat",
@@ -64,8 +65,25 @@ def check_grant(
         msg = "The owner role is given only by transferring ownership"
         raise Conflict(msg, code="owner_transfer_required")
     check_role_scopes(role.scopes, granter_scopes)
+    check_outranks(members, custom, target, granter_scopes)
     check_unseat(members, target)
     return role
+
+
+def check_outranks(
+    members: Mapping[str, str],
+    custom: Mapping[str, Role],
+    target: str,
+    granter_scopes: frozenset[str],
+) -> None:
+    """Nobody changes or removes a member who holds scopes they do not: a manager with
+    team:write cannot demote an admin."""
+    if target not in members:
+        raise NotFound("No such member")
+    held = resolve_role(members[target], custom)
+    if held is not None and not held.scopes <= granter_scopes:
+        msg = "You cannot change a member who holds scopes you do not"
+        raise Forbidden(msg, code="insufficient_scope")
 
 
 def check_unseat(members: Mapping[str, str], target: str) -> None:

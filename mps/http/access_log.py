@@ -32,7 +32,13 @@ from aiohttp.abc import AbstractAccessLogger
 
 from mps.http.keys import REQUEST_ID
 
-__all__ = ["BatchedAccessLog", "access_log_fraction", "access_log_line", "access_log_object"]
+__all__ = [
+    "BatchedAccessLog",
+    "access_log_fraction",
+    "access_log_line",
+    "access_log_object",
+    "logged_path",
+]
 
 _OFF = frozenset({"off", "0", "false", "no"})
 
@@ -174,7 +180,12 @@ _SECRET_SEGMENT = re.compile(r"^(/invite/|/api/v1/team/invitations/token/)[^/]+"
 
 
 def _logged_path(request: web.BaseRequest) -> str:
-    return _SECRET_SEGMENT.sub(r"\1[redacted]", request.rel_url.raw_path)
+    return logged_path(request.rel_url.raw_path)
+
+
+def logged_path(path: str) -> str:
+    """`path` as a log may show it: a token in the path masked."""
+    return _SECRET_SEGMENT.sub(r"\1[redacted]", path)
 
 
 def _now() -> float:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from aiohttp import web
 
 from mps.actors.company import ClaimKey, ReleaseKey
 from mps.actors.shards import ShardElsewhere
+from mps.auth.keyring import Keyring
 from mps.domain.clock import iso
 from mps.errors import BadRequest, KeyAlreadyStored, ServiceError, Unavailable, Unprocessable
 from mps.http.render import reply_body
@@ -59,9 +59,12 @@ def validate_key(key: str) -> str:
     return key
 
 
-def fingerprint(method: str, path: str, mode: str, body: Any) -> str:
+def fingerprint(method: str, path: str, mode: str, body: Any, keyring: Keyring) -> str:
+    """What tells a repeat of a request from a different one under the same key. Keyed: a
+    body may hold a secret (a bank account number, a card), and an unkeyed hash of a body
+    whose other fields are known would let a copy of the database guess it."""
     canonical = orjson.dumps([method, path, mode, body], option=orjson.OPT_SORT_KEYS)
-    return hashlib.sha256(canonical).hexdigest()
+    return keyring.fingerprint(canonical)
 
 
 @dataclass

@@ -33,6 +33,7 @@ from mps.errors import (
     Unauthenticated,
     UnsupportedMedia,
 )
+from mps.http.access_log import logged_path
 from mps.http.idempotency import (
     Claim,
     fingerprint,
@@ -65,7 +66,7 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
         return exc
     if isinstance(exc, web.HTTPException):
         if exc.status == 404:
-            return NotFound(f"No route for {request.method} {request.path}")
+            return NotFound(f"No route for {request.method} {logged_path(request.path)}")
         if exc.status == 405:
             allowed = frozenset(getattr(exc, "allowed_methods", ()))
             return MethodNotAllowed(f"{request.method} is not allowed on {request.path}", allowed)
@@ -77,7 +78,7 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
     logger.error(
         "unexpected error serving %s %s [%s]",
         request.method,
-        request.path,
+        logged_path(request.path),
         request.get(REQUEST_ID),
         exc_info=exc,
     )
@@ -232,7 +233,7 @@ async def _run_with_key(call: Call, key: str, raw_body: Any) -> web.StreamRespon
     else:
         assert call.principal is not None
         company_id, namespace, mode = call.principal.company_id, "", call.principal.mode
-    digest = fingerprint(request.method, request.path, mode, raw_body)
+    digest = fingerprint(request.method, request.path, mode, raw_body, call.services.keyring)
     claim = new_claim(
         call.services, company_id, namespace + key, digest, call.request_id, request[API_VERSION]
     )

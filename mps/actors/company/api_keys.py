@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import CreateApiKey, RevokeApiKey
 from mps.actors.company.state import CompanyState
 from mps.auth.api_keys import generate_key, parse_key
@@ -21,6 +22,7 @@ __all__ = ["create_api_key", "revoke_api_key"]
 
 
 async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[dict[str, Any], str]:
+    require_fresh(state)
     state.require()
     beyond = set(command.scopes) - command.creator_scopes
     if beyond:
@@ -57,6 +59,7 @@ async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[di
 
 
 async def revoke_api_key(state: CompanyState, command: RevokeApiKey) -> Row:
+    require_fresh(state)
     now = iso(state.context.clock())
     before = command.key
     after = {**before, "revoked_at": before["revoked_at"] or now}

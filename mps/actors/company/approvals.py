@@ -28,7 +28,7 @@ from mps.domain.approvals import APPROVAL_TTL, ApprovalRequest, Policy, Vote
 from mps.domain.audit import SYSTEM
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.errors import NotFound
+from mps.errors import Conflict, NotFound
 from mps.persistence import approval_store as store
 from mps.persistence.statements import Statement
 
@@ -129,6 +129,7 @@ async def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Appr
 
 
 async def cancel_approval(state: CompanyState, command: CancelApproval) -> ApprovalRequest:
+    require_fresh(state)
     state.require()
     before = _open(state, command.mode, command.request_id)
     now = iso(state.context.clock())
@@ -144,6 +145,7 @@ async def cancel_approval(state: CompanyState, command: CancelApproval) -> Appro
 
 
 async def expire_approval(state: CompanyState, command: ExpireApproval) -> ApprovalRequest | None:
+    require_fresh(state)
     state.require()
     request = state.approvals.get(command.request_id)
     now = iso(state.context.clock())
@@ -161,6 +163,7 @@ async def expire_approval(state: CompanyState, command: ExpireApproval) -> Appro
 
 
 async def fail_approval(state: CompanyState, command: FailApproval) -> ApprovalRequest:
+    require_fresh(state)
     state.require()
     request = _open(state, None, command.request_id)
     now = iso(state.context.clock())
@@ -172,7 +175,12 @@ async def fail_approval(state: CompanyState, command: FailApproval) -> ApprovalR
     audit = entry(
         state, SYSTEM, "approval.failed", ("approval_request", request.id), error=command.error
     )
-    await commit_audited(state, statements, [audit])
+    try:
+        await commit_audited(state, statements, [audit])
+    except store.NotApproved as exc:
+        # Another run of the action committed first: this request is decided already.
+        state.approvals.pop(request.id, None)
+        raise Conflict("The approval request was decided already", code="invalid_state") from exc
     del state.approvals[request.id]
     return after
 

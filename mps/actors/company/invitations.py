@@ -68,6 +68,9 @@ async def accept_invitation(state: CompanyState, command: AcceptInvitation) -> s
     state.require()
     require_fresh(state)
     invitation = command.invitation
+    if rules.resolve_role(invitation.role_id, state.roles) is None:
+        msg = "The role this invitation offers no longer exists; ask for a new invitation"
+        raise Conflict(msg, code="invalid_state")
     now = iso(state.context.clock())
     statements = [
         store.decide(state.company_id, invitation.id, "ACCEPTED", now),
@@ -92,6 +95,7 @@ async def accept_invitation(state: CompanyState, command: AcceptInvitation) -> s
 
 
 async def decide_invitation(state: CompanyState, command: DecideInvitation) -> Invitation:
+    require_fresh(state)
     state.require()
     invitation = command.invitation
     now = iso(state.context.clock())

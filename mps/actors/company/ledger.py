@@ -92,8 +92,8 @@ def settle(state: CompanyState, command: Settle) -> Detached:
     now = iso(state.context.clock())
     commits = []
     for mode, currency, payment_id, amount in command.due:
-        if payment_id in state.settling:
-            continue
+        if payment_id in state.settling or not state.books.settled_down((mode, currency)):
+            continue  # being settled, or pending is moving: the next pass settles it
         movement = state.books.settlement(mode, currency, payment_id, amount, now)
         state.settling.add(payment_id)
         commits.append((payment_id, commit_movements(state, [movement], [], None).work))

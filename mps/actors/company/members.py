@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import AddMember, CreateCompany, UpdateSettings
 from mps.actors.company.state import CompanyState
 from mps.auth.scopes import OWNER_ROLE
@@ -58,6 +59,7 @@ async def add_member(state: CompanyState, command: AddMember) -> str:
 
 
 async def update_settings(state: CompanyState, command: UpdateSettings) -> Company:
+    require_fresh(state)
     company = state.require()
     updated = company.with_settings(
         command.mode, replace(company.settings[command.mode], **command.changes)

@@ -393,10 +393,12 @@ class ChangeMemberRole:
 
 @dataclass(frozen=True)
 class RemoveMember:
-    """Reply: (user id, the role id they held). Their sessions in the company end."""
+    """Reply: (user id, the role id they held). Their sessions in the company end. Refused
+    when the member holds scopes `granter_scopes` lacks (None: no such check, an operator)."""
 
     user_id: str
     audit: AuditContext = SYSTEM
+    granter_scopes: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)

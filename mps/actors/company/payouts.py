@@ -40,6 +40,7 @@ from mps.domain.ledger import Movement
 from mps.domain.payouts import BankAccount, Payout
 from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import payout_store as store
+from mps.persistence.approval_store import NotApproved
 from mps.persistence.statements import Statement
 
 __all__ = [
@@ -63,6 +64,7 @@ def _require_verified(state: CompanyState, mode: str, what: str) -> None:
 
 
 def create_bank_account(state: CompanyState, command: CreateBankAccount) -> Detached:
+    require_fresh(state)
     company = state.require()
     _require_verified(state, command.mode, "bank accounts")
     supported = company.settings[command.mode].supported_currencies
@@ -106,6 +108,7 @@ def _account(state: CompanyState, mode: str, account_id: str) -> BankAccount | N
 
 
 def delete_bank_account(state: CompanyState, command: DeleteBankAccount) -> Detached:
+    require_fresh(state)
     state.require()
     account = _account(state, command.mode, command.account_id)
     if account is None:
@@ -221,10 +224,16 @@ def run_payout_schedule(state: CompanyState, command: RunPayoutSchedule) -> Deta
         work.append(create_payout(state, request, [] if work else [advance]).work)
 
     async def run() -> list[PayoutOutcome]:
-        if not work:
-            await state.context.commit(advance)
-            return []
-        return list(await asyncio.gather(*work))
+        try:
+            if not work:
+                await state.context.commit(advance)
+                return []
+            return list(await asyncio.gather(*work))
+        except BaseException:
+            # The schedule did not move on: the next pass must be free to run it again.
+            if state.schedule_runs.get(command.mode) == command.due_at:
+                del state.schedule_runs[command.mode]
+            raise
 
     return Detached(run())
 
@@ -300,7 +309,10 @@ def _commit(
     audit: Sequence[AuditEntry] = (),
 ) -> Detached:
     """Commit the payout's change with its movements (and audit entries), holding its new
-    state from now on."""
+    state from now on. A unit refused whole (a guard it carries: an approved request run twice)
+    gives the payout back its state before; any other failure leaves what the actor holds in
+    doubt, and it reloads before the next decision."""
+    before = state.payouts.get(payout.id)
     if payout.status in rules.OPEN:
         state.payouts[payout.id] = payout
     else:
@@ -310,6 +322,12 @@ def _commit(
     async def commit() -> PayoutOutcome:
         try:
             result: PayoutOutcome = await detached.work
+        except NotApproved:
+            if before is None:
+                state.payouts.pop(payout.id, None)
+            else:
+                state.payouts[payout.id] = before
+            raise
         except BaseException:
             state.stale = True
             raise

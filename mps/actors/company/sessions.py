@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import OpenSession, RevokeSession
 from mps.actors.company.state import CompanyState
 from mps.auth.tokens import SESSION_TTL
@@ -17,6 +18,7 @@ __all__ = ["open_session", "revoke_session"]
 
 
 async def open_session(state: CompanyState, command: OpenSession) -> tuple[str, datetime]:
+    require_fresh(state)
     state.require()
     if command.user_id not in state.members:
         raise Forbidden("You are not a member of this company", code="not_a_member")

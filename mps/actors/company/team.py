@@ -183,6 +183,8 @@ def change_member_role(state: CompanyState, command: ChangeMemberRole) -> Detach
 def remove_member(state: CompanyState, command: RemoveMember) -> Detached:
     state.require()
     require_fresh(state)
+    if command.granter_scopes is not None:
+        rules.check_outranks(state.members, state.roles, command.user_id, command.granter_scopes)
     rules.check_unseat(state.members, command.user_id)
     held = state.members.pop(command.user_id)
     now = iso(state.context.clock())

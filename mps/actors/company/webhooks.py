@@ -15,6 +15,7 @@ from typing import Any
 import orjson
 
 from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import (
     CreateEndpoint,
     DeleteEndpoint,
@@ -56,6 +57,7 @@ def _seal(state: CompanyState, secret: str) -> str:
 
 
 async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple[Row, str]:
+    require_fresh(state)
     state.require()
     count = state.endpoint_counts.setdefault(command.mode, command.stored_count)
     if count >= MAX_ENDPOINTS:
@@ -92,6 +94,7 @@ async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple
 
 
 async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
+    require_fresh(state)
     before = command.endpoint
     changes: dict[str, Any] = dict(command.changes)
     if "events" in changes:
@@ -109,6 +112,7 @@ async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
 
 
 async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> tuple[Row, str]:
+    require_fresh(state)
     before = command.endpoint
     secret = new_secret()
     now = state.context.clock()
@@ -164,6 +168,7 @@ async def _change(
 
 
 async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
+    require_fresh(state)
     endpoint = command.endpoint
     audit = entry(
         state, command.audit, "webhook_endpoint.deleted", ("webhook_endpoint", endpoint["id"]),

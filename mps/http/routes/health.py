@@ -55,10 +55,12 @@ async def _ledger(services: Services) -> dict[str, Any]:
     recent = await ledger_queries.unbalanced(services.database, recent=RECENT_TRANSACTIONS)
     last = await services.reconciliation.latest()
     if recent or last.zero_sum != 0:
-        shown = ", ".join(recent or last.unbalanced) or "none named"
+        # Counts only: /health shows details to any signed-in member, and the transactions
+        # named in the log belong to whichever companies they belong to.
+        count = len(recent or last.unbalanced)
         return {
             "status": "down",
-            "detail": f"postings sum to {last.zero_sum}; unbalanced transactions: {shown}",
+            "detail": f"postings sum to {last.zero_sum}; {count} unbalanced transactions (logged)",
         }
     return {
         "status": "up",
@@ -70,9 +72,11 @@ async def _reconciliation(services: Services) -> dict[str, Any]:
     last = await services.reconciliation.latest()
     age = asyncio.get_running_loop().time() - last.at
     if last.mismatches:
+        checks = sorted({m.check for m in last.mismatches})
         return {
             "status": "degraded",
-            "detail": f"{len(last.mismatches)} mismatches, {age:.0f}s ago: {last.mismatches[0]}",
+            "detail": f"{len(last.mismatches)} mismatches ({', '.join(checks)}), {age:.0f}s ago; "
+            "logged in full",
         }
     return {"status": "up", "detail": f"no mismatch, {age:.0f}s ago"}
 

@@ -143,7 +143,9 @@ async def remove_member(call: Call) -> Resource:
     session = call.session
     user_id = call.param("id")
     shown = await _member(call, user_id)
-    await call.services.shards.ask_company(session.company_id, RemoveMember(user_id, call.audit()))
+    await call.services.shards.ask_company(
+        session.company_id, RemoveMember(user_id, call.audit(), session.scopes)
+    )
     await _forget(call)
     return Resource({**shown, "removed": True})
 
