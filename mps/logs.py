@@ -16,6 +16,7 @@ What is replaced, and with what:
     API keys (sk_/pk_ test/live)  sk_test_****Ab3x (the last four, as the API shows them)
     passwords in URLs             smtp://user:[redacted]@host
     sensitive query parameters    ?token=[redacted] (token, code, key, secret, password, to, …)
+    invitation tokens in paths    /invite/[redacted], /team/invitations/token/[redacted]
     sensitive fields              "sessionToken": "[redacted]", cvc=[redacted], password: …
     sign-in codes                 "code is [redacted]" (six digits after otp / code / pin)
     card numbers                  ****4242 (12 to 19 digits, spaces or dashes allowed, Luhn-valid)
@@ -77,6 +78,8 @@ _FIELD = re.compile(
 )
 _CODE = re.compile(r"\b(otp|code|passcode|pin)\b(\W{1,4}(?:is\W{1,3})?)\d{6}(?!\d)", re.IGNORECASE)
 _CARD = re.compile(r"(?<!\d)(?:\d[ -]?){11,18}\d(?!\d)")
+# An invitation's token is the whole credential of its link, and it travels in the path.
+_PATH_TOKEN = re.compile(r"(/invite/|/team/invitations/token/)[^/\s?#\"']+")
 _EMAIL = re.compile(r"[\w.%+-]+(?:@|%40)[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 
 
@@ -101,6 +104,7 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (_URL_PASSWORD, rf"\1:{REDACTED}@"),
     (_AUTH_SCHEME, rf"\1 {REDACTED}"),
     (_QUERY, rf"\1{REDACTED}"),
+    (_PATH_TOKEN, rf"\1{REDACTED}"),
     (_FIELD, _field),
     (_CODE, rf"\1\2{REDACTED}"),
     (_JWT, "[jwt]"),

@@ -75,6 +75,16 @@ def test_redact_replaces_sensitive_query_parameters() -> None:
     )
 
 
+def test_redact_replaces_invitation_tokens_in_paths() -> None:
+    line = '"POST /api/v1/team/invitations/token/Zk3_q-9Ab/accept HTTP/1.1" 200 /invite/Zk3_q-9Ab'
+
+    redacted = redact(line)
+
+    assert "Zk3_q-9Ab" not in redacted
+    assert "/team/invitations/token/[redacted]/accept" in redacted
+    assert redacted.endswith("/invite/[redacted]")
+
+
 def test_redact_replaces_email_addresses_secret_fields_and_url_passwords() -> None:
     assert redact("mail to Ann.Lee+shop@example.co.uk now") == "mail to [email] now"
     assert redact('{"sessionToken": "abc", "password": "hunter2"}') == (
