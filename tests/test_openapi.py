@@ -354,3 +354,89 @@ async def test_invoice_responses_match_the_schemas_the_document_publishes(
     )
 
     assert len(set(checked)) == 8
+
+
+async def test_team_responses_match_the_schemas_the_document_publishes(
+    client: TestClient[Any, Any],
+) -> None:
+    from tests.helpers import add_member
+    from tests.money import paid_payment
+
+    member = await sign_up(client)
+    check, checked = await _checker(client, member)
+    h = member.headers
+    admin = await add_member(client, member, "admin@example.com", "role_admin")
+    await check("GET", "/api/v1/team/roles", headers=h)
+    await check("GET", "/api/v1/team/roles/scopes", headers=h)
+    role = await check(
+        "POST", "/api/v1/team/roles", headers=h, json={"name": "R", "scopes": ["payments:read"]}
+    )
+    at_role = f"/api/v1/team/roles/{role['id']}"
+    await check("PATCH", "/api/v1/team/roles/{id}", at_role, headers=h, json={"name": "R2"})
+    await check("GET", "/api/v1/team/members", headers=h)
+    at_admin = f"/api/v1/team/members/{admin.user_id}"
+    await check(
+        "PATCH", "/api/v1/team/members/{id}", at_admin, headers=h, json={"roleId": role["id"]}
+    )
+    await check(
+        "PATCH", "/api/v1/team/members/{id}", at_admin, headers=h, json={"roleId": "role_admin"}
+    )
+    await check("DELETE", "/api/v1/team/roles/{id}", at_role, headers=h)
+    invitation = await check(
+        "POST",
+        "/api/v1/team/invitations",
+        headers=h,
+        json={"email": "new@example.com", "roleId": "role_viewer"},
+    )
+    await check("GET", "/api/v1/team/invitations", headers=h)
+    mail = await client.get("/api/v1/dev/mailbox", params={"to": "new@example.com"})
+    token = (await mail.json())["data"][0]["link"].rsplit("/", 1)[1]
+    await check(
+        "GET", "/api/v1/team/invitations/token/{token}", f"/api/v1/team/invitations/token/{token}"
+    )
+    await check(
+        "POST",
+        "/api/v1/team/invitations/{id}/revoke",
+        f"/api/v1/team/invitations/{invitation['id']}/revoke",
+        headers=h,
+    )
+    await check("GET", "/api/v1/team/approvals/policies", headers=h)
+    await check(
+        "PUT",
+        "/api/v1/team/approvals/policies/{action}",
+        "/api/v1/team/approvals/policies/payout.create",
+        headers=h,
+        json={"enabled": True, "thresholds": {"USD": "100"}, "requiredApprovals": 1},
+    )
+    await paid_payment(client, member, "5000")
+    account = await check(
+        "POST",
+        "/api/v1/merchant/bank-accounts",
+        headers=h,
+        json={
+            "accountHolderName": "Acme",
+            "accountNumber": "000123456789",
+            "bankCode": "110000000",
+            "currency": "USD",
+            "country": "US",
+        },
+    )
+    body = {"amountMinor": "1000", "currency": "USD", "bankAccountId": account["id"]}
+    held = await check("POST", "/api/v1/merchant/payouts", headers=h, json=body)
+    other = await check("POST", "/api/v1/merchant/payouts", headers=h, json=body)
+    request_id = held["approvalRequest"]["id"]
+    await check("GET", "/api/v1/team/approvals/requests", headers=h)
+    at_request = f"/api/v1/team/approvals/requests/{request_id}"
+    await check("GET", "/api/v1/team/approvals/requests/{id}", at_request, headers=h)
+    await check(
+        "POST", "/api/v1/team/approvals/requests/{id}/approve", f"{at_request}/approve",
+        headers=admin.headers, json={"comment": "ok"},
+    )  # fmt: skip
+    at_other = f"/api/v1/team/approvals/requests/{other['approvalRequest']['id']}"
+    await check(
+        "POST", "/api/v1/team/approvals/requests/{id}/cancel", f"{at_other}/cancel", headers=h
+    )
+    await check("GET", "/api/v1/team/audit", headers=h)
+    await check("GET", "/api/v1/team/audit/verify", headers=h)
+
+    assert len(set(checked)) == 21

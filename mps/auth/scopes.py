@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["ALL_SCOPES", "BUILTIN_ROLES", "OWNER_ROLE", "Role", "builtin_role"]
+__all__ = ["ADMIN_ROLE", "ALL_SCOPES", "BUILTIN_ROLES", "OWNER_ROLE", "Role", "builtin_role"]
 
 ALL_SCOPES: tuple[str, ...] = (
     "payments:read", "payments:write",
@@ -31,13 +31,15 @@ class Role:
 
 
 OWNER_ROLE = "role_owner"
+# What an owner becomes when they transfer ownership.
+ADMIN_ROLE = "role_admin"
 
 BUILTIN_ROLES: dict[str, Role] = {
     role.id: role
     for role in (
         Role(OWNER_ROLE, "owner", frozenset(ALL_SCOPES)),
         # Everything but ownership transfer, which is a role check, not a scope.
-        Role("role_admin", "admin", frozenset(ALL_SCOPES)),
+        Role(ADMIN_ROLE, "admin", frozenset(ALL_SCOPES)),
         Role(
             "role_finance",
             "finance",

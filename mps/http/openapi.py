@@ -85,6 +85,13 @@ def _operation(route: Route) -> dict[str, Any]:
             "description": "Success",
             "content": {"application/json": {"schema": success}},
         },
+        **{
+            str(status): {
+                "description": "Accepted" if status == 202 else "Success",
+                "content": {"application/json": {"schema": schema.json_schema()}},
+            }
+            for status, schema in route.also
+        },
         "default": {
             "description": "Error envelope",
             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},

@@ -125,6 +125,9 @@ class Route:
     query: Obj | None = None
     response: Schema | None = None
     status: int = 200
+    # Other success answers the route may give, by status (a payout above its approval
+    # threshold: 202 with the approval request made instead).
+    also: tuple[tuple[int, Schema], ...] = ()
     limits: tuple[LimitRule, ...] = ()
     owner_only: bool = False
     # JSON routes live under /api/v1; pages for people (checkout, invitations) do not.

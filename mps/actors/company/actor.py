@@ -125,8 +125,12 @@ class CompanyActor(AsyncioActor):
         state.approvals = await approval_store.load_open(db, state.company_id)
 
     def can_passivate(self) -> bool:
-        # The futures of in-flight keys live here; passivating would strand their waiters.
-        return not self.state.in_flight and super().can_passivate()
+        # The futures of in-flight keys live here; passivating would strand their waiters. An
+        # invoice number given back by a refused create lives only here too, until the next
+        # create takes it (the next incarnation would start after the highest one stored).
+        state = self.state
+        returned = any(state.returned_numbers.values())
+        return not state.in_flight and not returned and super().can_passivate()
 
     async def receive(self, message: Any) -> Any:
         state = self.state

@@ -24,7 +24,7 @@ from mps.actors.company.messages import (
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
-from mps.auth.scopes import BUILTIN_ROLES, OWNER_ROLE, Role
+from mps.auth.scopes import ADMIN_ROLE, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.domain import team as rules
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
@@ -43,7 +43,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-ADMIN_ROLE = "role_admin"
 
 
 def _commit(

@@ -17,7 +17,7 @@ from mps.http.schema import Bool, Enum, Int, Map, Obj, Str
 from mps.persistence import approval_store as store
 from mps.representations.approvals import approval_json, policy_json
 
-__all__ = ["ROUTES", "approval_accepted"]
+__all__ = ["HELD", "ROUTES", "approval_accepted"]
 
 
 def approval_accepted(request: ApprovalRequest) -> Resource:
@@ -116,6 +116,8 @@ async def cancel(call: Call) -> Resource:
 
 
 VOTE_BODY = Obj({"comment": Str(max_length=1000)})
+# What an action above its approval policy's threshold answers instead of running.
+HELD = ((202, resource({"approvalRequest": APPROVAL})),)
 
 ROUTES = [
     Route(

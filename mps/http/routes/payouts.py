@@ -31,7 +31,7 @@ from mps.http.resources import (
     page,
     resource,
 )
-from mps.http.routes.approvals import approval_accepted
+from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
 from mps.http.schema import Amount, Bool, Enum, Obj, Str
@@ -250,6 +250,7 @@ ROUTES = [
             required=["amountMinor", "currency", "bankAccountId"],
         ),
         response=resource(PAYOUT_FIELDS),
+        also=HELD,
         commits_key=True,
     ),
     Route(

@@ -14,7 +14,7 @@ from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import REFUND, REFUND_FIELDS, page, resource
-from mps.http.routes.approvals import approval_accepted
+from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routing import Call, Route
 from mps.http.schema import Amount, Enum, Obj, Str
 from mps.persistence.queries import refunds as q
@@ -82,6 +82,7 @@ ROUTES = [
             required=["paymentId", "amountMinor"],
         ),
         response=resource(REFUND_FIELDS),
+        also=HELD,
         commits_key=True,
     ),
     Route(

@@ -23,7 +23,7 @@ from mps.actors.company import (
     TransferOwnership,
     UpdateRole,
 )
-from mps.auth.scopes import ALL_SCOPES, BUILTIN_ROLES, Role
+from mps.auth.scopes import ADMIN_ROLE, ALL_SCOPES, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.domain import audit as chain
 from mps.domain.team import resolve_role
 from mps.errors import NotFound
@@ -151,18 +151,25 @@ async def remove_member(call: Call) -> Resource:
 
 
 async def transfer_ownership(call: Call) -> Resource:
+    """The answer is read before the change and shown as it will be after it, so the request's
+    Idempotency-Key record can commit in the same unit as the transfer."""
     session = call.session
     target = call.body["userId"]
-    await call.services.shards.ask_company(
-        session.company_id, TransferOwnership(session.user_id, target, call.audit())
-    )
-    await _forget(call)
-    return Resource(
+    owner, previous = await _member(call, target), await _member(call, session.user_id)
+    shown = Resource(
         {
-            "owner": await _member(call, target),
-            "previousOwner": await _member(call, session.user_id),
+            "owner": {**owner, "roleId": OWNER_ROLE, "roleName": "owner"},
+            "previousOwner": {**previous, "roleId": ADMIN_ROLE, "roleName": "admin"},
         }
     )
+    await call.services.shards.ask_company(
+        session.company_id,
+        TransferOwnership(
+            session.user_id, target, call.audit(), call.idempotent(lambda _owner: shown)
+        ),
+    )
+    await _forget(call)
+    return shown
 
 
 async def list_audit(call: Call) -> Page:

@@ -108,4 +108,30 @@ async def mismatches(db: Database, shards: Sequence[int] | None) -> list[Mismatc
             )
             for r in rows
         ]
-    return found
+    return found + await _pending_beyond_credits(db, scope)
+
+
+async def _pending_beyond_credits(db: Database, scope: str) -> list[Mismatch]:
+    """Pending may hold less than the credits waiting to settle (a refund reserved from it),
+    never more: money there would never settle (mps.domain.ledger)."""
+    rows = await db.fetch(
+        "SELECT p.company_id, p.mode, p.currency, p.total AS found, "
+        "COALESCE(u.total, 0) AS expected FROM ("
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM ledger_postings "
+        f"WHERE account = 'pending' {scope} GROUP BY company_id, mode, currency) AS p "
+        "LEFT JOIN (SELECT company_id, mode, currency, SUM(amount_minor) AS total "
+        f"FROM settlements WHERE settled_at IS NULL {scope} GROUP BY company_id, mode, currency) "
+        "AS u ON u.company_id = p.company_id AND u.mode = p.mode AND u.currency = p.currency "
+        "WHERE p.total > COALESCE(u.total, 0) OR p.total < 0 ORDER BY 1, 2, 3"
+    )
+    return [
+        Mismatch(
+            r["company_id"],
+            r["mode"],
+            r["currency"],
+            "pending within unsettled credits",
+            int(r["expected"]),
+            int(r["found"]),
+        )
+        for r in rows
+    ]
