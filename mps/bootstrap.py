@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from aiohttp import web
 
 from mps.actors.approvals import Approvals
+from mps.actors.card import CardActor
 from mps.actors.company import CompanyActor
 from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
@@ -28,7 +29,7 @@ from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.reconciliation import Reconciliation
 from mps.actors.runtime import stop
-from mps.actors.shards import InvoiceKey, PaymentKey, Shard, ShardRouter
+from mps.actors.shards import CardKey, InvoiceKey, PaymentKey, Shard, ShardRouter
 from mps.actors.webhooks import Webhooks
 from mps.adapters.bank import Bank, SimulatorBank
 from mps.adapters.broker import open_broker
@@ -134,7 +135,15 @@ def _make_shard_factory(
             capacity=payments_per_shard,
             idle_after=settings.actor_idle_after,
         )
-        return Shard(index, companies, payments, invoices, epoch)
+        cards: ActorDirectory[CardKey, CardActor] = ActorDirectory(
+            f"card[{index}]",
+            lambda key: CardActor(
+                key[1], key[0], context, functools.partial(companies.ask, key[0])
+            ),
+            capacity=payments_per_shard,
+            idle_after=settings.actor_idle_after,
+        )
+        return Shard(index, companies, payments, invoices, cards, epoch)
 
     return make
 

@@ -260,6 +260,13 @@ async def world(
     assert response.status == 202, await response.text()
     approval = (await response.json())["approvalRequest"]
     response = await client.post(
+        "/api/v1/merchant/company-cards",
+        json={"nickname": "Edges", "currency": "USD"},
+        headers=member.headers,
+    )
+    assert response.status == 201, await response.text()
+    card = await response.json()
+    response = await client.post(
         "/api/v1/merchant/api-keys",
         json={"name": "edges", "scopes": ["payments:write"]},
         headers=member.headers,
@@ -288,6 +295,8 @@ async def world(
         "invite/token": invite_token,
         "policies/action": "refund.create",
         "requests/id": approval["id"],
+        "cards/id": card["id"],
+        "company-cards/id": card["id"],
         "customers/id": customer["id"],
         "api-keys/id": key["id"],
         "checkout/reference": payment["reference"],
@@ -305,6 +314,10 @@ async def world(
         "/team/roles/{id}": {"name": "Edges 2"},
         "/team/members/{id}": {"roleId": "role_admin"},
         "/team/approvals/policies/{action}": {"enabled": False},
+        "/merchant/cards/{id}/fund": {"amountMinor": "1"},
+        "/merchant/cards/{id}/withdraw": {"amountMinor": "1"},
+        "/merchant/company-cards/{id}/fund": {"amountMinor": "1"},
+        "/merchant/cards/{id}/controls": {"allowedCategories": []},
     }
     token = dict(parse_qsl(urlsplit(invoice["hostedUrl"]).query))
     queries = {"/i/{invoiceId}": token, "/i/{invoiceId}/pdf": token}

@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from mps.actors.card import CardActor
 from mps.actors.company import CompanyActor
 from mps.actors.directory import ActorDirectory
 from mps.actors.invoice import InvoiceActor
@@ -26,12 +27,21 @@ from mps.actors.runtime import ActorDeadError
 from mps.domain.shards import shard_of
 from mps.errors import ShardMoved
 
-__all__ = ["InvoiceKey", "PaymentKey", "Shard", "ShardElsewhere", "ShardRouter", "shard_of"]
+__all__ = [
+    "CardKey",
+    "InvoiceKey",
+    "PaymentKey",
+    "Shard",
+    "ShardElsewhere",
+    "ShardRouter",
+    "shard_of",
+]
 
 logger = logging.getLogger(__name__)
 
 PaymentKey = tuple[str, str]  # (company id, payment id)
 InvoiceKey = tuple[str, str]  # (company id, invoice id)
+CardKey = tuple[str, str]  # (company id, card id)
 
 
 class ShardElsewhere(Exception):
@@ -49,12 +59,14 @@ class Shard:
         companies: ActorDirectory[str, CompanyActor],
         payments: ActorDirectory[PaymentKey, PaymentActor],
         invoices: ActorDirectory[InvoiceKey, InvoiceActor],
+        cards: ActorDirectory[CardKey, CardActor],
         epoch: int | None = None,
     ) -> None:
         self.index = index
         self.companies = companies
         self.payments = payments
         self.invoices = invoices
+        self.cards = cards
         # The epoch this node took the shard under; None when it owns every shard alone.
         self.epoch = epoch
         self.in_flight = 0
@@ -68,6 +80,7 @@ class Shard:
             loop.create_task(self.companies.run_sweeper()),
             loop.create_task(self.payments.run_sweeper()),
             loop.create_task(self.invoices.run_sweeper()),
+            loop.create_task(self.cards.run_sweeper()),
         ]
 
     def enter(self) -> None:
@@ -89,6 +102,7 @@ class Shard:
         await asyncio.gather(*self._sweepers, return_exceptions=True)
         # Payments ask their company (money moves through its ledger), so companies stop last.
         await self.payments.close()
+        await self.cards.close()
         await self.invoices.close()
         await self.companies.close()
 
@@ -159,6 +173,9 @@ class ShardRouter:
 
     async def ask_payment(self, company_id: str, payment_id: str, message: Any) -> Any:
         return await self._ask_in(company_id, lambda shard: shard.payments, payment_id, message)
+
+    async def ask_card(self, company_id: str, card_id: str, message: Any) -> Any:
+        return await self._ask_in(company_id, lambda shard: shard.cards, card_id, message)
 
     async def ask_invoice(self, company_id: str, invoice_id: str, message: Any) -> Any:
         return await self._ask_in(company_id, lambda shard: shard.invoices, invoice_id, message)

@@ -108,6 +108,11 @@ class Keyring:
         emailed link). Keyed by the id key, so rotating the session secret keeps links valid."""
         return _hash(self.id_key or self.session_secret, "invitation", token)
 
+    def hash_card_number(self, number: str) -> str:
+        """The keyed hash that keeps issued card numbers unique without storing them in the
+        clear (the number itself is sealed)."""
+        return _hash(self.id_key or self.session_secret, "card-number", number)
+
     def fingerprint(self, data: bytes) -> str:
         """A keyed hash of a request, for Idempotency-Key records (mps.http.idempotency). Keyed
         by the id key, so records made before a session-secret rotation still match."""

@@ -24,6 +24,12 @@ Movements, by type:
     payout               reserved -A, bank +A                    the payout arrived
     payout_release       reserved -A, available +A               it failed or was cancelled
     chargeback           available -X, processor +X              a payment was reversed
+    card_funding         available -A, card +A                   a card was funded (the wallet)
+    card_withdrawal      card -A, available +A                   money back from a card
+    card_spend           card -A, card_network +A                a card authorization approved
+
+A card's balance is its `card` postings (the movements whose source is the card): outside the
+merchant's available, pending and reserved, and kept by the card's own actor.
 
 Pending and settlement. A refund may reserve from pending (decisions 5: available first, then
 pending), so pending can hold less than the credits still waiting to settle ("unsettled", kept
@@ -71,6 +77,9 @@ MOVEMENT_TYPES = (
     "payout",
     "payout_release",
     "chargeback",
+    "card_funding",
+    "card_withdrawal",
+    "card_spend",
 )
 # Not an account: the credits still waiting for settlement, tracked beside the balances.
 UNSETTLED = "unsettled"
@@ -294,6 +303,31 @@ class Books:
         return _movement(
             "payout_reservation", mode, currency, payout_id, now,
             [("available", -amount), ("reserved", amount)],
+        )  # fmt: skip
+
+    def card_funding(
+        self, mode: str, currency: str, card_id: str, amount: int, now: str
+    ) -> Movement:
+        """Move `amount` from available to the card; 409 `balance_insufficient` beyond it."""
+        if self.low((mode, currency)).available < amount:
+            raise balance_insufficient(currency, "card funding")
+        return _movement(
+            "card_funding", mode, currency, card_id, now, [("available", -amount), ("card", amount)]
+        )
+
+    def card_withdrawal(
+        self, mode: str, currency: str, card_id: str, amount: int, now: str
+    ) -> Movement:
+        """Back from the card to available; the card's actor checked its balance."""
+        return _movement(
+            "card_withdrawal", mode, currency, card_id, now,
+            [("card", -amount), ("available", amount)],
+        )  # fmt: skip
+
+    def card_spend(self, mode: str, currency: str, card_id: str, amount: int, now: str) -> Movement:
+        return _movement(
+            "card_spend", mode, currency, card_id, now,
+            [("card", -amount), ("card_network", amount)],
         )  # fmt: skip
 
     def payout(self, mode: str, currency: str, payout_id: str, amount: int, now: str) -> Movement:

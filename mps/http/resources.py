@@ -24,6 +24,9 @@ __all__ = [
     "BALANCE_TRANSACTION",
     "BANK_ACCOUNT",
     "BANK_ACCOUNT_FIELDS",
+    "CARD",
+    "CARD_AUTHORIZATION",
+    "CARD_FIELDS",
     "CUSTOMER",
     "INVITATION",
     "INVITATION_FIELDS",
@@ -460,5 +463,48 @@ POLICY = Obj(
         "requiredApprovals": Int(),
     },
     required=["action", "enabled", "thresholds", "requiredApprovals"],
+    allow_unknown=True,
+)
+
+_LIMIT = Obj({"amountMinor": _MONEY, "interval": Str()}, required=["amountMinor", "interval"])
+CARD_FIELDS: dict[str, Schema] = {
+    "id": Str(),
+    "type": Enum(["member", "company"]),
+    "cardholderName": _NULL_STR,
+    "nickname": _NULL_STR,
+    "brand": Str(),
+    "last4": Str(),
+    "expMonth": Int(),
+    "expYear": Int(),
+    "currency": Str(),
+    "balanceMinor": _MONEY,
+    "status": Enum(["ACTIVE", "FROZEN", "TERMINATED"]),
+    "controls": Obj(
+        {
+            "spendingLimits": Array(_LIMIT),
+            "allowedCategories": Array(Str()),
+            "blockedCategories": Array(Str()),
+        },
+        required=["spendingLimits", "allowedCategories", "blockedCategories"],
+    ),
+    "memberId": _NULL_STR,
+    "livemode": Bool(),
+    "createdAt": _TIME,
+    "updatedAt": _TIME,
+}
+CARD = Obj(CARD_FIELDS, required=list(CARD_FIELDS), allow_unknown=True)
+CARD_AUTHORIZATION = Obj(
+    {
+        "id": Str(),
+        "cardId": Str(),
+        "amountMinor": _MONEY,
+        "currency": Str(),
+        "approved": Bool(),
+        "declineReason": _NULL_STR,
+        "merchantName": _NULL_STR,
+        "merchantCategory": _NULL_STR,
+        "createdAt": _TIME,
+    },
+    required=["id", "cardId", "amountMinor", "currency", "approved", "declineReason", "createdAt"],
     allow_unknown=True,
 )

@@ -11,6 +11,8 @@ from typing import Any
 from mps.actors.company import (
     api_keys,
     approvals,
+    audit,
+    cards,
     claims,
     invitations,
     invoices,
@@ -49,7 +51,9 @@ from mps.actors.company.messages import (
     ExpireApproval,
     FailApproval,
     ForgetApproval,
+    IssueCard,
     OpenSession,
+    RecordAudit,
     RecordDeliveries,
     ReleaseKey,
     RemoveMember,
@@ -220,5 +224,9 @@ class CompanyActor(AsyncioActor):
                 return await approvals.fail_approval(state, message)
             case ForgetApproval():
                 return approvals.forget_approval(state, message)
+            case IssueCard():
+                return cards.issue_card(state, message)
+            case RecordAudit():
+                return audit.record(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

@@ -15,7 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mps.actors.company.messages import RecordAudit
 from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
 from mps.domain.audit import AuditContext, AuditEntry, link
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -23,7 +25,7 @@ from mps.errors import ShardMoved, Unavailable
 from mps.persistence.audit_store import entry_insert
 from mps.persistence.statements import Row, Statement
 
-__all__ = ["commit_audited", "entry"]
+__all__ = ["commit_audited", "entry", "record"]
 
 
 def entry(
@@ -64,3 +66,14 @@ async def commit_audited(
             raise
         state.audit_head = head
     return rows[: len(statements)]
+
+
+def record(state: CompanyState, command: RecordAudit) -> Detached:
+    """An entry alone on the trail, appended in turn with the rest (its own unit)."""
+    state.require()
+    appended = entry(state, command.audit, command.action, command.target, **command.details)
+
+    async def commit() -> None:
+        await commit_audited(state, [], [appended])
+
+    return Detached(commit())

@@ -12,6 +12,7 @@ from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.company import ModeSettings
 from mps.domain.invitations import Invitation
 from mps.domain.invoices import LineItem
+from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import NewPayment
 from mps.domain.payouts import Payout
@@ -44,9 +45,12 @@ __all__ = [
     "ExpireApproval",
     "FailApproval",
     "ForgetApproval",
+    "IssueCard",
+    "IssuedCard",
     "NewInvoice",
     "OpenSession",
     "PayoutOutcome",
+    "RecordAudit",
     "RecordDeliveries",
     "ReleaseKey",
     "RemoveMember",
@@ -506,3 +510,38 @@ class ForgetApproval:
     """Reply: None. The request's action committed (EXECUTED): it is no longer open."""
 
     request_id: str
+
+
+@dataclass(frozen=True)
+class IssueCard:
+    """Reply: IssuedCard, once the card, its card.created event (and its funding from the
+    wallet, with card.funded) committed. A member card goes to `member_id`."""
+
+    mode: str
+    type: str  # member | company
+    currency: str
+    controls: Controls
+    cardholder_name: str | None = None
+    nickname: str | None = None
+    member_id: str | None = None
+    initial_funding_minor: int = 0
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class IssuedCard:
+    card: Card
+    balance: int
+    events: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class RecordAudit:
+    """Reply: None, once the entry is on the trail. For an audited act that changes nothing
+    the company actor holds (revealing a card's details)."""
+
+    action: str
+    target: tuple[str, str]
+    details: dict[str, Any]
+    audit: AuditContext = SYSTEM

@@ -7,6 +7,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from mps.actors.card import AuthorizeCard, CardOutcome
 from mps.actors.company import AdvancePayout, EmitEvent, PayoutOutcome
 from mps.actors.invoice import InvoiceOutcome, MarkInvoiceOverdue
 from mps.actors.payment import (
@@ -19,6 +20,7 @@ from mps.actors.payment import (
     SettleRefund,
 )
 from mps.adapters.processor import CardInput
+from mps.domain.money import parse_amount_minor
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
 from mps.http.resources import resource
@@ -27,6 +29,7 @@ from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
 from mps.persistence.queries import payouts as payout_queries
 from mps.persistence.queries import refunds as refund_queries
+from mps.representations.cards import card_json
 from mps.representations.invoices import invoice_json
 from mps.representations.money import payout_json, refund_json
 from mps.representations.payments import payment_json
@@ -166,6 +169,42 @@ async def _overdue(call: Call, idem: Any) -> InvoiceOutcome:
     return outcome
 
 
+def _authorization_shape(
+    call: Call, outcome: CardOutcome
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    shown = {**(outcome.authorization or {}), "card": card_json(outcome.card, outcome.balance)}
+    return shown, outcome.events[0] if outcome.events else None
+
+
+async def _authorize(call: Call, idem: Any) -> CardOutcome:
+    key, body = call.api_key, call.body
+    errors = [
+        FieldError(name, "is required")
+        for name in ("cardId", "amountMinor", "currency")
+        if not body.get(name)
+    ]
+    amount = parse_amount_minor(body.get("amountMinor") or "")
+    if amount is None and body.get("amountMinor"):
+        errors.append(
+            FieldError("amountMinor", "must be a string of minor units, 1 to 999999999999")
+        )
+    if errors:
+        raise ValidationFailed(errors)
+    assert amount is not None
+    command = AuthorizeCard(
+        "test",
+        amount,
+        body["currency"],
+        body.get("merchantName"),
+        body.get("merchantCategory"),
+        idem,
+    )
+    outcome: CardOutcome = await call.services.shards.ask_card(
+        key.company_id, body["cardId"], command
+    )
+    return outcome
+
+
 KINDS: dict[str, Kind] = {
     "payment.completed": Kind("payments:write", _completed, _payment_shape),
     "payment.failed": Kind("payments:write", _failed, _payment_shape),
@@ -176,6 +215,7 @@ KINDS: dict[str, Kind] = {
     "payout.paid": Kind("payouts:write", _payout("paid"), _payout_shape),
     "payout.failed": Kind("payouts:write", _payout("failed"), _payout_shape),
     "invoice.overdue": Kind("invoices:write", _overdue, _invoice_shape),
+    "card.authorization": Kind("cards:write", _authorize, _authorization_shape),
     "webhook.ping": Kind("settings:write", _ping, _event_shape),
 }
 
@@ -213,6 +253,11 @@ ROUTES = [
                 "refundId": Str(max_length=64, description="refund.* kinds"),
                 "payoutId": Str(max_length=64, description="payout.* kinds"),
                 "invoiceId": Str(max_length=64, description="invoice.* kinds"),
+                "cardId": Str(max_length=64, description="card.authorization"),
+                "amountMinor": Str(max_length=12, description="card.authorization"),
+                "currency": Str(pattern=r"[A-Z]{3}", message="must be a currency code"),
+                "merchantName": Str(max_length=200, description="card.authorization"),
+                "merchantCategory": Str(max_length=64, description="card.authorization"),
             }
         ),
         response=resource(

@@ -1,0 +1,333 @@
+"""The card actor: one per card, serializing its balance and state.
+
+It holds the card, its balance (the sum of its ledger postings, loaded at activation) and the
+approved authorizations its interval limits count (the last month's, and the all-time total).
+Authorizations, funding, withdrawal, freezing, controls and termination arrive one at a time,
+so 100 authorizations at once can never take the balance below zero or past a limit. Money
+moves through the company actor's ledger (`Book`), committed with the card's own change.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from mps.actors.company.messages import Book
+from mps.actors.context import ActorContext
+from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.runtime import AsyncioActor, Reload
+from mps.domain import issuing as rules
+from mps.domain.clock import iso
+from mps.domain.company import ModeSettings
+from mps.domain.ids import new_id
+from mps.domain.issuing import Card, Controls
+from mps.domain.ledger import Books, Movement
+from mps.errors import Conflict, NotFound, ShardMoved, Unavailable
+from mps.persistence import card_store as store
+from mps.persistence.statements import Statement
+
+__all__ = [
+    "AuthorizeCard",
+    "CardActor",
+    "CardOutcome",
+    "ChangeCard",
+    "FundCard",
+    "UpdateCardControls",
+    "WithdrawFromCard",
+]
+
+AskCompany = Callable[[Any], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class CardOutcome:
+    card: Card
+    balance: int
+    events: list[dict[str, Any]]
+    # The authorization made, for AuthorizeCard.
+    authorization: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class FundCard:
+    mode: str
+    amount_minor: int
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class WithdrawFromCard:
+    mode: str
+    amount_minor: int
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class ChangeCard:
+    """`action`: freeze, unfreeze or terminate (the balance returns to the wallet)."""
+
+    mode: str
+    action: str
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class UpdateCardControls:
+    mode: str
+    controls: Controls
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class AuthorizeCard:
+    """Reply: a CardOutcome whose `authorization` says approved or declined (with its reason).
+    A decline is an answer, recorded with its event, not an error."""
+
+    mode: str
+    amount_minor: int
+    currency: str
+    merchant_name: str | None = None
+    category: str | None = None
+    idempotency: IdempotencyRecord | None = None
+
+
+_EVENTS = {"freeze": "card.frozen", "unfreeze": "card.unfrozen", "terminate": "card.terminated"}
+# How far back the approvals interval limits count are kept in memory (a month at most).
+_WINDOW = timedelta(days=32)
+
+
+class CardActor(AsyncioActor):
+    def __init__(
+        self, card_id: str, company_id: str, context: ActorContext, company: AskCompany
+    ) -> None:
+        super().__init__()
+        self.card_id = card_id
+        self.company_id = company_id
+        self.context = context
+        self.company = company
+        self.card: Card | None = None
+        self.balance = 0
+        # (time, amount) of approvals in the last month, and the total of every approval.
+        self.recent: list[tuple[str, int]] = []
+        self.spent_ever = 0
+        self._stale = False
+
+    def __str__(self) -> str:
+        return f"CardActor({self.card_id})"
+
+    async def on_activate(self) -> None:
+        db = self.context.database
+        self.card = await store.load_card(db, self.company_id, self.card_id)
+        if self.card is None:
+            return
+        self.balance = await store.card_balance(db, self.company_id, self.card_id)
+        every = await store.spent_since(db, self.card_id, None)
+        self.spent_ever = sum(amount for _, amount in every)
+        since = iso(self.context.clock() - _WINDOW)
+        self.recent = [(at, amount) for at, amount in every if at >= since]
+
+    def _require(self, mode: str | None) -> Card:
+        if self.card is None or (mode is not None and self.card.mode != mode):
+            raise NotFound("No such card")
+        return self.card
+
+    async def receive(self, message: Any) -> Any:
+        if self._stale:
+            msg = "a commit of unknown outcome"
+            raise Reload(msg)
+        match message:
+            case AuthorizeCard():
+                return await self._authorize(message)
+            case FundCard():
+                return await self._fund(message)
+            case WithdrawFromCard():
+                return await self._withdraw(message)
+            case ChangeCard():
+                return await self._change(message)
+            case UpdateCardControls():
+                card = self._require(message.mode)
+                after = rules.update_controls(card, message.controls, self.context.clock())
+                return await self._commit(card, after, [], ("card.updated",), message.idempotency)
+        msg = f"CardActor does not understand {type(message).__name__}"
+        raise TypeError(msg)
+
+    def _spent_since(self, start: datetime | None) -> int:
+        if start is None:
+            return self.spent_ever
+        since = iso(start)
+        return sum(amount for at, amount in self.recent if at >= since)
+
+    async def _authorize(self, command: AuthorizeCard) -> CardOutcome:
+        card = self._require(command.mode)
+        if command.currency != card.currency:
+            msg = f"The card holds {card.currency}; the authorization is in {command.currency}"
+            raise Conflict(msg, code="currency_mismatch")
+        now = self.context.clock()
+        decline = rules.authorize(
+            card, self.balance, command.amount_minor, command.category, self._spent_since, now
+        )
+        stamp = iso(now)
+        authorization_id = new_id("iauth")
+        authorization = {
+            "id": authorization_id,
+            "cardId": card.id,
+            "amountMinor": str(command.amount_minor),
+            "currency": card.currency,
+            "approved": decline is None,
+            "declineReason": decline.reason if decline else None,
+            "message": decline.message if decline else None,
+            "merchantName": command.merchant_name,
+            "merchantCategory": command.category,
+            "createdAt": stamp,
+        }
+        row = store.authorization_insert(
+            card,
+            authorization_id,
+            command.amount_minor,
+            approved=decline is None,
+            decline_reason=decline.reason if decline else None,
+            merchant_name=command.merchant_name,
+            category=command.category,
+            now=stamp,
+        )
+        if decline is not None:
+            events, bodies = card_events_at(
+                card, self.balance, stamp, "card.authorization.declined", authorization
+            )
+            outcome = CardOutcome(card, self.balance, bodies, authorization)
+            statements = [row, *events, *_idem(command.idempotency, outcome)]
+            with self._unknown_outcome_reloads():
+                await self.context.commit(*statements)
+            return outcome
+        amount = command.amount_minor
+        after_balance = self.balance - amount
+        events, bodies = card_events_at(
+            card, after_balance, stamp, "card.authorization.approved", authorization
+        )
+        outcome = CardOutcome(card, after_balance, bodies, authorization)
+
+        def spend(books: Books, _settings: ModeSettings) -> list[Movement]:
+            return [books.card_spend(card.mode, card.currency, card.id, amount, stamp)]
+
+        await self._book(spend, [row, *events, *_idem(command.idempotency, outcome)])
+        self.balance = after_balance
+        self.spent_ever += amount
+        self.recent.append((stamp, amount))
+        return outcome
+
+    async def _fund(self, command: FundCard) -> CardOutcome:
+        card = self._require(command.mode)
+        if card.status == "TERMINATED":
+            raise Conflict("A TERMINATED card cannot be funded", code="invalid_state")
+        stamp = iso(self.context.clock())
+        amount = command.amount_minor
+        after_balance = self.balance + amount
+        events, bodies = card_events_at(
+            card, after_balance, stamp, "card.funded", {"amountMinor": str(amount)}
+        )
+        outcome = CardOutcome(card, after_balance, bodies)
+
+        def fund(books: Books, _settings: ModeSettings) -> list[Movement]:
+            return [books.card_funding(card.mode, card.currency, card.id, amount, stamp)]
+
+        await self._book(fund, [*events, *_idem(command.idempotency, outcome)])
+        self.balance = after_balance
+        return outcome
+
+    async def _withdraw(self, command: WithdrawFromCard) -> CardOutcome:
+        card = self._require(command.mode)
+        amount = command.amount_minor
+        if amount > self.balance:
+            msg = f"The card holds {self.balance} {card.currency}, less than the amount"
+            raise Conflict(msg, code="balance_insufficient")
+        stamp = iso(self.context.clock())
+        after_balance = self.balance - amount
+        outcome = CardOutcome(card, after_balance, [])
+
+        def withdraw(books: Books, _settings: ModeSettings) -> list[Movement]:
+            return [books.card_withdrawal(card.mode, card.currency, card.id, amount, stamp)]
+
+        await self._book(withdraw, _idem(command.idempotency, outcome))
+        self.balance = after_balance
+        return outcome
+
+    async def _change(self, command: ChangeCard) -> CardOutcome:
+        card = self._require(command.mode)
+        now = self.context.clock()
+        transition = {
+            "freeze": rules.freeze,
+            "unfreeze": rules.unfreeze,
+            "terminate": rules.terminate,
+        }
+        after = transition[command.action](card, now)
+        movements: list[Callable[[Books], Movement]] = []
+        if command.action == "terminate" and self.balance > 0:
+            left, stamp = self.balance, iso(now)
+            movements.append(
+                lambda books: books.card_withdrawal(card.mode, card.currency, card.id, left, stamp)
+            )
+        return await self._commit(
+            card, after, movements, (_EVENTS[command.action],), command.idempotency
+        )
+
+    async def _commit(
+        self,
+        before: Card,
+        after: Card,
+        movements: Sequence[Callable[[Books], Movement]],
+        event_types: tuple[str, ...],
+        idempotency: IdempotencyRecord | None,
+    ) -> CardOutcome:
+        balance = 0 if after.status == "TERMINATED" else self.balance
+        events, bodies = store.card_events(after, balance, event_types)
+        outcome = CardOutcome(after, balance, bodies)
+        statements = [store.card_update(before, after), *events, *_idem(idempotency, outcome)]
+        if movements:
+
+            def decide(books: Books, _settings: ModeSettings) -> list[Movement]:
+                return [move(books) for move in movements]
+
+            await self._book(decide, statements)
+        else:
+            with self._unknown_outcome_reloads():
+                await self.context.commit(*statements)
+        self.card, self.balance = after, balance
+        return outcome
+
+    async def _book(
+        self,
+        decide: Callable[[Books, ModeSettings], list[Movement]],
+        statements: Sequence[Statement],
+    ) -> list[Movement]:
+        card = self._require(None)
+        with self._unknown_outcome_reloads():
+            moved: list[Movement] = await self.company(
+                Book(card.mode, decide, lambda _movements: statements)
+            )
+        return moved
+
+    @contextlib.contextmanager
+    def _unknown_outcome_reloads(self) -> Iterator[None]:
+        try:
+            yield
+        except ShardMoved:
+            raise
+        except Unavailable:
+            self._stale = True
+            raise
+
+
+def _idem(record: IdempotencyRecord | None, outcome: CardOutcome) -> list[Statement]:
+    return record.statements(outcome) if record is not None else []
+
+
+def card_events_at(
+    card: Card, balance: int, stamp: str, event_type: str, extra: dict[str, Any]
+) -> tuple[list[Statement], list[dict[str, Any]]]:
+    """An event about the card made at `stamp` (an authorization, a funding: the card itself
+    did not change), carrying what happened under `authorization` or `funding`."""
+    key = "authorization" if event_type.startswith("card.authorization") else "funding"
+    return store.card_events(card, balance, (event_type,), {key: extra}, at=stamp)

@@ -1,0 +1,673 @@
+"""Virtual cards (decisions 6): their controls, numbers, states and authorizations, as pure
+functions.
+
+Vocabulary:
+    ACTIVE       usable: authorizations are checked against its balance and controls
+    FROZEN       paused by the company; every authorization is declined (`card_frozen`),
+                 and it can be unfrozen
+    TERMINATED   closed for good; declined like a frozen card, and no transition leaves it
+
+    member card  issued to a team member (`memberId`); a company card has no member
+    controls     spending limits (at most one per interval, at most 10) and merchant
+                 categories allowed or blocked
+    interval     what a limit counts: `per_transaction` (the amount alone), `daily`, `weekly`
+                 and `monthly` (approvals since midnight UTC, Monday midnight UTC, the first of
+                 the month UTC) or `all_time` (every approval the card ever had)
+    category     a merchant category as Stripe Issuing names it (`CATEGORIES`: all 294 names of
+                 the `merchant_data.category` enum, the list of Stripe's "Issuing merchant
+                 categories" page)
+
+An authorization is approved (the caller debits the card's balance) or declined with one
+reason, checked in this fixed order: `card_frozen`, `insufficient_funds`, `spending_limit`,
+`category_blocked`. Interval limits count the amounts of earlier approvals in the interval,
+which the caller supplies (`spent_since`); declined attempts count for nothing.
+
+Card numbers are 16 Luhn-valid digits from the test BIN 400000 (Visa's test range); the
+caller supplies the random digits, from a CSPRNG in the service. Nothing here reads the clock
+or does I/O: the caller passes `now`. The card's actor applies these one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from mps.domain.cards import luhn_valid
+from mps.domain.clock import iso
+from mps.domain.money import parse_amount_minor
+from mps.errors import Conflict, FieldError, ValidationFailed
+
+__all__ = [
+    "CARD_STATUSES",
+    "CARD_TYPES",
+    "CATEGORIES",
+    "DECLINE_REASONS",
+    "INTERVALS",
+    "MAX_SPENDING_LIMITS",
+    "TEST_BIN",
+    "Card",
+    "Controls",
+    "Decline",
+    "SpendingLimit",
+    "authorize",
+    "expiry",
+    "freeze",
+    "new_card_number",
+    "new_cvc",
+    "terminate",
+    "unfreeze",
+    "update_controls",
+    "validate_controls",
+    "window_start",
+]
+
+CARD_TYPES = ("member", "company")
+CARD_STATUSES = ("ACTIVE", "FROZEN", "TERMINATED")
+INTERVALS = ("per_transaction", "daily", "weekly", "monthly", "all_time")
+# In the order authorize checks them.
+DECLINE_REASONS = ("card_frozen", "insufficient_funds", "spending_limit", "category_blocked")
+MAX_SPENDING_LIMITS = 10
+TEST_BIN = "400000"
+CARD_NUMBER_LENGTH = 16
+CVC_LENGTH = 3
+EXPIRY_YEARS = 3
+
+# Stripe Issuing's merchant categories, as its API spells them (`merchant_data.category`,
+# `spending_controls.allowed_categories`): the complete list of 294 names.
+CATEGORIES = frozenset(
+    {
+        "ac_refrigeration_repair",
+        "accounting_bookkeeping_services",
+        "advertising_services",
+        "agricultural_cooperative",
+        "airlines_air_carriers",
+        "airports_flying_fields",
+        "ambulance_services",
+        "amusement_parks_carnivals",
+        "antique_reproductions",
+        "antique_shops",
+        "aquariums",
+        "architectural_surveying_services",
+        "art_dealers_and_galleries",
+        "artists_supply_and_craft_shops",
+        "auto_and_home_supply_stores",
+        "auto_body_repair_shops",
+        "auto_paint_shops",
+        "auto_service_shops",
+        "automated_cash_disburse",
+        "automated_fuel_dispensers",
+        "automobile_associations",
+        "automotive_parts_and_accessories_stores",
+        "automotive_tire_stores",
+        "bail_and_bond_payments",
+        "bakeries",
+        "bands_orchestras",
+        "barber_and_beauty_shops",
+        "betting_casino_gambling",
+        "bicycle_shops",
+        "billiard_pool_establishments",
+        "boat_dealers",
+        "boat_rentals_and_leases",
+        "book_stores",
+        "books_periodicals_and_newspapers",
+        "bowling_alleys",
+        "bus_lines",
+        "business_secretarial_schools",
+        "buying_shopping_services",
+        "cable_satellite_and_other_pay_television_and_radio",
+        "camera_and_photographic_supply_stores",
+        "candy_nut_and_confectionery_stores",
+        "car_and_truck_dealers_new_used",
+        "car_and_truck_dealers_used_only",
+        "car_rental_agencies",
+        "car_washes",
+        "carpentry_services",
+        "carpet_upholstery_cleaning",
+        "caterers",
+        "charitable_and_social_service_organizations_fundraising",
+        "chemicals_and_allied_products",
+        "child_care_services",
+        "childrens_and_infants_wear_stores",
+        "chiropodists_podiatrists",
+        "chiropractors",
+        "cigar_stores_and_stands",
+        "civic_social_fraternal_associations",
+        "cleaning_and_maintenance",
+        "clothing_rental",
+        "colleges_universities",
+        "commercial_equipment",
+        "commercial_footwear",
+        "commercial_photography_art_and_graphics",
+        "commuter_transport_and_ferries",
+        "computer_network_services",
+        "computer_programming",
+        "computer_repair",
+        "computer_software_stores",
+        "computers_peripherals_and_software",
+        "concrete_work_services",
+        "construction_materials",
+        "consulting_public_relations",
+        "correspondence_schools",
+        "cosmetic_stores",
+        "counseling_services",
+        "country_clubs",
+        "courier_services",
+        "court_costs",
+        "credit_reporting_agencies",
+        "cruise_lines",
+        "dairy_products_stores",
+        "dance_hall_studios_schools",
+        "dating_escort_services",
+        "dentists_orthodontists",
+        "department_stores",
+        "detective_agencies",
+        "digital_goods_applications",
+        "digital_goods_games",
+        "digital_goods_large_volume",
+        "digital_goods_media",
+        "direct_marketing_catalog_merchant",
+        "direct_marketing_combination_catalog_and_retail_merchant",
+        "direct_marketing_inbound_telemarketing",
+        "direct_marketing_insurance_services",
+        "direct_marketing_other",
+        "direct_marketing_outbound_telemarketing",
+        "direct_marketing_subscription",
+        "direct_marketing_travel",
+        "discount_stores",
+        "doctors",
+        "door_to_door_sales",
+        "drapery_window_covering_and_upholstery_stores",
+        "drinking_places",
+        "drug_stores_and_pharmacies",
+        "drugs_drug_proprietaries_and_druggist_sundries",
+        "dry_cleaners",
+        "durable_goods",
+        "duty_free_stores",
+        "eating_places_restaurants",
+        "educational_services",
+        "electric_razor_stores",
+        "electric_vehicle_charging",
+        "electrical_parts_and_equipment",
+        "electrical_services",
+        "electronics_repair_shops",
+        "electronics_stores",
+        "elementary_secondary_schools",
+        "emergency_services_gcas_visa_use_only",
+        "employment_temp_agencies",
+        "equipment_rental",
+        "exterminating_services",
+        "family_clothing_stores",
+        "fast_food_restaurants",
+        "financial_institutions",
+        "fines_government_administrative_entities",
+        "fireplace_fireplace_screens_and_accessories_stores",
+        "floor_covering_stores",
+        "florists",
+        "florists_supplies_nursery_stock_and_flowers",
+        "freezer_and_locker_meat_provisioners",
+        "fuel_dealers_non_automotive",
+        "funeral_services_crematories",
+        "furniture_home_furnishings_and_equipment_stores_except_appliances",
+        "furniture_repair_refinishing",
+        "furriers_and_fur_shops",
+        "general_services",
+        "gift_card_novelty_and_souvenir_shops",
+        "glass_paint_and_wallpaper_stores",
+        "glassware_crystal_stores",
+        "golf_courses_public",
+        "government_licensed_horse_dog_racing_us_region_only",
+        "government_licensed_online_casions_online_gambling_us_region_only",
+        "government_owned_lotteries_non_us_region",
+        "government_owned_lotteries_us_region_only",
+        "government_services",
+        "grocery_stores_supermarkets",
+        "hardware_equipment_and_supplies",
+        "hardware_stores",
+        "health_and_beauty_spas",
+        "hearing_aids_sales_and_supplies",
+        "heating_plumbing_a_c",
+        "hobby_toy_and_game_shops",
+        "home_supply_warehouse_stores",
+        "hospitals",
+        "hotels_motels_and_resorts",
+        "household_appliance_stores",
+        "industrial_supplies",
+        "information_retrieval_services",
+        "insurance_default",
+        "insurance_underwriting_premiums",
+        "intra_company_purchases",
+        "jewelry_stores_watches_clocks_and_silverware_stores",
+        "landscaping_services",
+        "laundries",
+        "laundry_cleaning_services",
+        "legal_services_attorneys",
+        "luggage_and_leather_goods_stores",
+        "lumber_building_materials_stores",
+        "manual_cash_disburse",
+        "marinas_service_and_supplies",
+        "marketplaces",
+        "masonry_stonework_and_plaster",
+        "massage_parlors",
+        "medical_and_dental_labs",
+        "medical_dental_ophthalmic_and_hospital_equipment_and_supplies",
+        "medical_services",
+        "membership_organizations",
+        "mens_and_boys_clothing_and_accessories_stores",
+        "mens_womens_clothing_stores",
+        "metal_service_centers",
+        "miscellaneous_apparel_and_accessory_shops",
+        "miscellaneous_auto_dealers",
+        "miscellaneous_business_services",
+        "miscellaneous_food_stores",
+        "miscellaneous_general_merchandise",
+        "miscellaneous_general_services",
+        "miscellaneous_home_furnishing_specialty_stores",
+        "miscellaneous_publishing_and_printing",
+        "miscellaneous_recreation_services",
+        "miscellaneous_repair_shops",
+        "miscellaneous_specialty_retail",
+        "mobile_home_dealers",
+        "motion_picture_theaters",
+        "motor_freight_carriers_and_trucking",
+        "motor_homes_dealers",
+        "motor_vehicle_supplies_and_new_parts",
+        "motorcycle_shops_and_dealers",
+        "motorcycle_shops_dealers",
+        "music_stores_musical_instruments_pianos_and_sheet_music",
+        "news_dealers_and_newsstands",
+        "non_fi_money_orders",
+        "non_fi_stored_value_card_purchase_load",
+        "nondurable_goods",
+        "nurseries_lawn_and_garden_supply_stores",
+        "nursing_personal_care",
+        "office_and_commercial_furniture",
+        "opticians_eyeglasses",
+        "optometrists_ophthalmologist",
+        "orthopedic_goods_prosthetic_devices",
+        "osteopaths",
+        "package_stores_beer_wine_and_liquor",
+        "paints_varnishes_and_supplies",
+        "parking_lots_garages",
+        "passenger_railways",
+        "pawn_shops",
+        "pet_shops_pet_food_and_supplies",
+        "petroleum_and_petroleum_products",
+        "photo_developing",
+        "photographic_photocopy_microfilm_equipment_and_supplies",
+        "photographic_studios",
+        "picture_video_production",
+        "piece_goods_notions_and_other_dry_goods",
+        "plumbing_heating_equipment_and_supplies",
+        "political_organizations",
+        "postal_services_government_only",
+        "precious_stones_and_metals_watches_and_jewelry",
+        "professional_services",
+        "public_warehousing_and_storage",
+        "quick_copy_repro_and_blueprint",
+        "railroads",
+        "real_estate_agents_and_managers_rentals",
+        "record_stores",
+        "recreational_vehicle_rentals",
+        "religious_goods_stores",
+        "religious_organizations",
+        "roofing_siding_sheet_metal",
+        "secretarial_support_services",
+        "security_brokers_dealers",
+        "service_stations",
+        "sewing_needlework_fabric_and_piece_goods_stores",
+        "shoe_repair_hat_cleaning",
+        "shoe_stores",
+        "small_appliance_repair",
+        "snowmobile_dealers",
+        "special_trade_services",
+        "specialty_cleaning",
+        "sporting_goods_stores",
+        "sporting_recreation_camps",
+        "sports_and_riding_apparel_stores",
+        "sports_clubs_fields",
+        "stamp_and_coin_stores",
+        "stationary_office_supplies_printing_and_writing_paper",
+        "stationery_stores_office_and_school_supply_stores",
+        "swimming_pools_sales",
+        "t_ui_travel_germany",
+        "tailors_alterations",
+        "tax_payments_government_agencies",
+        "tax_preparation_services",
+        "taxicabs_limousines",
+        "telecommunication_equipment_and_telephone_sales",
+        "telecommunication_services",
+        "telegraph_services",
+        "tent_and_awning_shops",
+        "testing_laboratories",
+        "theatrical_ticket_agencies",
+        "timeshares",
+        "tire_retreading_and_repair",
+        "tolls_bridge_fees",
+        "tourist_attractions_and_exhibits",
+        "towing_services",
+        "trailer_parks_campgrounds",
+        "transportation_services",
+        "travel_agencies_tour_operators",
+        "truck_stop_iteration",
+        "truck_utility_trailer_rentals",
+        "typesetting_plate_making_and_related_services",
+        "typewriter_stores",
+        "u_s_federal_government_agencies_or_departments",
+        "uniforms_commercial_clothing",
+        "used_merchandise_and_secondhand_stores",
+        "utilities",
+        "variety_stores",
+        "veterinary_services",
+        "video_amusement_game_supplies",
+        "video_game_arcades",
+        "video_tape_rental_stores",
+        "vocational_trade_schools",
+        "watch_jewelry_repair",
+        "welding_repair",
+        "wholesale_clubs",
+        "wig_and_toupee_stores",
+        "wires_money_orders",
+        "womens_accessory_and_specialty_shops",
+        "womens_ready_to_wear_stores",
+        "wrecking_and_salvage_yards",
+    }
+)
+
+
+@dataclass(frozen=True)
+class SpendingLimit:
+    amount_minor: int
+    interval: str
+
+
+@dataclass(frozen=True)
+class Controls:
+    spending_limits: tuple[SpendingLimit, ...] = ()
+    allowed_categories: tuple[str, ...] = ()
+    blocked_categories: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The contract's camelCase form, amounts as strings."""
+        return {
+            "spendingLimits": [
+                {"amountMinor": str(limit.amount_minor), "interval": limit.interval}
+                for limit in self.spending_limits
+            ],
+            "allowedCategories": list(self.allowed_categories),
+            "blockedCategories": list(self.blocked_categories),
+        }
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Controls:
+        """Back from `to_json`'s form (stored snapshots): trusted, not validated; a missing
+        list is empty. Requests go through `validate_controls`."""
+        return cls(
+            spending_limits=tuple(
+                SpendingLimit(int(limit["amountMinor"]), limit["interval"])
+                for limit in raw.get("spendingLimits") or ()
+            ),
+            allowed_categories=tuple(raw.get("allowedCategories") or ()),
+            blocked_categories=tuple(raw.get("blockedCategories") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class Card:
+    id: str
+    company_id: str
+    mode: str
+    type: str
+    cardholder_name: str | None
+    nickname: str | None
+    # The member a member card is issued to; None for a company card.
+    member_id: str | None
+    brand: str
+    last4: str
+    exp_month: int
+    exp_year: int
+    currency: str
+    status: str
+    controls: Controls
+    created_at: str
+    updated_at: str
+    version: int = 1
+
+    @property
+    def livemode(self) -> bool:
+        return self.mode == "live"
+
+
+@dataclass(frozen=True)
+class Decline:
+    reason: str  # one of DECLINE_REASONS
+    message: str
+
+
+# Controls --------------------------------------------------------------------------------------
+
+_AMOUNT_MESSAGE = "must be a positive integer string of minor units, 1 to 999999999999"
+
+
+def _categories(
+    raw: Any, path: str, errors: list[FieldError]
+) -> tuple[tuple[str, ...], dict[str, int]]:
+    """The list's names once each, in their order, and where each name first appears."""
+    names: list[str] = []
+    first_at: dict[str, int] = {}
+    for i, name in enumerate(raw or ()):
+        if not isinstance(name, str) or name not in CATEGORIES:
+            errors.append(FieldError(f"{path}[{i}]", "is not a merchant category"))
+        elif name not in first_at:
+            first_at[name] = i
+            names.append(name)
+    return tuple(names), first_at
+
+
+def validate_controls(raw: Mapping[str, Any]) -> Controls:
+    """The controls a request asks for (`raw` is its `controls` object, shaped by the schema
+    layer: lists of objects and strings, amounts still the strings the API received). A missing
+    list is empty; a category named twice in one list counts once.
+
+    Raises ValidationFailed with every offending field, under `controls.`: an amount that is not
+    1..999999999999, an unknown interval, a second limit for one interval, more than 10 limits,
+    an unknown category, and a category both allowed and blocked (reported on the blocked one).
+    """
+    errors: list[FieldError] = []
+    raw_limits = raw.get("spendingLimits") or ()
+    if len(raw_limits) > MAX_SPENDING_LIMITS:
+        errors.append(
+            FieldError("controls.spendingLimits", f"must have at most {MAX_SPENDING_LIMITS} items")
+        )
+    limits: list[SpendingLimit] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw_limits):
+        path = f"controls.spendingLimits[{i}]"
+        text = item.get("amountMinor")
+        amount = parse_amount_minor(text) if isinstance(text, str) else None
+        if amount is None:
+            errors.append(FieldError(f"{path}.amountMinor", _AMOUNT_MESSAGE))
+        interval = item.get("interval")
+        if not isinstance(interval, str) or interval not in INTERVALS:
+            errors.append(FieldError(f"{path}.interval", f"must be one of {', '.join(INTERVALS)}"))
+        elif interval in seen:
+            msg = f"must not repeat an interval: there is already a {interval} limit"
+            errors.append(FieldError(f"{path}.interval", msg))
+        else:
+            seen.add(interval)
+            if amount is not None:
+                limits.append(SpendingLimit(amount, interval))
+    allowed, _ = _categories(raw.get("allowedCategories"), "controls.allowedCategories", errors)
+    blocked, blocked_at = _categories(
+        raw.get("blockedCategories"), "controls.blockedCategories", errors
+    )
+    for name in blocked:
+        if name in allowed:
+            path = f"controls.blockedCategories[{blocked_at[name]}]"
+            errors.append(FieldError(path, f"{name} is also in allowedCategories"))
+    if errors:
+        raise ValidationFailed(errors)
+    return Controls(tuple(limits), allowed, blocked)
+
+
+# Numbers ---------------------------------------------------------------------------------------
+
+
+def _digits(random_digits: Callable[[int], str], count: int) -> str:
+    digits = random_digits(count)
+    if len(digits) != count or not digits.isascii() or not digits.isdigit():
+        msg = f"random_digits({count}) returned {len(digits)} characters, not {count} digits"
+        raise ValueError(msg)
+    return digits
+
+
+def _luhn_check_digit(payload: str) -> str:
+    """The digit that makes `payload` + digit pass the Luhn check."""
+    total = 0
+    # With the check digit appended, the payload's last digit is the first one doubled.
+    for i, digit in enumerate(reversed(payload)):
+        value = int(digit)
+        if i % 2 == 0:
+            value = value * 2 - 9 if value > 4 else value * 2
+        total += value
+    return str(-total % 10)
+
+
+def new_card_number(random_digits: Callable[[int], str]) -> str:
+    """16 digits: the test BIN, 9 random digits and the Luhn check digit. `random_digits(n)`
+    returns n random decimal digits (a CSPRNG in the service)."""
+    payload = TEST_BIN + _digits(random_digits, CARD_NUMBER_LENGTH - len(TEST_BIN) - 1)
+    number = payload + _luhn_check_digit(payload)
+    assert luhn_valid(number)
+    return number
+
+
+def new_cvc(random_digits: Callable[[int], str]) -> str:
+    return _digits(random_digits, CVC_LENGTH)
+
+
+def expiry(now: datetime) -> tuple[int, int]:
+    """(month, year): this month (UTC), three years ahead."""
+    utc = _utc(now)
+    return utc.month, utc.year + EXPIRY_YEARS
+
+
+# States ----------------------------------------------------------------------------------------
+
+
+def _require(card: Card, allowed: tuple[str, ...], action: str) -> None:
+    if card.status not in allowed:
+        wanted = " or ".join(allowed)
+        msg = f"Cannot {action} a card that is {card.status}; it must be {wanted}"
+        raise Conflict(msg, code="invalid_state")
+
+
+def _bump(card: Card, now: datetime, **changes: object) -> Card:
+    return replace(card, version=card.version + 1, updated_at=iso(now), **changes)  # type: ignore[arg-type]
+
+
+def freeze(card: Card, now: datetime) -> Card:
+    _require(card, ("ACTIVE",), "freeze")
+    return _bump(card, now, status="FROZEN")
+
+
+def unfreeze(card: Card, now: datetime) -> Card:
+    _require(card, ("FROZEN",), "unfreeze")
+    return _bump(card, now, status="ACTIVE")
+
+
+def terminate(card: Card, now: datetime) -> Card:
+    """Final: no transition leaves TERMINATED."""
+    _require(card, ("ACTIVE", "FROZEN"), "terminate")
+    return _bump(card, now, status="TERMINATED")
+
+
+def update_controls(card: Card, controls: Controls, now: datetime) -> Card:
+    _require(card, ("ACTIVE", "FROZEN"), "update the controls of")
+    return _bump(card, now, controls=controls)
+
+
+# Authorizations --------------------------------------------------------------------------------
+
+
+def _utc(moment: datetime) -> datetime:
+    """The instant in UTC; a naive time is taken as UTC already (as parse_iso does)."""
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def window_start(interval: str, now: datetime) -> datetime | None:
+    """Where an interval limit starts counting at `now` (UTC): `daily` midnight today, `weekly`
+    Monday's midnight, `monthly` the first of the month's midnight; None for `all_time` (every
+    approval ever). `per_transaction` has no window (the amount alone counts) and, like an
+    unknown interval, raises ValueError."""
+    utc = _utc(now)
+    midnight = utc.replace(hour=0, minute=0, second=0, microsecond=0)
+    if interval == "daily":
+        return midnight
+    if interval == "weekly":
+        return midnight - timedelta(days=midnight.weekday())
+    if interval == "monthly":
+        return midnight.replace(day=1)
+    if interval == "all_time":
+        return None
+    msg = f"{interval!r} is not an interval with a window"
+    raise ValueError(msg)
+
+
+def _over_limit(
+    card: Card, amount: int, spent_since: Callable[[datetime | None], int], now: datetime
+) -> Decline | None:
+    limits = sorted(
+        card.controls.spending_limits, key=lambda limit: INTERVALS.index(limit.interval)
+    )
+    for limit in limits:
+        if limit.interval == "per_transaction":
+            total = amount
+        else:
+            total = spent_since(window_start(limit.interval, now)) + amount
+        if total > limit.amount_minor:
+            what = limit.interval.replace("_", "-")
+            msg = (
+                f"The authorization would exceed the card's {what} spending limit "
+                f"({limit.amount_minor} {card.currency})"
+            )
+            return Decline("spending_limit", msg)
+    return None
+
+
+def authorize(
+    card: Card,
+    balance: int,
+    amount: int,
+    category: str | None,
+    spent_since: Callable[[datetime | None], int],
+    now: datetime,
+) -> Decline | None:
+    """None when `amount` is approved (the caller then debits the card's `balance`), else the
+    first reason to decline in the fixed order: `card_frozen` (the card is not ACTIVE),
+    `insufficient_funds`, `spending_limit` (the amount is over a per-transaction limit, or with
+    what was spent in an interval's window is over that interval's limit), `category_blocked`
+    (the category is blocked, or not among the allowed ones when some are; a missing category,
+    None, passes only when no categories are allowed).
+
+    `spent_since(start)` is what earlier approved authorizations of this card spent since
+    `start` (None: ever); it is called only when a limit needs it.
+    """
+    if card.status != "ACTIVE":
+        return Decline("card_frozen", f"The card is {card.status}")
+    if amount > balance:
+        msg = f"The card's balance ({balance} {card.currency}) is less than the amount"
+        return Decline("insufficient_funds", msg)
+    over = _over_limit(card, amount, spent_since, now)
+    if over is not None:
+        return over
+    controls = card.controls
+    if category is not None and category in controls.blocked_categories:
+        return Decline("category_blocked", f"The card does not allow {category} merchants")
+    if controls.allowed_categories and category not in controls.allowed_categories:
+        named = f"{category} merchants" if category is not None else "merchants of no category"
+        return Decline("category_blocked", f"The card allows only some categories, not {named}")
+    return None

@@ -1,0 +1,328 @@
+"""Cards (decisions 6): member and company cards prepaid from the wallet, funding and
+withdrawal, freeze, unfreeze, terminate, controls, authorizations, and the audited details.
+
+Issuing goes to the company actor (it funds the card from its books); everything after goes to
+the card's own actor, which serializes the card's balance and state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mps.actors.card import (
+    CardOutcome,
+    ChangeCard,
+    FundCard,
+    UpdateCardControls,
+    WithdrawFromCard,
+)
+from mps.actors.company import IssueCard, IssuedCard, RecordAudit
+from mps.actors.company.cards import CARD_CVC_PURPOSE, CARD_NUMBER_PURPOSE
+from mps.domain.issuing import CARD_STATUSES, CARD_TYPES, Controls, validate_controls
+from mps.errors import NotFound
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Page, Resource
+from mps.http.resources import CARD, CARD_AUTHORIZATION, CARD_FIELDS, page, resource
+from mps.http.routes.payments import CURRENCY
+from mps.http.routing import Call, LimitRule, Route
+from mps.http.schema import Amount, Array, Enum, Int, Obj, Str
+from mps.limits import Limit
+from mps.persistence.queries import cards as q
+from mps.representations.cards import authorization_json, card_json
+
+__all__ = ["CONTROLS", "ROUTES"]
+
+CONTROLS = Obj(
+    {
+        "spendingLimits": Array(
+            Obj(
+                {"amountMinor": Str(max_length=12), "interval": Str(max_length=20)},
+                required=["amountMinor", "interval"],
+            ),
+            max_items=10,
+        ),
+        "allowedCategories": Array(Str(max_length=64), max_items=300),
+        "blockedCategories": Array(Str(max_length=64), max_items=300),
+    },
+    description="Spending limits per interval and merchant categories (Stripe Issuing's names).",
+)
+
+
+def _controls(body: dict[str, Any]) -> Controls:
+    raw = body.get("controls")
+    return validate_controls(raw) if raw else Controls()
+
+
+def _issued(issued: IssuedCard) -> Resource:
+    return Resource(card_json(issued.card, issued.balance), 201)
+
+
+def _changed(outcome: CardOutcome) -> Resource:
+    return Resource(card_json(outcome.card, outcome.balance))
+
+
+async def issue_member_card(call: Call) -> Resource:
+    session, body = call.session, call.body
+    command = IssueCard(
+        session.mode,
+        "member",
+        body["currency"],
+        _controls(body),
+        cardholder_name=body["cardholderName"],
+        member_id=body.get("memberId") or session.user_id,
+        initial_funding_minor=body.get("initialFundingMinor") or 0,
+        audit=call.audit(),
+        idempotency=call.idempotent(_issued),
+    )
+    issued: IssuedCard = await call.services.shards.ask_company(session.company_id, command)
+    return _issued(issued)
+
+
+async def issue_company_card(call: Call) -> Resource:
+    session, body = call.session, call.body
+    command = IssueCard(
+        session.mode,
+        "company",
+        body["currency"],
+        _controls(body),
+        nickname=body["nickname"],
+        initial_funding_minor=body.get("initialFundingMinor") or 0,
+        audit=call.audit(),
+        idempotency=call.idempotent(_issued),
+    )
+    issued: IssuedCard = await call.services.shards.ask_company(session.company_id, command)
+    return _issued(issued)
+
+
+async def list_cards(call: Call) -> Page:
+    session, query = call.session, call.query
+    db = call.services.database
+    cards, cursor = await q.list_cards(
+        db,
+        session.company_id,
+        session.mode,
+        page_request(query),
+        card_type=query.get("type"),
+        status=query.get("status"),
+    )
+    held = await q.balances(db, session.company_id, [c.id for c in cards])
+    return Page([card_json(c, held[c.id]) for c in cards], cursor)
+
+
+async def get_card(call: Call) -> Resource:
+    session = call.session
+    db = call.services.database
+    card = await q.get_card(db, session.company_id, session.mode, call.param("id"))
+    if card is None:
+        raise NotFound("No such card")
+    held = await q.balances(db, session.company_id, [card.id])
+    return Resource(card_json(card, held[card.id]))
+
+
+async def _ask(call: Call, message: Any) -> Resource:
+    outcome: CardOutcome = await call.services.shards.ask_card(
+        call.session.company_id, call.param("id"), message
+    )
+    return _changed(outcome)
+
+
+def _action(action: str) -> Any:
+    async def handle(call: Call) -> Resource:
+        idem = call.idempotent(_changed)
+        return await _ask(call, ChangeCard(call.session.mode, action, idem))
+
+    handle.__name__ = f"{action}_card"
+    return handle
+
+
+async def update_controls(call: Call) -> Resource:
+    controls = validate_controls(call.body)
+    return await _ask(call, UpdateCardControls(call.session.mode, controls))
+
+
+async def fund(call: Call) -> Resource:
+    idem = call.idempotent(_changed)
+    return await _ask(call, FundCard(call.session.mode, call.body["amountMinor"], idem))
+
+
+async def withdraw(call: Call) -> Resource:
+    idem = call.idempotent(_changed)
+    return await _ask(call, WithdrawFromCard(call.session.mode, call.body["amountMinor"], idem))
+
+
+async def transactions(call: Call) -> Page:
+    session = call.session
+    db = call.services.database
+    card = await q.get_card(db, session.company_id, session.mode, call.param("id"))
+    if card is None:
+        raise NotFound("No such card")
+    rows, cursor = await q.authorizations(db, session.company_id, card.id, page_request(call.query))
+    return Page([authorization_json(r) for r in rows], cursor)
+
+
+async def details(call: Call) -> Resource:
+    """The full number and CVC: audited before they are shown, and limited per user."""
+    session = call.session
+    services = call.services
+    row = await q.sealed_details(
+        services.database, session.company_id, session.mode, call.param("id")
+    )
+    if row is None:
+        raise NotFound("No such card")
+    await services.shards.ask_company(
+        session.company_id,
+        RecordAudit("card.details_revealed", ("card", call.param("id")), {}, call.audit()),
+    )
+    keyring = services.keyring
+    return Resource(
+        {
+            "id": call.param("id"),
+            "number": keyring.unseal(row["number"], CARD_NUMBER_PURPOSE).decode(),
+            "cvc": keyring.unseal(row["cvc"], CARD_CVC_PURPOSE).decode(),
+            "expMonth": row["exp_month"],
+            "expYear": row["exp_year"],
+        }
+    )
+
+
+def _user(call: Call) -> str:
+    return call.session.user_id
+
+
+AMOUNT_BODY = Obj({"amountMinor": Amount()}, required=["amountMinor"])
+ISSUE_FIELDS = {
+    "currency": CURRENCY,
+    "controls": CONTROLS,
+    "initialFundingMinor": Amount(description="Taken from the available balance (the wallet)."),
+}
+_CARD = resource(CARD_FIELDS)
+
+
+def _route(method: str, path: str, handler: Any, summary: str, scope: str, **more: Any) -> Route:
+    return Route(method, path, handler, summary, "cards", scope=scope, **more)
+
+
+ROUTES = [
+    _route(
+        "POST",
+        "/merchant/cards",
+        issue_member_card,
+        "Issue a virtual card to a member",
+        "cards:write",
+        status=201,
+        response=_CARD,
+        body=Obj(
+            {
+                **ISSUE_FIELDS,
+                "cardholderName": Str(min_length=1, max_length=100),
+                "memberId": Str(max_length=64),
+            },
+            required=["cardholderName", "currency"],
+        ),
+    ),
+    _route(
+        "POST",
+        "/merchant/company-cards",
+        issue_company_card,
+        "Issue a company card",
+        "cards:write",
+        status=201,
+        response=_CARD,
+        body=Obj(
+            {**ISSUE_FIELDS, "nickname": Str(min_length=1, max_length=100)},
+            required=["nickname", "currency"],
+        ),
+    ),
+    _route(
+        "GET",
+        "/merchant/cards",
+        list_cards,
+        "List cards, newest first",
+        "cards:read",
+        query=Obj({**PAGE_FIELDS, "type": Enum(CARD_TYPES), "status": Enum(CARD_STATUSES)}),
+        response=page(CARD),
+    ),
+    _route(
+        "GET", "/merchant/cards/{id}", get_card, "Retrieve a card", "cards:read", response=_CARD
+    ),
+    _route(
+        "POST",
+        "/merchant/cards/{id}/freeze",
+        _action("freeze"),
+        "Freeze a card",
+        "cards:write",
+        response=_CARD,
+    ),
+    _route(
+        "POST",
+        "/merchant/cards/{id}/unfreeze",
+        _action("unfreeze"),
+        "Unfreeze a card",
+        "cards:write",
+        response=_CARD,
+    ),
+    _route(
+        "POST",
+        "/merchant/cards/{id}/terminate",
+        _action("terminate"),
+        "Terminate a card; its balance returns to the wallet",
+        "cards:write",
+        response=_CARD,
+    ),
+    _route(
+        "PATCH",
+        "/merchant/cards/{id}/controls",
+        update_controls,
+        "Change a card's controls",
+        "cards:write",
+        body=CONTROLS,
+        response=_CARD,
+    ),
+    _route(
+        "POST",
+        "/merchant/cards/{id}/fund",
+        fund,
+        "Fund a card from the wallet",
+        "cards:write",
+        body=AMOUNT_BODY,
+        response=_CARD,
+    ),
+    _route(
+        "POST",
+        "/merchant/company-cards/{id}/fund",
+        fund,
+        "Top up a company card from the wallet",
+        "cards:write",
+        body=AMOUNT_BODY,
+        response=_CARD,
+    ),
+    _route(
+        "POST",
+        "/merchant/cards/{id}/withdraw",
+        withdraw,
+        "Move money from a card to the wallet",
+        "cards:write",
+        body=AMOUNT_BODY,
+        response=_CARD,
+    ),
+    _route(
+        "GET",
+        "/merchant/cards/{id}/transactions",
+        transactions,
+        "A card's authorizations, approved and declined, newest first",
+        "cards:read",
+        query=Obj(PAGE_FIELDS),
+        response=page(CARD_AUTHORIZATION),
+    ),
+    _route(
+        "GET",
+        "/merchant/cards/{id}/details",
+        details,
+        "The card's full number and CVC (audited)",
+        "cards:write",
+        limits=(LimitRule(Limit("card-details", 10, 60), _user),),
+        response=resource(
+            {"id": Str(), "number": Str(), "cvc": Str(), "expMonth": Int(), "expYear": Int()}
+        ),
+    ),
+]
