@@ -90,6 +90,8 @@ async def test_policies_default_to_off_and_are_set_and_audited(
     assert {p["action"]: p["enabled"] for p in before["data"]} == {
         "payout.create": False,
         "refund.create": False,
+        "card.issue": False,
+        "card.fund": False,
     }
     body = await response.json()
     assert response.status == 200, body
@@ -270,3 +272,43 @@ async def test_an_approved_action_a_crash_kept_from_running_runs_once_after(
         f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
     )
     assert (await got.json())["status"] == "EXECUTED"
+
+
+async def test_card_issuing_and_funding_above_their_thresholds_wait_for_approval(
+    client: TestClient[Any, Any],
+) -> None:
+    owner = await sign_up(client)
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    await paid_payment(client, owner, "10000")
+    await _policy(client, owner, "card.issue", "1000")
+    await _policy(client, owner, "card.fund", "500")
+    body = {"cardholderName": "Ann", "currency": "USD"}
+
+    small = await client.post(
+        "/api/v1/merchant/cards",
+        json={**body, "initialFundingMinor": "1000"},
+        headers=owner.headers,
+    )
+    held = await client.post(
+        "/api/v1/merchant/cards",
+        json={
+            **body,
+            "controls": {"spendingLimits": [{"amountMinor": "5000", "interval": "daily"}]},
+        },
+        headers=owner.headers,
+    )
+    card = await small.json()
+    topped = await client.post(
+        f"/api/v1/merchant/cards/{card['id']}/fund",
+        json={"amountMinor": "600"},
+        headers=owner.headers,
+    )
+
+    assert small.status == 201 and held.status == 202 and topped.status == 202
+    issued = await (await _vote(client, admin, (await held.json())["approvalRequest"]["id"])).json()
+    funded = await (
+        await _vote(client, admin, (await topped.json())["approvalRequest"]["id"])
+    ).json()
+    assert issued["status"] == "EXECUTED" and issued["result"]["id"].startswith("card_")
+    assert funded["status"] == "EXECUTED" and funded["result"]["balanceMinor"] == "1600"
+    assert await balance(client, owner) == {"available": 8400, "pending": 0, "reserved": 0}

@@ -440,3 +440,74 @@ async def test_team_responses_match_the_schemas_the_document_publishes(
     await check("GET", "/api/v1/team/audit/verify", headers=h)
 
     assert len(set(checked)) == 21
+
+
+async def test_card_responses_match_the_schemas_the_document_publishes(
+    client: TestClient[Any, Any],
+) -> None:
+    from tests.money import paid_payment
+
+    member = await sign_up(client)
+    check, checked = await _checker(client, member)
+    h = member.headers
+    await paid_payment(client, member, "10000")
+    key = await check(
+        "POST",
+        "/api/v1/merchant/api-keys",
+        headers=h,
+        json={"name": "k", "scopes": ["cards:write"]},
+    )
+    card = await check(
+        "POST",
+        "/api/v1/merchant/cards",
+        headers=h,
+        json={"cardholderName": "Ann", "currency": "USD", "initialFundingMinor": "1000"},
+    )
+    company_card = await check(
+        "POST",
+        "/api/v1/merchant/company-cards",
+        headers=h,
+        json={"nickname": "Ads", "currency": "USD"},
+    )
+    at = f"/api/v1/merchant/cards/{card['id']}"
+    await check("GET", "/api/v1/merchant/cards", headers=h)
+    await check("GET", "/api/v1/merchant/cards/{id}", at, headers=h)
+    await check(
+        "POST",
+        "/api/v1/merchant/cards/{id}/fund",
+        f"{at}/fund",
+        headers=h,
+        json={"amountMinor": "100"},
+    )
+    await check(
+        "POST",
+        "/api/v1/merchant/company-cards/{id}/fund",
+        f"/api/v1/merchant/company-cards/{company_card['id']}/fund",
+        headers=h,
+        json={"amountMinor": "100"},
+    )
+    await check(
+        "POST",
+        "/api/v1/merchant/cards/{id}/withdraw",
+        f"{at}/withdraw",
+        headers=h,
+        json={"amountMinor": "50"},
+    )
+    await check(
+        "PATCH", "/api/v1/merchant/cards/{id}/controls", f"{at}/controls", headers=h,
+        json={"spendingLimits": [{"amountMinor": "500", "interval": "daily"}]},
+    )  # fmt: skip
+    await check(
+        "POST",
+        "/api/v1/developer/sandbox/{kind}",
+        "/api/v1/developer/sandbox/card.authorization",
+        headers={"Authorization": f"Bearer {key['key']}"},
+        json={"cardId": card["id"], "amountMinor": "100", "currency": "USD"},
+    )
+    await check("GET", "/api/v1/merchant/cards/{id}/transactions", f"{at}/transactions", headers=h)
+    await check("GET", "/api/v1/merchant/cards/{id}/details", f"{at}/details", headers=h)
+    await check("POST", "/api/v1/merchant/cards/{id}/freeze", f"{at}/freeze", headers=h)
+    await check("POST", "/api/v1/merchant/cards/{id}/unfreeze", f"{at}/unfreeze", headers=h)
+    await check("POST", "/api/v1/merchant/cards/{id}/terminate", f"{at}/terminate", headers=h)
+
+    assert len(set(checked)) == 15

@@ -21,18 +21,27 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from mps.actors.company import CreatePayout, ExpireApproval, FailApproval, ForgetApproval
+from mps.actors.card import FundCard
+from mps.actors.company import (
+    CreatePayout,
+    ExpireApproval,
+    FailApproval,
+    ForgetApproval,
+    IssueCard,
+)
 from mps.actors.payment import CreateRefund
 from mps.actors.periodic import Periodic
 from mps.actors.shards import ShardElsewhere, ShardRouter
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import AuditContext
 from mps.domain.clock import Clock, iso
+from mps.domain.issuing import Controls
 from mps.errors import Conflict, ServiceError, Unavailable
 from mps.persistence import approval_store as store
 from mps.persistence.database import Database
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Statement
+from mps.representations.cards import card_json
 from mps.representations.money import payout_json, refund_json
 
 __all__ = ["ApprovalGuard", "Approvals"]
@@ -64,7 +73,10 @@ class ApprovalGuard:
 def _shown(action: str, result: Any) -> dict[str, Any]:
     if action == "payout.create":
         return payout_json(result.payout)
-    return refund_json(result.refund)
+    if action == "refund.create":
+        return refund_json(result.refund)
+    # card.issue (an IssuedCard) and card.fund (a CardOutcome)
+    return card_json(result.card, result.balance)
 
 
 class Approvals(Periodic):
@@ -93,11 +105,28 @@ class Approvals(Periodic):
                     audit=actor,
                 )
                 await self._shards.ask_company(request.company_id, command)
-            else:
+            elif request.action == "refund.create":
                 command = CreateRefund(
                     request.mode, int(payload["amountMinor"]), payload.get("reason"), guard
                 )
                 await self._shards.ask_payment(request.company_id, payload["paymentId"], command)
+            elif request.action == "card.issue":
+                command = IssueCard(
+                    request.mode,
+                    payload["type"],
+                    payload["currency"],
+                    Controls.from_json(payload["controls"]),
+                    cardholder_name=payload.get("cardholderName"),
+                    nickname=payload.get("nickname"),
+                    member_id=payload.get("memberId"),
+                    initial_funding_minor=int(payload["initialFundingMinor"]),
+                    audit=actor,
+                    idempotency=guard,
+                )
+                await self._shards.ask_company(request.company_id, command)
+            else:
+                command = FundCard(request.mode, int(payload["amountMinor"]), guard)
+                await self._shards.ask_card(request.company_id, payload["cardId"], command)
         except store.NotApproved:
             return await self._stored(request)
         except Unavailable:

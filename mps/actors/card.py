@@ -15,11 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from mps.actors.company.messages import Book
+from mps.actors.company.messages import Book, RequestApproval
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import AsyncioActor, Reload
 from mps.domain import issuing as rules
+from mps.domain.approvals import ApprovalRequest
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id
@@ -27,6 +29,7 @@ from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Books, Movement
 from mps.errors import Conflict, NotFound, ShardMoved, Unavailable
 from mps.persistence import card_store as store
+from mps.persistence.approval_store import NotApproved
 from mps.persistence.statements import Statement
 
 __all__ = [
@@ -53,9 +56,14 @@ class CardOutcome:
 
 @dataclass(frozen=True)
 class FundCard:
+    """Reply: a CardOutcome; or, when the card.fund policy applies (and `requested_by` is
+    given), the PENDING ApprovalRequest the company made instead."""
+
     mode: str
     amount_minor: int
     idempotency: IdempotencyRecord | None = None
+    requested_by: str | None = None
+    audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
@@ -100,6 +108,9 @@ _WINDOW = timedelta(days=32)
 
 
 class CardActor(AsyncioActor):
+    # An approved funding run a second time is refused whole by its request's guard.
+    expected_errors = (*AsyncioActor.expected_errors, NotApproved)
+
     def __init__(
         self, card_id: str, company_id: str, context: ActorContext, company: AskCompany
     ) -> None:
@@ -124,10 +135,8 @@ class CardActor(AsyncioActor):
         if self.card is None:
             return
         self.balance = await store.card_balance(db, self.company_id, self.card_id)
-        every = await store.spent_since(db, self.card_id, None)
-        self.spent_ever = sum(amount for _, amount in every)
-        since = iso(self.context.clock() - _WINDOW)
-        self.recent = [(at, amount) for at, amount in every if at >= since]
+        self.spent_ever = await store.spent_ever(db, self.card_id)
+        self.recent = await store.spent_since(db, self.card_id, self.context.clock() - _WINDOW)
 
     def _require(self, mode: str | None) -> Card:
         if self.card is None or (mode is not None and self.card.mode != mode):
@@ -216,12 +225,25 @@ class CardActor(AsyncioActor):
         self.balance = after_balance
         self.spent_ever += amount
         self.recent.append((stamp, amount))
+        cutoff = iso(now - _WINDOW)
+        if self.recent[0][0] < cutoff:
+            # No interval reaches further back than a month: memory stays bounded.
+            self.recent = [(at, spent) for at, spent in self.recent if at >= cutoff]
         return outcome
 
-    async def _fund(self, command: FundCard) -> CardOutcome:
+    async def _fund(self, command: FundCard) -> CardOutcome | ApprovalRequest:
         card = self._require(command.mode)
         if card.status == "TERMINATED":
             raise Conflict("A TERMINATED card cannot be funded", code="invalid_state")
+        if command.requested_by is not None:
+            payload = {"cardId": card.id, "amountMinor": str(command.amount_minor)}
+            gate = RequestApproval(
+                card.mode, "card.fund", card.currency, command.amount_minor, payload,
+                command.requested_by, command.audit, command.idempotency,
+            )  # fmt: skip
+            approval: ApprovalRequest | None = await self.company(gate)
+            if approval is not None:
+                return approval
         stamp = iso(self.context.clock())
         amount = command.amount_minor
         after_balance = self.balance + amount

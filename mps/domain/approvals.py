@@ -45,7 +45,14 @@ APPROVAL_STATUSES = (
 )
 APPROVAL_TTL = timedelta(hours=72)
 # action -> the write scope that voting on it needs (card actions join with the cards feature).
-ACTIONS = {"payout.create": "payouts:write", "refund.create": "refunds:write"}
+ACTIONS = {
+    "payout.create": "payouts:write",
+    "refund.create": "refunds:write",
+    # Issuing: the threshold is on the larger of the largest spending limit and the initial
+    # funding. Funding: every wallet-to-card funding route.
+    "card.issue": "cards:write",
+    "card.fund": "cards:write",
+}
 
 
 @dataclass(frozen=True)

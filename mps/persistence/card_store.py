@@ -26,6 +26,7 @@ __all__ = [
     "card_insert",
     "card_update",
     "load_card",
+    "spent_ever",
     "spent_since",
 ]
 
@@ -167,6 +168,16 @@ async def card_balance(db: Database, company_id: str, card_id: str) -> int:
         "WHERE t.source_id = $1 AND t.company_id = $2 AND p.account = 'card'",
         card_id,
         company_id,
+    )
+    return int(total)
+
+
+async def spent_ever(db: Database, card_id: str) -> int:
+    """What the card's approved authorizations spent, ever (the all-time limit counts it)."""
+    total = await db.fetchval(
+        "SELECT COALESCE(SUM(amount_minor), 0) FROM card_authorizations "
+        "WHERE card_id = $1 AND approved = 1",
+        card_id,
     )
     return int(total)
 

@@ -10,12 +10,14 @@ import secrets
 from collections.abc import Coroutine
 from typing import Any
 
+from mps.actors.company.approvals import request_approval
 from mps.actors.company.audit import entry
 from mps.actors.company.ledger import commit_movements, require_fresh
-from mps.actors.company.messages import IssueCard, IssuedCard
+from mps.actors.company.messages import IssueCard, IssuedCard, RequestApproval
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
 from mps.domain import issuing as rules
+from mps.domain.approvals import needs_approval
 from mps.domain.cards import brand_of
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -48,6 +50,25 @@ def issue_card(state: CompanyState, command: IssueCard) -> Detached:
         raise Forbidden("Live cards need a verified account", code="account_not_verified")
     if command.type == "member" and command.member_id not in state.members:
         raise ValidationFailed([FieldError("memberId", "is not a member of the company")])
+    limits = [limit.amount_minor for limit in command.controls.spending_limits]
+    weight = max([command.initial_funding_minor, *limits])
+    if command.requested_by is not None and needs_approval(
+        state.policies, "card.issue", command.currency, weight
+    ):
+        payload = {
+            "type": command.type,
+            "currency": command.currency,
+            "controls": command.controls.to_json(),
+            "cardholderName": command.cardholder_name,
+            "nickname": command.nickname,
+            "memberId": command.member_id,
+            "initialFundingMinor": str(command.initial_funding_minor),
+        }
+        gate = RequestApproval(
+            command.mode, "card.issue", command.currency, weight, payload,
+            command.requested_by, command.audit, command.idempotency,
+        )  # fmt: skip
+        return Detached(request_approval(state, gate))
     now = state.context.clock()
     stamp = iso(now)
     card_id = new_id("card")

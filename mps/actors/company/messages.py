@@ -527,6 +527,9 @@ class IssueCard:
     initial_funding_minor: int = 0
     audit: AuditContext = SYSTEM
     idempotency: IdempotencyRecord | None = None
+    # Who asks, for an approval request should the card.issue policy apply; None (an approved
+    # request being run) asks for none.
+    requested_by: str | None = None
 
 
 @dataclass(frozen=True)

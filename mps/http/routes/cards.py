@@ -18,11 +18,13 @@ from mps.actors.card import (
 )
 from mps.actors.company import IssueCard, IssuedCard, RecordAudit
 from mps.actors.company.cards import CARD_CVC_PURPOSE, CARD_NUMBER_PURPOSE
+from mps.domain.approvals import ApprovalRequest
 from mps.domain.issuing import CARD_STATUSES, CARD_TYPES, Controls, validate_controls
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CARD, CARD_AUTHORIZATION, CARD_FIELDS, page, resource
+from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
 from mps.http.schema import Amount, Array, Enum, Int, Obj, Str
@@ -53,11 +55,15 @@ def _controls(body: dict[str, Any]) -> Controls:
     return validate_controls(raw) if raw else Controls()
 
 
-def _issued(issued: IssuedCard) -> Resource:
+def _issued(issued: IssuedCard | ApprovalRequest) -> Resource:
+    if isinstance(issued, ApprovalRequest):
+        return approval_accepted(issued)
     return Resource(card_json(issued.card, issued.balance), 201)
 
 
-def _changed(outcome: CardOutcome) -> Resource:
+def _changed(outcome: CardOutcome | ApprovalRequest) -> Resource:
+    if isinstance(outcome, ApprovalRequest):
+        return approval_accepted(outcome)
     return Resource(card_json(outcome.card, outcome.balance))
 
 
@@ -73,8 +79,11 @@ async def issue_member_card(call: Call) -> Resource:
         initial_funding_minor=body.get("initialFundingMinor") or 0,
         audit=call.audit(),
         idempotency=call.idempotent(_issued),
+        requested_by=session.user_id,
     )
-    issued: IssuedCard = await call.services.shards.ask_company(session.company_id, command)
+    issued: IssuedCard | ApprovalRequest = await call.services.shards.ask_company(
+        session.company_id, command
+    )
     return _issued(issued)
 
 
@@ -89,8 +98,11 @@ async def issue_company_card(call: Call) -> Resource:
         initial_funding_minor=body.get("initialFundingMinor") or 0,
         audit=call.audit(),
         idempotency=call.idempotent(_issued),
+        requested_by=session.user_id,
     )
-    issued: IssuedCard = await call.services.shards.ask_company(session.company_id, command)
+    issued: IssuedCard | ApprovalRequest = await call.services.shards.ask_company(
+        session.company_id, command
+    )
     return _issued(issued)
 
 
@@ -120,7 +132,7 @@ async def get_card(call: Call) -> Resource:
 
 
 async def _ask(call: Call, message: Any) -> Resource:
-    outcome: CardOutcome = await call.services.shards.ask_card(
+    outcome: CardOutcome | ApprovalRequest = await call.services.shards.ask_card(
         call.session.company_id, call.param("id"), message
     )
     return _changed(outcome)
@@ -141,8 +153,10 @@ async def update_controls(call: Call) -> Resource:
 
 
 async def fund(call: Call) -> Resource:
+    session = call.session
     idem = call.idempotent(_changed)
-    return await _ask(call, FundCard(call.session.mode, call.body["amountMinor"], idem))
+    command = FundCard(session.mode, call.body["amountMinor"], idem, session.user_id, call.audit())
+    return await _ask(call, command)
 
 
 async def withdraw(call: Call) -> Resource:
@@ -210,6 +224,7 @@ ROUTES = [
         "Issue a virtual card to a member",
         "cards:write",
         status=201,
+        also=HELD,
         response=_CARD,
         body=Obj(
             {
@@ -227,6 +242,7 @@ ROUTES = [
         "Issue a company card",
         "cards:write",
         status=201,
+        also=HELD,
         response=_CARD,
         body=Obj(
             {**ISSUE_FIELDS, "nickname": Str(min_length=1, max_length=100)},
@@ -286,6 +302,7 @@ ROUTES = [
         "cards:write",
         body=AMOUNT_BODY,
         response=_CARD,
+        also=HELD,
     ),
     _route(
         "POST",
@@ -295,6 +312,7 @@ ROUTES = [
         "cards:write",
         body=AMOUNT_BODY,
         response=_CARD,
+        also=HELD,
     ),
     _route(
         "POST",

@@ -72,6 +72,12 @@ _CHECKS = (
         _movements("payout", "bank"),
     ),
     (
+        "card spending",
+        "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM card_authorizations "
+        "WHERE approved = 1 {scope} GROUP BY company_id, mode, currency",
+        _movements("card_spend", "card_network"),
+    ),
+    (
         "reserved for refunds and payouts",
         "SELECT company_id, mode, currency, SUM(amount_minor) AS total FROM ("
         "SELECT company_id, mode, currency, amount_minor FROM refunds WHERE status = 'PENDING' "
