@@ -244,3 +244,19 @@ async def test_another_companys_cards_are_not_found(client: TestClient[Any, Any]
     ):
         assert (await client.get(path, headers=other.headers)).status == 404
     assert (await _post(client, other, f"/merchant/cards/{card['id']}/freeze")).status == 404
+
+
+async def test_a_live_session_sees_no_test_card(client: TestClient[Any, Any]) -> None:
+    member, _ = await _funded(client)
+    card = await _card(client, member)
+    switched = await client.post(
+        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
+    )
+    live = Member((await switched.json())["sessionToken"], member.company_id, member.user_id, "")
+
+    got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=live.headers)
+    frozen = await _post(client, live, f"/merchant/cards/{card['id']}/freeze")
+    listed = await client.get("/api/v1/merchant/cards", headers=live.headers)
+
+    assert got.status == 404 and frozen.status == 404
+    assert (await listed.json())["data"] == []

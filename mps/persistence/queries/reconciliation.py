@@ -114,7 +114,27 @@ async def mismatches(db: Database, shards: Sequence[int] | None) -> list[Mismatc
             )
             for r in rows
         ]
-    return found + await _pending_beyond_credits(db, scope)
+    cards_scope = owned_companies("t.company_id", shards) or ""
+    return (
+        found + await _pending_beyond_credits(db, scope) + await _cards_below_zero(db, cards_scope)
+    )
+
+
+async def _cards_below_zero(db: Database, scope: str) -> list[Mismatch]:
+    """No card's balance (the sum of its own postings) is ever below zero."""
+    rows = await db.fetch(
+        "SELECT t.company_id, t.mode, t.currency, SUM(p.amount_minor) AS found "
+        "FROM ledger_postings p JOIN ledger_transactions t ON t.id = p.transaction_id "
+        f"WHERE p.account = 'card' {scope} "
+        "GROUP BY t.company_id, t.mode, t.currency, t.source_id HAVING SUM(p.amount_minor) < 0 "
+        "ORDER BY 1, 2, 3"
+    )
+    return [
+        Mismatch(
+            r["company_id"], r["mode"], r["currency"], "card balance below zero", 0, int(r["found"])
+        )
+        for r in rows
+    ]
 
 
 async def _pending_beyond_credits(db: Database, scope: str) -> list[Mismatch]:
