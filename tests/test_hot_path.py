@@ -55,7 +55,19 @@ async def _served_on(
         wrapped.append(wrapper(real))
         return wrapped[0]
 
-    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap)))
+    # The background passes (expiry, money's due work, approvals, overdue invoices, the
+    # reconciliation) read storage on their own schedule: slowed here, after their first pass at
+    # start, so the reads a test counts are the requests' own.
+    slow = 3600.0
+    app = make_app(
+        Overrides(clock=clock, wrap_database=wrap),
+        expiry_interval=slow,
+        money_interval=slow,
+        approval_interval=slow,
+        invoice_overdue_interval=slow,
+        reconciliation_interval=slow,
+    )
+    client = await aiohttp_client(app)
     return client, wrapped[0]
 
 
