@@ -34,6 +34,7 @@ from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
 from mps.domain.refunds import Refund, RefundTransition
 from mps.errors import Conflict, NotFound, PaymentDeclined, ShardMoved, Unavailable
+from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.approval_store import NotApproved
 from mps.persistence.payment_store import (
     customer_statements,
@@ -443,7 +444,7 @@ class PaymentActor(AsyncioActor):
         after, done = transition.payment, transition.refund
         statements: list[Statement] = [refund_update(refund, done)]
         if after != payment:
-            statements.append(payment_update(payment, after))
+            statements += [payment_update(payment, after), *rollup_statements(payment, after)]
         event_writes, bodies = refund_events(done, transition.refund_events)
         payment_writes, payment_bodies = event_statements(
             transition.payment_events, self.public_url
@@ -495,13 +496,23 @@ class PaymentActor(AsyncioActor):
         """The payment after the transition from `before`, the reply, and the unit that commits
         both."""
         after = with_customer(transition.payment, self.keyring)
-        statements: list[Statement] = [payment_update(before, after)] if after != before else []
+        declined = any(e.type == "payment.failed" for e in transition.events)
+        statements: list[Statement] = []
+        if after != before:
+            statements += [
+                payment_update(before, after),
+                *rollup_statements(before, after, declined=declined),
+            ]
         if after.customer_id and after.customer_id != before.customer_id:
             statements += customer_statements(after)
         result = after
         if transition.child is not None:
             result = with_customer(transition.child, self.keyring)
-            statements += [payment_insert(result), *customer_statements(result)]
+            statements += [
+                payment_insert(result),
+                *customer_statements(result),
+                *rollup_statements(None, result),
+            ]
         # Events were built before customers were linked; they show the linked snapshots.
         linked = {after.id: after, result.id: result}
         events = [

@@ -26,6 +26,7 @@ __all__ = [
     "Int",
     "Map",
     "Moment",
+    "Num",
     "Obj",
     "OneOf",
     "Schema",
@@ -203,6 +204,36 @@ class Int(Schema):
 
     def json_schema(self) -> JSON:
         schema: JSON = {"type": "integer"}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        return self._doc(schema)
+
+
+@dataclass
+class Num(Schema):
+    """A JSON number (a rate, a fraction); integers are numbers too."""
+
+    minimum: float | None = None
+    maximum: float | None = None
+    description: str = ""
+    nullable: bool = False
+
+    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+        if value is None and self.nullable:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            errors.append(FieldError(path, "must be a number"))
+            return None
+        if self.minimum is not None and value < self.minimum:
+            errors.append(FieldError(path, f"must be at least {self.minimum}"))
+        elif self.maximum is not None and value > self.maximum:
+            errors.append(FieldError(path, f"must be at most {self.maximum}"))
+        return value
+
+    def json_schema(self) -> JSON:
+        schema: JSON = {"type": "number"}
         if self.minimum is not None:
             schema["minimum"] = self.minimum
         if self.maximum is not None:

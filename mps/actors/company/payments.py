@@ -10,6 +10,7 @@ from mps.actors.runtime import Detached
 from mps.domain import payments as rules
 from mps.domain.ids import new_id
 from mps.errors import FieldError, Forbidden, ValidationFailed
+from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.payment_store import customer_statements, event_statements, payment_insert
 from mps.persistence.statements import Statement
 
@@ -56,7 +57,12 @@ def create_payment(state: CompanyState, command: CreatePayment) -> Detached:
             [rules.Event(e.type, payment) for e in transition.events], state.public_url
         )
         outcome = Outcome(payment, bodies)
-        statements = [payment_insert(payment), *customer_statements(payment), *event_writes]
+        statements = [
+            payment_insert(payment),
+            *customer_statements(payment),
+            *rollup_statements(None, payment),
+            *event_writes,
+        ]
         if command.idempotency is not None:
             statements += command.idempotency.statements(outcome)
         return outcome, statements

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mps.http.routes import (
+    analytics,
     api_keys,
     approvals,
     auth,
@@ -40,6 +41,7 @@ def all_routes(*, development: bool) -> list[Route]:
         *payouts.ROUTES,
         *invoices.ROUTES,
         *cards.ROUTES,
+        *analytics.ROUTES,
         *team.ROUTES,
         *invitations.ROUTES,
         *approvals.ROUTES,

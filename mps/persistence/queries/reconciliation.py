@@ -1,5 +1,6 @@
 """The reconciliation's reads (decisions 5): the ledger's totals beside the totals of the
-payments, refunds and payouts that moved the money, per company, mode and currency.
+payments, refunds and payouts that moved the money, per company, mode and currency; and the
+analytics rollups beside the payments and declines they count, per day.
 
 Each check is one statement: the business rows' totals and the ledger's, grouped and joined,
 over the companies given (the shards a node owns), so a pass costs a scan of those rows, not a
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from mps.domain.analytics import COUNTERS, STATUS_COUNTERS
 from mps.persistence.database import Database
 from mps.persistence.queries.shards import owned_companies
 
@@ -31,7 +33,7 @@ class Mismatch:
     def __str__(self) -> str:
         return (
             f"{self.check}: {self.company_id} {self.mode} {self.currency} expected "
-            f"{self.expected}, the ledger has {self.found}"
+            f"{self.expected}, found {self.found}"
         )
 
 
@@ -116,8 +118,70 @@ async def mismatches(db: Database, shards: Sequence[int] | None) -> list[Mismatc
         ]
     cards_scope = owned_companies("t.company_id", shards) or ""
     return (
-        found + await _pending_beyond_credits(db, scope) + await _cards_below_zero(db, cards_scope)
+        found
+        + await _pending_beyond_credits(db, scope)
+        + await _cards_below_zero(db, cards_scope)
+        + await _analytics_rollups(db, scope)
     )
+
+
+def _counted(day: str, counters: dict[str, str]) -> str:
+    """A select of every rollup counter, `counters` computed and the rest zero."""
+    columns = ", ".join(f"{counters.get(c, '0')} AS {c}" for c in COUNTERS)
+    return f"SELECT company_id, mode, currency, {day} AS day, {columns}"
+
+
+_STATUS_CASES = {
+    counter: f"CASE WHEN status = '{status}' THEN 1 ELSE 0 END"
+    for status, counter in STATUS_COUNTERS.items()
+}
+# The rollups as the raw rows say they should be (mps.domain.analytics says what counts where).
+_ROLLUPS_FROM_ROWS = (
+    f"SELECT company_id, mode, currency, day, "
+    f"{', '.join(f'SUM({c}) AS {c}' for c in COUNTERS)} FROM ("
+    + _counted(
+        "substr(created_at, 1, 10)",
+        {"created_count": "1", "created_minor": "amount_minor", **_STATUS_CASES},
+    )
+    + " FROM payments WHERE allow_multiple = 0 {scope} UNION ALL "
+    + _counted("substr(paid_at, 1, 10)", {"paid_count": "1", "paid_minor": "amount_minor"})
+    + " FROM payments WHERE paid_at IS NOT NULL {scope} UNION ALL "
+    + _counted("substr(declined_at, 1, 10)", {"failed_count": "1", "failed_minor": "amount_minor"})
+    + " FROM payment_declines WHERE TRUE {scope}"
+    ") AS counted GROUP BY company_id, mode, currency, day"
+)
+
+
+async def _analytics_rollups(db: Database, scope: str) -> list[Mismatch]:
+    """Every rollup figure that differs from what the payments and declines say, one statement
+    (one snapshot) for all of them. A day with nothing left (every status count moved away)
+    may keep a row of zeros."""
+    differs = " OR ".join(f"COALESCE(r.{c}, 0) <> COALESCE(e.{c}, 0)" for c in COUNTERS)
+    pairs = ", ".join(
+        f"COALESCE(e.{c}, 0) AS expected_{c}, COALESCE(r.{c}, 0) AS found_{c}" for c in COUNTERS
+    )
+    rows = await db.fetch(
+        "SELECT COALESCE(e.company_id, r.company_id) AS company_id, "
+        "COALESCE(e.mode, r.mode) AS mode, COALESCE(e.currency, r.currency) AS currency, "
+        f"COALESCE(e.day, r.day) AS day, {pairs} "
+        f"FROM ({_ROLLUPS_FROM_ROWS.format(scope=scope)}) AS e "
+        f"FULL OUTER JOIN (SELECT * FROM analytics_days WHERE TRUE {scope}) AS r "
+        "ON r.company_id = e.company_id AND r.mode = e.mode AND r.currency = e.currency "
+        f"AND r.day = e.day WHERE {differs} ORDER BY 1, 2, 3, 4"
+    )
+    return [
+        Mismatch(
+            r["company_id"],
+            r["mode"],
+            r["currency"],
+            f"analytics {counter} on {r['day']}",
+            int(r[f"expected_{counter}"]),
+            int(r[f"found_{counter}"]),
+        )
+        for r in rows
+        for counter in COUNTERS
+        if int(r[f"expected_{counter}"]) != int(r[f"found_{counter}"])
+    ]
 
 
 async def _cards_below_zero(db: Database, scope: str) -> list[Mismatch]:
