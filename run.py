@@ -2,6 +2,7 @@
 
     python run.py                 development mode: SQLite under ./var, in-process broker
     python run.py --mode production --database-url postgresql://… --broker-url amqp://…
+    python run.py kyc pending | review co_… --approve | --reject --reason …   (mps.operator)
 
 Every option is also an environment variable (MPS_PORT, MPS_DATABASE_URL, …); see README.
 `MPS_ACCESS_LOG=off` turns the access log off (load tests, or a proxy that logs already), and
@@ -52,6 +53,10 @@ def _configure_logging(log_format: str) -> None:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["kyc"]:
+        from mps.operator import main as operator_main
+
+        return operator_main(argv[1:])
     log_format = (os.environ.get("MPS_LOG_FORMAT") or "text").lower()
     if log_format not in ("text", "json"):
         print("run.py: MPS_LOG_FORMAT must be text or json", file=sys.stderr)

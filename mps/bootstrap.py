@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 
@@ -24,6 +25,7 @@ from mps.actors.housekeeping import Housekeeping
 from mps.actors.invoice import InvoiceActor
 from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
+from mps.actors.kyc_desk import KycDesk
 from mps.actors.money import MoneyWork
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
@@ -55,6 +57,7 @@ from mps.persistence.shard_store import take as take_shard
 from mps.quota import LocalAuthority, QuotaLedger, SharedLimiter
 from mps.representations.invoices import hosted_url
 from mps.services import Services
+from mps.storage import open_store
 
 __all__ = ["Overrides", "build_app"]
 
@@ -212,6 +215,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         overdue: InvoiceOverdue | None = None
         approvals: Approvals | None = None
         housekeeping: Housekeeping | None = None
+        kyc: KycDesk | None = None
+        objects = open_store(settings.objects_url, env=os.environ)
         mailer: Mailer = extra.mailer or (
             DevMailbox()
             if settings.development or not settings.smtp_url
@@ -249,6 +254,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
             overdue.start()
             approvals = Approvals(database, shards, extra.clock, settings.approval_interval)
             approvals.start()
+            kyc = KycDesk(context, shards, objects, extra.clock, settings.kyc_interval)
+            kyc.start()
             # Cluster-wide work, done once: by the owner of shard 0.
             housekeeping = Housekeeping(
                 context, settings.housekeeping_interval, when=lambda: shards.owns_shard(0)
@@ -295,6 +302,8 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 reconciliation=reconciliation,
                 invoice_overdue=overdue,
                 approvals=approvals,
+                objects=objects,
+                kyc=kyc,
                 cluster=cluster,
             )
             if settings.rate_limit_scale != 1 and not settings.development:
@@ -335,11 +344,14 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 await overdue.close()
             if approvals is not None:
                 await approvals.close()
+            if kyc is not None:
+                await kyc.close()
             if cluster is not None:
                 await cluster.close()
             await shards.close()
             await stop(persistence)
             await broker.close()
+            await objects.close()
             await database.close()
 
     app.cleanup_ctx.append(services_ctx)

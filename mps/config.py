@@ -71,6 +71,8 @@ class Settings:
     # How often approval requests past 72 hours are expired, and approved ones whose action a
     # crash kept from running are run.
     approval_interval: float = 5.0
+    # How often the operator's identity-verification reviews are looked for (mps.actors.kyc_desk).
+    kyc_interval: float = 1.0
     # How often the ledger is reconciled against payments, refunds and payouts.
     reconciliation_interval: float = 60.0
     # How often housekeeping deletes rows past their retention (mps.actors.housekeeping).
@@ -81,6 +83,17 @@ class Settings:
     # public listener serves /metrics only in development, and only to loopback.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
+    # Where uploaded documents' bytes go (mps.storage.open_store): file:///absolute/path or
+    # s3://bucket/prefix. load_settings makes it file://<data_dir>/objects unless told; empty
+    # (Settings made by hand) is refused by open_store rather than guessed.
+    object_storage_url: str = ""
+    # An identity document upload larger than this is answered 413 (decisions).
+    kyc_max_upload_bytes: int = 10 * 1024 * 1024
+
+    @property
+    def objects_url(self) -> str:
+        """The object store's URL: as configured, or a folder of the data directory."""
+        return self.object_storage_url or (self.data_dir / "objects").absolute().as_uri()
 
     @property
     def development(self) -> bool:
@@ -104,6 +117,10 @@ def _parser() -> argparse.ArgumentParser:
         "--rate-limit-scale",
         type=float,
         help="multiply every rate limit; 0 turns them off (MPS_RATE_LIMIT_SCALE, default 1)",
+    )
+    parser.add_argument(
+        "--object-storage-url",
+        help="file:///… or s3://bucket/prefix (MPS_OBJECT_STORAGE_URL, default DATA_DIR/objects)",
     )
     parser.add_argument(
         "--metrics-port",
@@ -299,4 +316,7 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         mail_from=env.get("MPS_MAIL_FROM") or Settings.mail_from,
         metrics_port=_metrics_port(args.metrics_port or env.get("MPS_METRICS_PORT"), port),
         metrics_host=env.get("MPS_METRICS_HOST") or Settings.metrics_host,
+        object_storage_url=args.object_storage_url
+        or env.get("MPS_OBJECT_STORAGE_URL")
+        or (data_dir / "objects").absolute().as_uri(),
     )

@@ -10,6 +10,7 @@ from mps.actors.approvals import Approvals
 from mps.actors.context import ActorContext
 from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
+from mps.actors.kyc_desk import KycDesk
 from mps.actors.money import MoneyWork
 from mps.actors.persistence import PersistenceActor
 from mps.actors.reconciliation import Reconciliation
@@ -27,6 +28,7 @@ from mps.http.deadlines import Deadlines
 from mps.limits import RateLimiter
 from mps.persistence.database import Database
 from mps.quota import SharedLimiter
+from mps.storage import ObjectStore
 
 __all__ = ["Services"]
 
@@ -54,6 +56,8 @@ class Services:
     reconciliation: Reconciliation
     invoice_overdue: InvoiceOverdue
     approvals: Approvals
+    objects: ObjectStore
+    kyc: KycDesk
     # This node's part in a cluster (RabbitMQ broker); None when one process owns every shard.
     cluster: ClusterNode | None = None
 

@@ -217,6 +217,15 @@ CHROMIUM_ARGS = [
 ]
 
 
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A real S3-compatible server on loopback (moto's), for the whole session."""
+    from tests.s3 import s3_server
+
+    with s3_server() as endpoint:
+        yield endpoint
+
+
 @pytest.fixture
 def chromium() -> str:
     if not Path(CHROMIUM).exists():

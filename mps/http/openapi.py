@@ -79,12 +79,19 @@ def _operation(route: Route) -> dict[str, Any]:
             "required": bool(route.body.required),
             "content": {"application/json": {"schema": route.body.json_schema()}},
         }
+    if route.form is not None:
+        op["requestBody"] = {
+            "required": True,
+            "content": {"multipart/form-data": {"schema": route.form.json_schema()}},
+        }
     success = route.response.json_schema() if route.response is not None else _SUCCESS
+    content = (
+        {route.produces: {"schema": {"type": "string", "format": "binary"}}}
+        if route.produces is not None
+        else {"application/json": {"schema": success}}
+    )
     op["responses"] = {
-        str(route.status): {
-            "description": "Success",
-            "content": {"application/json": {"schema": success}},
-        },
+        str(route.status): {"description": "Success", "content": content},
         **{
             str(status): {
                 "description": "Accepted" if status == 202 else "Success",

@@ -5,15 +5,18 @@ from __future__ import annotations
 from aiohttp import web
 
 from mps.cluster.forwarding import Passed, copied
-from mps.errors import ShardMoved
+from mps.errors import PayloadTooLarge, ShardMoved
 from mps.http.keys import PASSED, RELAYED, REQUEST_ID
 from mps.services import Services
 
 __all__ = ["pass_on"]
 
 
-async def pass_on(services: Services, request: web.Request, shard: int) -> web.StreamResponse:
-    """The owner's answer to `request`, whose company lives in `shard`."""
+async def pass_on(
+    services: Services, request: web.Request, shard: int, *, max_body: int | None = None
+) -> web.StreamResponse:
+    """The owner's answer to `request`, whose company lives in `shard`. `max_body` allows an
+    upload's body beyond the JSON limit; it travels whole, so it is held in memory here."""
     cluster = services.cluster
     if cluster is None or request.get(PASSED):
         # Passed here because this node owned the shard, which it no longer does: a second hop
@@ -23,7 +26,7 @@ async def pass_on(services: Services, request: web.Request, shard: int) -> web.S
         method=request.method,
         path=request.path_qs,
         headers=copied(request.raw_headers),
-        body=await request.read(),
+        body=await request.read() if max_body is None else await _upload_body(request, max_body),
         client=request.remote,
         request_id=request[REQUEST_ID],
     )
@@ -31,3 +34,15 @@ async def pass_on(services: Services, request: web.Request, shard: int) -> web.S
     response = web.Response(status=answer.status, body=answer.body, headers=answer.headers)
     response[RELAYED] = True
     return response
+
+
+async def _upload_body(request: web.Request, limit: int) -> bytes:
+    # A multipart body carries boundaries and part headers beside the file itself.
+    allowed = limit + 64 * 1024
+    body = bytearray()
+    async for chunk in request.content.iter_any():
+        body += chunk
+        if len(body) > allowed:
+            msg = f"Uploads are limited to {limit // (1024 * 1024)} MiB"
+            raise PayloadTooLarge(msg)
+    return bytes(body)

@@ -30,6 +30,7 @@ from mps.errors import (
     NotFound,
     PayloadTooLarge,
     ServiceError,
+    ShardMoved,
     Unauthenticated,
     UnsupportedMedia,
 )
@@ -196,12 +197,24 @@ def endpoint(route: Route) -> Any:
             raw_body = await _read_body(request) if route.body is not None else None
             if route.body is not None:
                 call.body = validate(route.body, raw_body)
-            elif request.body_exists and (await request.read()).strip():
+            elif route.upload is None and request.body_exists and (await request.read()).strip():
                 raise BadRequest("This route takes no request body")
             try:
+                if route.upload is not None:
+                    # Raises ShardElsewhere before reading anything when another node owns
+                    # the company, so the body can still be passed on.
+                    call.upload = await route.upload(call)
+                    call.body = raw_body = call.upload.fields
                 response = await _run(call, raw_body)
             except ShardElsewhere as elsewhere:
-                response = await pass_on(services, request, elsewhere.shard)
+                if call.upload is not None:
+                    # The shard moved after the body was read: nothing left to pass on.
+                    raise ShardMoved from elsewhere
+                limit = services.settings.kyc_max_upload_bytes if route.upload else None
+                response = await pass_on(services, request, elsewhere.shard, max_body=limit)
+            finally:
+                if call.upload is not None:
+                    await call.upload.release()
             if verdict is not None:
                 response.headers["RateLimit-Policy"] = verdict.limit.policy_header
                 response.headers["RateLimit"] = verdict.header

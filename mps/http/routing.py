@@ -18,6 +18,7 @@ from mps.domain.audit import AuditContext
 from mps.errors import NotFound, Unauthenticated
 from mps.http.replies import Reply
 from mps.http.schema import Obj, Schema
+from mps.http.uploads import Upload
 from mps.limits import Limit
 
 if TYPE_CHECKING:
@@ -51,6 +52,8 @@ class Call:
     query: dict[str, Any] = field(default_factory=dict)
     # Set while the request runs under an Idempotency-Key (mps.http.idempotency).
     idempotency: Claim | None = None
+    # What a multipart route's upload step stored (mps.http.uploads).
+    upload: Upload | None = None
 
     def idempotent(self, present: Callable[[Any], Reply]) -> Claim | None:
         """The claim to hand to the command that commits this request's change, told how the
@@ -142,6 +145,12 @@ class Route:
     # commit and replays what is stored, and a failed run looks before answering its error.
     # Saves a read per keyed request; wrong for a route with effects before its commit.
     commits_key: bool = False
+    # A multipart route (decisions 12): streams the request's parts to storage before the
+    # handler runs and returns what arrived (mps.http.uploads); `form` describes the parts.
+    upload: Callable[[Call], Awaitable[Upload]] | None = None
+    form: Obj | None = None
+    # The media type of a success that is not JSON (a file download).
+    produces: str | None = None
     # Idempotency-Key is not honoured: a public route whose answer to a repeat is already the
     # same (accepting an invitation twice is a 409 the second time) and that has no company or
     # credential to keep keys under.

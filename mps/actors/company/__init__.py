@@ -16,8 +16,9 @@ one module of handlers each for `members` (the company, its members and settings
 (endpoints, replayed deliveries, company events), `ledger` (every money movement of the
 company, committed here and nowhere else), `payouts` (bank accounts and payouts) and
 `invoices` (numbering and creating invoices; an invoice's own actor changes it afterwards),
-`team` (custom roles, role changes, removals, the ownership transfer) and `audit` (the hash
-chain every audited change is appended to, in its own unit).
+`team` (custom roles, role changes, removals, the ownership transfer), `kyc` (documents and
+reviews moving the identity-verification status) and `audit` (the hash chain every audited
+change is appended to, in its own unit).
 """
 
 from mps.actors.company.actor import CompanyActor
@@ -41,6 +42,7 @@ from mps.actors.company.messages import (
     CreatePayout,
     CreateRole,
     DecideInvitation,
+    DecideKyc,
     DeleteBankAccount,
     DeleteEndpoint,
     DeleteRole,
@@ -55,6 +57,7 @@ from mps.actors.company.messages import (
     PayoutOutcome,
     RecordAudit,
     RecordDeliveries,
+    RecordKycDocument,
     ReleaseKey,
     RemoveMember,
     RequestApproval,
@@ -92,6 +95,7 @@ __all__ = [
     "CreatePayout",
     "CreateRole",
     "DecideInvitation",
+    "DecideKyc",
     "DeleteBankAccount",
     "DeleteEndpoint",
     "DeleteRole",
@@ -106,6 +110,7 @@ __all__ = [
     "PayoutOutcome",
     "RecordAudit",
     "RecordDeliveries",
+    "RecordKycDocument",
     "ReleaseKey",
     "RemoveMember",
     "RequestApproval",

@@ -16,6 +16,7 @@ from mps.actors.company import (
     claims,
     invitations,
     invoices,
+    kyc,
     ledger,
     members,
     payments,
@@ -44,6 +45,7 @@ from mps.actors.company.messages import (
     CreatePayout,
     CreateRole,
     DecideInvitation,
+    DecideKyc,
     DeleteBankAccount,
     DeleteEndpoint,
     DeleteRole,
@@ -55,6 +57,7 @@ from mps.actors.company.messages import (
     OpenSession,
     RecordAudit,
     RecordDeliveries,
+    RecordKycDocument,
     ReleaseKey,
     RemoveMember,
     RequestApproval,
@@ -228,5 +231,9 @@ class CompanyActor(AsyncioActor):
                 return cards.issue_card(state, message)
             case RecordAudit():
                 return audit.record(state, message)
+            case RecordKycDocument():
+                return await kyc.record_document(state, message)
+            case DecideKyc():
+                return await kyc.decide(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

@@ -13,6 +13,7 @@ from mps.domain.company import ModeSettings
 from mps.domain.invitations import Invitation
 from mps.domain.invoices import LineItem
 from mps.domain.issuing import Card, Controls
+from mps.domain.kyc import KycDocument, Review
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import NewPayment
 from mps.domain.payouts import Payout
@@ -38,6 +39,7 @@ __all__ = [
     "CreatePayout",
     "CreateRole",
     "DecideInvitation",
+    "DecideKyc",
     "DeleteBankAccount",
     "DeleteEndpoint",
     "DeleteRole",
@@ -52,6 +54,7 @@ __all__ = [
     "PayoutOutcome",
     "RecordAudit",
     "RecordDeliveries",
+    "RecordKycDocument",
     "ReleaseKey",
     "RemoveMember",
     "RequestApproval",
@@ -548,3 +551,26 @@ class RecordAudit:
     target: tuple[str, str]
     details: dict[str, Any]
     audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RecordKycDocument:
+    """Reply: (the document as stored, the mode's status after it). Its file is in object
+    storage already; the row, the status it moves and its audit entry commit together."""
+
+    document: KycDocument
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class DecideKyc:
+    """Reply: the event's body. A review decides the mode's status (mps.domain.kyc): an
+    operator's for live, the sandbox's for test."""
+
+    review: Review
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+    # Committed with the decision: the operator's request marked done, so that a request is
+    # carried out once however often it is seen.
+    extra: tuple[Statement, ...] = ()

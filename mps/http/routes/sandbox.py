@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.card import AuthorizeCard, CardOutcome
-from mps.actors.company import AdvancePayout, EmitEvent, PayoutOutcome
+from mps.actors.company import AdvancePayout, DecideKyc, EmitEvent, PayoutOutcome
 from mps.actors.invoice import InvoiceOutcome, MarkInvoiceOverdue
 from mps.actors.payment import (
     Checkout,
@@ -20,6 +20,7 @@ from mps.actors.payment import (
     SettleRefund,
 )
 from mps.adapters.processor import CardInput
+from mps.domain.kyc import Review
 from mps.domain.money import parse_amount_minor
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.http.replies import Resource
@@ -205,6 +206,21 @@ async def _authorize(call: Call, idem: Any) -> CardOutcome:
     return outcome
 
 
+def _kyc(status: str) -> Callable[[Call, Any], Awaitable[dict[str, Any]]]:
+    """Test mode's verification forced either way, as an operator's review would decide live."""
+
+    async def run(call: Call, idem: Any) -> dict[str, Any]:
+        key = call.api_key
+        review = Review("test", status, "forced by the sandbox" if status == "REJECTED" else None,
+                        "sandbox")  # fmt: skip
+        event: dict[str, Any] = await call.services.shards.ask_company(
+            key.company_id, DecideKyc(review, call.audit(), idem)
+        )
+        return event
+
+    return run
+
+
 KINDS: dict[str, Kind] = {
     "payment.completed": Kind("payments:write", _completed, _payment_shape),
     "payment.failed": Kind("payments:write", _failed, _payment_shape),
@@ -217,6 +233,8 @@ KINDS: dict[str, Kind] = {
     "invoice.overdue": Kind("invoices:write", _overdue, _invoice_shape),
     "card.authorization": Kind("cards:write", _authorize, _authorization_shape),
     "webhook.ping": Kind("settings:write", _ping, _event_shape),
+    "kyc.verified": Kind("settings:write", _kyc("VERIFIED"), _event_shape),
+    "kyc.rejected": Kind("settings:write", _kyc("REJECTED"), _event_shape),
 }
 
 

@@ -1,0 +1,113 @@
+"""Identity verification in the company actor: a stored document moves the mode's status, and
+a review decides it (mps.domain.kyc). The status lives in the company's settings, which only
+this actor writes, so an upload and a review of the same company never interleave."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.ledger import require_fresh
+from mps.actors.company.messages import DecideKyc, RecordKycDocument
+from mps.actors.company.state import CompanyState
+from mps.domain import kyc as rules
+from mps.domain.audit import AuditEntry
+from mps.domain.clock import iso
+from mps.domain.company import Company
+from mps.domain.kyc import KycDocument, Review
+from mps.persistence import kyc_store as store
+from mps.persistence.company_store import company_update
+from mps.persistence.outbox import event_row
+from mps.persistence.statements import Statement, insert
+
+__all__ = ["decide", "record_document"]
+
+
+def _decision(
+    state: CompanyState, company: Company, review: Review, now: str
+) -> tuple[Company, list[Statement], dict[str, Any]]:
+    """The company with the review's status, the statements that record it, and its event."""
+    settings = company.settings[review.mode]
+    decided = company.with_settings(review.mode, replace(settings, kyc_status=review.status))
+    status = {
+        "object": "kyc",
+        "mode": review.mode,
+        "status": review.status,
+        "reason": review.reason,
+        "reviewedAt": now,
+    }
+    row = event_row(
+        company_id=company.id,
+        mode=review.mode,
+        event_type="kyc.verified" if review.status == "VERIFIED" else "kyc.rejected",
+        created_at=now,
+        obj=status,
+    )
+    statements = [
+        store.review_insert(company.id, review, now),
+        store.documents_decided(company.id, review, now),
+        insert("events", row),
+    ]
+    return decided, statements, orjson.loads(row["data"])
+
+
+async def record_document(
+    state: CompanyState, command: RecordKycDocument
+) -> tuple[KycDocument, str]:
+    require_fresh(state)
+    company = state.require()
+    document = command.document
+    before = company.settings[document.mode].kyc_status
+    status, review = rules.after_upload(before, document.mode, document.type)
+    now = iso(state.context.clock())
+    statements: list[Statement] = [store.document_insert(document)]
+    entries: list[AuditEntry] = [
+        entry(
+            state, command.audit, "kyc.document_uploaded", ("kyc_document", document.id),
+            mode=document.mode, type=document.type, sha256=document.sha256,
+            sizeBytes=document.size_bytes,
+        )
+    ]  # fmt: skip
+    after = company
+    if review is not None:
+        after, decision, _event = _decision(state, company, review, now)
+        statements += decision
+        entries.append(
+            entry(state, command.audit, f"kyc.{review.status.lower()}", ("company", company.id),
+                  mode=review.mode, reviewedBy=review.reviewed_by)
+        )  # fmt: skip
+        document = replace(document, status="ACCEPTED", reviewed_at=now)
+    elif status != before:
+        after = company.with_settings(
+            document.mode, replace(company.settings[document.mode], kyc_status=status)
+        )
+    if after is not company:
+        statements.insert(0, company_update(company, after, now))
+    result = (document, status)
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(result)
+    await commit_audited(state, statements, entries)
+    if after is not company:
+        state.company = replace(after, version=company.version + 1)
+    return result
+
+
+async def decide(state: CompanyState, command: DecideKyc) -> dict[str, Any]:
+    require_fresh(state)
+    company = state.require()
+    review = command.review
+    now = iso(state.context.clock())
+    after, statements, event = _decision(state, company, review, now)
+    statements = [company_update(company, after, now), *statements, *command.extra]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(event)
+    audit = entry(
+        state, command.audit, f"kyc.{review.status.lower()}", ("company", company.id),
+        mode=review.mode, reviewedBy=review.reviewed_by, reason=review.reason,
+    )  # fmt: skip
+    await commit_audited(state, statements, [audit])
+    state.company = replace(after, version=company.version + 1)
+    return event

@@ -1,0 +1,315 @@
+"""Identity verification (decisions 12): document upload, status, documents and their files.
+
+An upload is streamed to object storage as it arrives, its type judged by its first bytes, and
+only then recorded by the company actor; a file is read back only through the download route,
+which needs settings:write and is audited before a byte is sent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import Any
+
+from aiohttp import BodyPartReader, MultipartReader, web
+
+from mps.actors.company import RecordAudit, RecordKycDocument
+from mps.actors.shards import ShardElsewhere
+from mps.domain.clock import iso
+from mps.domain.file_types import ALLOWED, detect
+from mps.domain.ids import new_id
+from mps.domain.kyc import DOCUMENT_TYPES, STATUSES, KycDocument
+from mps.errors import (
+    FieldError,
+    NotFound,
+    PayloadTooLarge,
+    Unavailable,
+    UnsupportedMedia,
+    ValidationFailed,
+)
+from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.replies import Page, Resource
+from mps.http.resources import page, resource
+from mps.http.routing import Call, Route
+from mps.http.schema import Enum, Int, Obj, Schema, Str
+from mps.http.uploads import Upload
+from mps.persistence.queries import companies
+from mps.persistence.queries import kyc as q
+from mps.representations.kyc import document_json, status_json
+from mps.storage import TooLarge
+
+__all__ = ["ROUTES"]
+
+# Enough of the file's start for any of the accepted formats to show what it is.
+SNIFF_BYTES = 8192
+_FILE_NAME = re.compile(r"[^A-Za-z0-9 ._()-]")
+
+
+def _safe_name(name: str | None) -> str:
+    """The declared file name, kept for people to read, never used as a path or a type."""
+    cleaned = _FILE_NAME.sub("_", (name or "").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]).strip()
+    return cleaned[:200] or "document"
+
+
+async def _parts(request: web.Request) -> MultipartReader:
+    if request.content_type != "multipart/form-data":
+        msg = "Upload documents as multipart/form-data with the parts type and file"
+        raise UnsupportedMedia(msg)
+    return await request.multipart()
+
+
+async def _chunks(head: bytes, part: BodyPartReader) -> AsyncIterator[bytes]:
+    if head:
+        yield head
+    while chunk := await part.read_chunk(64 * 1024):
+        yield chunk
+
+
+async def _sniffed(part: BodyPartReader) -> tuple[bytes, str | None]:
+    """The part's first bytes and the content type they show."""
+    head = b""
+    while len(head) < SNIFF_BYTES:
+        chunk = await part.read_chunk(SNIFF_BYTES - len(head))
+        if not chunk:
+            break
+        head += chunk
+    return head, detect(head)
+
+
+async def receive_document(call: Call) -> Upload:
+    """Stream the `file` part to storage; the `type` part and what the file turned out to be
+    are the request's fields. Nothing stays stored when the upload is refused."""
+    session, services = call.session, call.services
+    shards = services.shards
+    if shards.clustered and not shards.owns(session.company_id):
+        raise ShardElsewhere(shards.index(session.company_id))
+    reader = await _parts(call.request)
+    store = services.objects
+    document_id = new_id("doc")
+    key = f"kyc/{session.company_id}/{session.mode}/{document_id}"
+    fields: dict[str, Any] = {}
+    stored = None
+    limit = services.settings.kyc_max_upload_bytes
+    try:
+        while (part := await reader.next()) is not None:
+            if not isinstance(part, BodyPartReader):
+                raise ValidationFailed([FieldError("file", "must be a file, not a nested form")])
+            if part.name == "type":
+                fields["type"] = (await part.read_chunk(256)).decode("utf-8", "replace").strip()
+            elif part.name == "file" and stored is None:
+                head, content_type = await _sniffed(part)
+                if not head:
+                    raise ValidationFailed([FieldError("file", "is empty")])
+                if content_type not in ALLOWED:
+                    msg = "must be a PDF, JPEG or PNG file (judged by its content)"
+                    raise ValidationFailed([FieldError("file", msg)])
+                try:
+                    stored = await store.put(
+                        key, _chunks(head, part), content_type=content_type, max_bytes=limit
+                    )
+                except TooLarge as exc:
+                    msg = f"Uploads are limited to {limit // (1024 * 1024)} MiB"
+                    raise PayloadTooLarge(msg) from exc
+                fields.update(
+                    fileName=_safe_name(part.filename),
+                    contentType=content_type,
+                    sizeBytes=stored.size_bytes,
+                    sha256=stored.sha256_hex,
+                )
+            else:
+                name = "file" if part.name == "file" else part.name or "(unnamed)"
+                message = (
+                    "is given more than once" if part.name == "file" else "is not a known part"
+                )
+                raise ValidationFailed([FieldError(name, message)])
+        errors = []
+        if fields.get("type") not in DOCUMENT_TYPES:
+            errors.append(FieldError("type", f"must be one of {', '.join(DOCUMENT_TYPES)}"))
+        if stored is None:
+            errors.append(FieldError("file", "is required"))
+        if errors:
+            raise ValidationFailed(errors)
+    except BaseException:
+        if stored is not None:
+            await store.delete(key)
+        raise
+
+    async def discard() -> None:
+        await store.delete(key)
+
+    return Upload(fields, key, discard)
+
+
+async def upload_document(call: Call) -> Resource:
+    session, services, upload = call.session, call.services, call.upload
+    assert upload is not None
+    fields = upload.fields
+    document = KycDocument(
+        id=upload.location.rsplit("/", 1)[-1],
+        company_id=session.company_id,
+        mode=session.mode,
+        type=fields["type"],
+        status="PENDING",
+        file_name=fields["fileName"],
+        content_type=fields["contentType"],
+        size_bytes=fields["sizeBytes"],
+        sha256=fields["sha256"],
+        storage_key=upload.location,
+        uploaded_by=session.user_id,
+        created_at=iso(services.clock()),
+    )
+    idem = call.idempotent(lambda result: Resource(document_json(result[0]), 201))
+    upload.keep()
+    try:
+        stored, _status = await services.shards.ask_company(
+            session.company_id, RecordKycDocument(document, call.audit(), idem)
+        )
+    except Exception as exc:
+        if not isinstance(exc, Unavailable):
+            # Refused for certain (nothing committed): the bytes go too. After an unknown
+            # outcome the orphan sweep decides, once it can see whether the row landed.
+            await services.objects.delete(upload.location)
+        raise
+    return Resource(document_json(stored), 201)
+
+
+async def kyc_status(call: Call) -> Resource:
+    session, db = call.session, call.services.database
+    company = await companies.company(db, session.company_id)
+    review = await q.latest_review(db, session.company_id, session.mode)
+    documents = await q.count_documents(db, session.company_id, session.mode)
+    status = company.settings[session.mode].kyc_status
+    return Resource(status_json(session.mode, status, review, documents))
+
+
+async def list_documents(call: Call) -> Page:
+    session = call.session
+    documents, cursor = await q.list_documents(
+        call.services.database,
+        session.company_id,
+        session.mode,
+        page_request(call.query),
+        status=call.query.get("status"),
+    )
+    return Page([document_json(d) for d in documents], cursor)
+
+
+async def _document(call: Call) -> KycDocument:
+    session = call.session
+    document = await q.get_document(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if document is None:
+        raise NotFound("No such document")
+    return document
+
+
+async def get_document(call: Call) -> Resource:
+    return Resource(document_json(await _document(call)))
+
+
+async def download_document(call: Call) -> web.StreamResponse:
+    """The file as uploaded, with the type its content showed; audited before it is sent."""
+    document = await _document(call)
+    services = call.services
+    await services.shards.ask_company(
+        document.company_id,
+        RecordAudit("kyc.document_downloaded", ("kyc_document", document.id), {}, call.audit()),
+    )
+    extension = {"application/pdf": "pdf", "image/jpeg": "jpg", "image/png": "png"}
+    name = f"{document.id}.{extension[document.content_type]}"
+    response = web.StreamResponse(
+        headers={
+            "Content-Type": document.content_type,
+            "Content-Disposition": f'attachment; filename="{name}"',
+            "Cache-Control": "no-store",
+            "X-Request-Id": call.request_id,
+        }
+    )
+    async with services.objects.get(document.storage_key) as body:
+        response.content_length = body.size_bytes
+        await response.prepare(call.request)
+        async for chunk in body:
+            await response.write(chunk)
+    await response.write_eof()
+    return response
+
+
+_DOCUMENT_FIELDS: dict[str, Schema] = {
+    "id": Str(description="doc_…"),
+    "type": Enum(list(DOCUMENT_TYPES)),
+    "status": Enum(["PENDING", "ACCEPTED", "REJECTED"], description="The review's outcome."),
+    "fileName": Str(description="The name it was uploaded under; never used as a type."),
+    "contentType": Enum(sorted(ALLOWED), description="What the content was judged to be."),
+    "sizeBytes": Int(),
+    "sha256": Str(pattern=r"[0-9a-f]{64}"),
+    "createdAt": Str(format="date-time"),
+    "reviewedAt": Str(format="date-time", nullable=True),
+}
+DOCUMENT = Obj(_DOCUMENT_FIELDS, required=list(_DOCUMENT_FIELDS), allow_unknown=True)
+_STATUS_FIELDS: dict[str, Schema] = {
+    "mode": Enum(["test", "live"]),
+    "status": Enum(list(STATUSES)),
+    "documentCount": Int(),
+    "reason": Str(nullable=True, description="Why the last review rejected, if it did."),
+    "reviewedAt": Str(format="date-time", nullable=True),
+}
+UPLOAD_FORM = Obj(
+    {
+        "type": Enum(list(DOCUMENT_TYPES)),
+        "file": Str(format="binary", description="PDF, JPEG or PNG, at most 10 MiB."),
+    },
+    required=["type", "file"],
+)
+
+ROUTES = [
+    Route(
+        "GET",
+        "/merchant/kyc",
+        kyc_status,
+        "The company's identity-verification status in this mode",
+        "kyc",
+        scope="settings:read",
+        response=resource(_STATUS_FIELDS),
+    ),
+    Route(
+        "POST",
+        "/merchant/kyc/documents",
+        upload_document,
+        "Upload an identity document (multipart: type, file)",
+        "kyc",
+        scope="settings:write",
+        status=201,
+        upload=receive_document,
+        form=UPLOAD_FORM,
+        response=resource(_DOCUMENT_FIELDS),
+    ),
+    Route(
+        "GET",
+        "/merchant/kyc/documents",
+        list_documents,
+        "List uploaded documents, newest first",
+        "kyc",
+        scope="settings:read",
+        query=Obj({**PAGE_FIELDS, "status": Enum(["PENDING", "ACCEPTED", "REJECTED"])}),
+        response=page(DOCUMENT),
+    ),
+    Route(
+        "GET",
+        "/merchant/kyc/documents/{id}",
+        get_document,
+        "Retrieve a document's record",
+        "kyc",
+        scope="settings:read",
+        response=resource(_DOCUMENT_FIELDS),
+    ),
+    Route(
+        "GET",
+        "/merchant/kyc/documents/{id}/file",
+        download_document,
+        "Download a document's file (audited)",
+        "kyc",
+        scope="settings:write",
+        produces="application/octet-stream",
+    ),
+]

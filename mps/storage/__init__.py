@@ -1,0 +1,36 @@
+"""Object storage for uploaded documents: one interface (mps.storage.base), two backends.
+
+store = open_store(settings.object_storage_url, env=os.environ)
+stored = await store.put("kyc/co_abc/doc_xyz", chunks, content_type=..., max_bytes=...)
+async with store.get(stored.key) as body:
+    async for chunk in body: ...
+await store.close()
+"""
+
+from mps.storage.base import (
+    ObjectBody,
+    ObjectInfo,
+    ObjectNotFound,
+    ObjectStore,
+    StorageError,
+    StoredObject,
+    TooLarge,
+    check_key,
+    open_store,
+)
+from mps.storage.filesystem import FilesystemStore
+from mps.storage.s3 import S3Store
+
+__all__ = [
+    "FilesystemStore",
+    "ObjectBody",
+    "ObjectInfo",
+    "ObjectNotFound",
+    "ObjectStore",
+    "S3Store",
+    "StorageError",
+    "StoredObject",
+    "TooLarge",
+    "check_key",
+    "open_store",
+]
