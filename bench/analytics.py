@@ -600,6 +600,8 @@ class Latency:
     label: str
     samples: list[float]  # ms, in order
     size: int  # bytes of the last answer
+    started_at: float = 0.0  # wall clock (time.time) of the first timed request
+    ended_at: float = 0.0
 
     def quantile(self, q: float) -> float:
         ordered = sorted(self.samples)
@@ -623,7 +625,10 @@ async def _measure(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     samples: list[float] = []
     size = 0
+    started_at = 0.0
     for n in range(warmup + requests):
+        if n == warmup:
+            started_at = time.time()
         started = time.perf_counter()
         async with session.get(url, params=params, headers=headers) as response:
             body = await response.read()
@@ -633,7 +638,7 @@ async def _measure(
         if n >= warmup:
             samples.append(elapsed)
         size = len(body)
-    return Latency(label, samples, size)
+    return Latency(label, samples, size, started_at, time.time())
 
 
 def _routes(window: tuple[date, date]) -> list[tuple[str, str, dict[str, str]]]:
@@ -717,6 +722,7 @@ class Result:
     latencies: list[Latency] = field(default_factory=list)
     load_before: str = ""
     after: str = ""
+    passes: str = ""
 
 
 async def _describe_storage(db: Database) -> str:
@@ -808,10 +814,7 @@ async def _run_backend(args: argparse.Namespace, backend: str) -> Result:
             _serve(storage, args.out / f"server-{backend}-2.log") as target,
             aiohttp.ClientSession(timeout=timeout) as session,
         ):
-            health = await _get(session, f"{target.base}{API}/health", company.token, {})
-            state = health.get("services", {}).get("reconciliation", {})
-            result.health = f"{state.get('status')}: {state.get('detail')}"
-            print(f"service restarted; /health reconciliation: {result.health}")
+            print("service restarted on the seeded storage")
             result.sanity = await _sanity(session, target.base, company)
             print(f"sanity: {result.sanity}", flush=True)
             window = _window(args.days)
@@ -839,9 +842,46 @@ async def _run_backend(args: argparse.Namespace, backend: str) -> Result:
                 )
                 result.latencies.append(measured)
                 _print_latency(measured, backend)
+            result.health = await _health(session, target.base, company.token)
+            print(f"/health after the requests: {result.health}")
+        result.passes = _passes(args.out / f"server-{backend}-2.log", result.latencies)
+        print(f"reconciliation passes of the service: {result.passes}")
         result.after = await _check_after(storage, company_id)
         print(f"after the run: {result.after}")
     return result
+
+
+async def _health(session: aiohttp.ClientSession, base: str, token: str) -> str:
+    """The ledger and reconciliation states /health reports (200 or 503)."""
+    headers = {"Authorization": f"Bearer {token}"}
+    async with session.get(f"{base}{API}/health", headers=headers) as response:
+        body = await response.json()
+    services = body.get("services", {})
+    return f"{response.status} {body.get('status')}; " + "; ".join(
+        f"{name} {services.get(name, {}).get('status')}: {services.get(name, {}).get('detail')}"
+        for name in ("ledger", "reconciliation")
+    )
+
+
+def _passes(log: Path, latencies: list[Latency]) -> str:
+    """When the service's reconciliation passes ended, from its log (each pass logs the ledger
+    mismatches of the seed as errors), and the measurements they fell in."""
+    ends: list[float] = []
+    failed = 0
+    for line in log.read_text(errors="replace").splitlines():
+        if "reconciliation mismatch" in line or "Reconciliation pass failed" in line:
+            at = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S"))
+            failed += "pass failed" in line
+            if not ends or at - ends[-1] > 2:
+                ends.append(at)
+    if not ends:
+        return "none logged"
+    found = []
+    for at in ends:
+        during = [m.label.strip() for m in latencies if m.started_at - 1 <= at <= m.ended_at + 1]
+        stamp = time.strftime("%H:%M:%S", time.localtime(at))
+        found.append(f"{stamp}" + (f" (ended during {', '.join(during)})" if during else ""))
+    return f"{len(ends)} ended at " + ", ".join(found) + (f"; {failed} failed" if failed else "")
 
 
 async def _check_after(storage: Storage, company_id: str) -> str:
@@ -921,7 +961,8 @@ def _report(args: argparse.Namespace, results: list[Result]) -> None:
         )
         print(f"    {r.reconciliation}")
         print(f"    {r.sanity}")
-        print(f"    /health reconciliation after the restart: {r.health}")
+        print(f"    /health after the requests: {r.health}")
+        print(f"    the service's reconciliation passes: {r.passes}")
         print(f"    {r.after}")
         if r.raw:
             print("    on the database directly, median of 5 (ms, rows):")

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import io
 import sys
+from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from fpdf import FPDF
 from PIL import Image
 
 from mps.operator import request_review, wait_for
+from mps.persistence.database import Database, open_database
+from mps.storage.sealed import sealed_size
 from tests.helpers import Member, add_member, assert_envelope, create_payment, pay, sign_up
 from tests.money import sandbox_key, services, simulate
 from tests.s3 import ACCESS_KEY, SECRET_KEY, new_bucket, s3_admin
@@ -333,6 +336,25 @@ async def test_another_company_sees_no_document_and_no_file(
     assert_envelope(await as_live.json(), 404, "not_found")
 
 
+async def test_files_are_stored_encrypted_and_a_changed_file_is_refused(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    content = a_png(256)
+    _, document = await upload(client, member, content, "id.png", "national_id")
+    [path] = stored_objects(client)
+
+    stored = path.read_bytes()
+    assert len(stored) == sealed_size(len(content)) and content[:64] not in stored
+    assert hashlib.sha256(stored).hexdigest() != document["sha256"]
+    changed = bytearray(stored)
+    changed[-1] ^= 0x01
+    path.write_bytes(bytes(changed))
+    refused = await client.get(f"{DOCUMENTS}/{document['id']}/file", headers=member.headers)
+
+    assert_envelope(await refused.json(), 500, "internal_error")
+
+
 async def test_files_are_not_reachable_from_any_other_path(client: TestClient[Any, Any]) -> None:
     member = await sign_up(client)
     await upload(client, member, a_pdf())
@@ -376,12 +398,21 @@ async def test_the_sandbox_forces_test_mode_either_way(client: TestClient[Any, A
     assert verified.status == 200 and (await status_of(client, member))["status"] == "VERIFIED"
 
 
+@pytest.fixture
+async def operator_db(database_url: str) -> AsyncIterator[Database]:
+    """The operator's own connection to the service's database, as `run.py kyc` opens."""
+    db = open_database(database_url)
+    await db.open()
+    yield db
+    await db.close()
+
+
 async def test_live_mode_is_verified_only_by_the_operator_and_then_moves_money(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], operator_db: Database
 ) -> None:
     owner = await sign_up(client)
     live_owner = await live(client, owner)
-    db = services(client).database
+    db = operator_db
 
     # nothing to review yet: the operator's request is refused with a reason
     request = await request_review(db, owner.company_id, "approve", None, "ops-ann")
@@ -572,7 +603,7 @@ async def test_documents_live_in_an_s3_store_when_one_is_configured(
     async with s3_admin(s3_endpoint) as admin:
         listed = await admin.list_objects_v2(Bucket=bucket, Prefix="documents/kyc/")
     [stored] = listed["Contents"]
-    assert stored["Key"].endswith(document["id"]) and stored["Size"] == len(content)
+    assert stored["Key"].endswith(document["id"]) and stored["Size"] == sealed_size(len(content))
     assert stored_objects(client) == []  # nothing on disk
     assert health["services"]["objectStorage"]["status"] == "up"
     assert f"s3 bucket {bucket}" in health["services"]["objectStorage"]["detail"]

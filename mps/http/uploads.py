@@ -26,6 +26,9 @@ class Upload:
     location: str
     # Removes the stored bytes; called after the request unless the handler kept them.
     discard: Callable[[], Awaitable[None]]
+    # What the handler needs beside the fields and is no part of the request's identity (a
+    # sealed key).
+    private: dict[str, Any] = field(default_factory=dict)
     kept: bool = field(default=False)
 
     def keep(self) -> None:

@@ -1,12 +1,14 @@
 """Identity verification (decisions 12): document upload, status, documents and their files.
 
-An upload is streamed to object storage as it arrives, its type judged by its first bytes, and
-only then recorded by the company actor; a file is read back only through the download route,
-which needs settings:write and is audited before a byte is sent.
+An upload is streamed to object storage as it arrives, encrypted on the way under a key of its
+own (mps.storage.sealed), its type judged by its first bytes, and only then recorded by the
+company actor; a file is read back only through the download route, which needs settings:write
+and is audited before a byte is sent.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import AsyncIterator
 from typing import Any
@@ -16,7 +18,7 @@ from aiohttp import BodyPartReader, MultipartReader, web
 from mps.actors.company import RecordAudit, RecordKycDocument
 from mps.actors.shards import ShardElsewhere
 from mps.domain.clock import iso
-from mps.domain.file_types import ALLOWED, detect
+from mps.domain.file_types import ALLOWED, EXTENSIONS, detect
 from mps.domain.ids import new_id
 from mps.domain.kyc import DOCUMENT_TYPES, STATUSES, KycDocument
 from mps.errors import (
@@ -37,11 +39,13 @@ from mps.persistence.queries import companies
 from mps.persistence.queries import kyc as q
 from mps.representations.kyc import document_json, status_json
 from mps.storage import TooLarge
+from mps.storage.sealed import new_data_key, open_stream, seal_stream, sealed_size
 
 __all__ = ["ROUTES"]
 
 # Enough of the file's start for any of the accepted formats to show what it is.
 SNIFF_BYTES = 8192
+SEALED_KEY_PURPOSE = "kyc-document"
 _FILE_NAME = re.compile(r"[^A-Za-z0-9 ._()-]")
 
 
@@ -58,11 +62,24 @@ async def _parts(request: web.Request) -> MultipartReader:
     return await request.multipart()
 
 
-async def _chunks(head: bytes, part: BodyPartReader) -> AsyncIterator[bytes]:
-    if head:
-        yield head
-    while chunk := await part.read_chunk(64 * 1024):
-        yield chunk
+class _Metered:
+    """The plaintext of the file part: counted and hashed as it streams, refused past `limit`
+    (the store sees only sealed bytes, so the limit and the hash are taken here)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.size = 0
+        self.sha256 = hashlib.sha256()
+
+    async def chunks(self, head: bytes, part: BodyPartReader) -> AsyncIterator[bytes]:
+        chunk = head
+        while chunk:
+            self.size += len(chunk)
+            if self.size > self.limit:
+                raise TooLarge(self.limit)
+            self.sha256.update(chunk)
+            yield chunk
+            chunk = await part.read_chunk(64 * 1024)
 
 
 async def _sniffed(part: BodyPartReader) -> tuple[bytes, str | None]:
@@ -90,6 +107,7 @@ async def receive_document(call: Call) -> Upload:
     fields: dict[str, Any] = {}
     stored = None
     limit = services.settings.kyc_max_upload_bytes
+    data_key = new_data_key()
     try:
         while (part := await reader.next()) is not None:
             if not isinstance(part, BodyPartReader):
@@ -103,9 +121,13 @@ async def receive_document(call: Call) -> Upload:
                 if content_type not in ALLOWED:
                     msg = "must be a PDF, JPEG or PNG file (judged by its content)"
                     raise ValidationFailed([FieldError("file", msg)])
+                plain = _Metered(limit)
                 try:
                     stored = await store.put(
-                        key, _chunks(head, part), content_type=content_type, max_bytes=limit
+                        key,
+                        seal_stream(plain.chunks(head, part), data_key),
+                        content_type="application/octet-stream",
+                        max_bytes=sealed_size(limit),
                     )
                 except TooLarge as exc:
                     msg = f"Uploads are limited to {limit // (1024 * 1024)} MiB"
@@ -113,8 +135,8 @@ async def receive_document(call: Call) -> Upload:
                 fields.update(
                     fileName=_safe_name(part.filename),
                     contentType=content_type,
-                    sizeBytes=stored.size_bytes,
-                    sha256=stored.sha256_hex,
+                    sizeBytes=plain.size,
+                    sha256=plain.sha256.hexdigest(),
                 )
             else:
                 name = "file" if part.name == "file" else part.name or "(unnamed)"
@@ -137,7 +159,8 @@ async def receive_document(call: Call) -> Upload:
     async def discard() -> None:
         await store.delete(key)
 
-    return Upload(fields, key, discard)
+    sealed_key = services.keyring.seal(data_key, SEALED_KEY_PURPOSE)
+    return Upload(fields, key, discard, private={"sealedKey": sealed_key})
 
 
 async def upload_document(call: Call) -> Resource:
@@ -155,6 +178,7 @@ async def upload_document(call: Call) -> Resource:
         size_bytes=fields["sizeBytes"],
         sha256=fields["sha256"],
         storage_key=upload.location,
+        sealed_key=upload.private["sealedKey"],
         uploaded_by=session.user_id,
         created_at=iso(services.clock()),
     )
@@ -216,8 +240,7 @@ async def download_document(call: Call) -> web.StreamResponse:
         document.company_id,
         RecordAudit("kyc.document_downloaded", ("kyc_document", document.id), {}, call.audit()),
     )
-    extension = {"application/pdf": "pdf", "image/jpeg": "jpg", "image/png": "png"}
-    name = f"{document.id}.{extension[document.content_type]}"
+    name = f"{document.id}.{EXTENSIONS[document.content_type]}"
     response = web.StreamResponse(
         headers={
             "Content-Type": document.content_type,
@@ -226,10 +249,16 @@ async def download_document(call: Call) -> web.StreamResponse:
             "X-Request-Id": call.request_id,
         }
     )
+    response.content_length = document.size_bytes
+    data_key = services.keyring.unseal(document.sealed_key, SEALED_KEY_PURPOSE)
     async with services.objects.get(document.storage_key) as body:
-        response.content_length = body.size_bytes
+        plain = open_stream(body, data_key)
+        # The first segment opens before anything is sent: a file that does not open at all is
+        # an error answer, not a broken download.
+        first = await anext(plain, b"")
         await response.prepare(call.request)
-        async for chunk in body:
+        await response.write(first)
+        async for chunk in plain:
             await response.write(chunk)
     await response.write_eof()
     return response

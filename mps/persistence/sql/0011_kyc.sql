@@ -1,7 +1,9 @@
 -- Identity verification (decisions 12). A document's file lives in object storage under
--- `storage_key` (mps.storage), never in the database and never on a served path; the row keeps
--- what the content was judged to be, its size and its sha256. The company's status per mode is
--- part of its settings (kycStatus); each review that set it is kept here.
+-- `storage_key` (mps.storage), never in the database and never on a served path, encrypted under
+-- its own data key, kept here sealed with the service's encryption key (mps.storage.sealed);
+-- the row keeps what the content was judged to be, its size and its sha256 (of the plaintext).
+-- The company's status per mode is part of its settings (kycStatus); each review that set it
+-- is kept here.
 CREATE TABLE kyc_documents (
     id            TEXT PRIMARY KEY,
     company_id    TEXT NOT NULL REFERENCES companies (id),
@@ -13,6 +15,7 @@ CREATE TABLE kyc_documents (
     size_bytes    BIGINT NOT NULL,
     sha256        TEXT NOT NULL,
     storage_key   TEXT NOT NULL UNIQUE,
+    sealed_key    TEXT NOT NULL,
     uploaded_by   TEXT,
     created_at    TEXT NOT NULL,
     reviewed_at   TEXT
