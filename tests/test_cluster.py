@@ -6,6 +6,7 @@ write. Companies are looked up on the node that owns their shard through its /he
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -22,6 +23,7 @@ from tests.conftest import PG_URL
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
 API = "/api/v1"
+ROOT = Path(__file__).resolve().parents[1]
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
 FINAL_EVENT = {
     "PAID": "payment.completed",
@@ -511,3 +513,53 @@ async def test_refunds_sent_to_every_node_at_once_never_exceed_the_payment(
     db = Db(empty_database_url)
     [total] = await db.fetch("SELECT COALESCE(SUM(amount_minor), 0) AS n FROM ledger_postings")
     assert total["n"] == 0
+
+
+async def test_a_kyc_upload_through_any_node_is_stored_by_the_owner_and_reviewed_there(
+    tmp_path: Path, empty_database_url: str, amqp_url: str, http: aiohttp.ClientSession
+) -> None:
+    # given three nodes sharing one object store (as they would share a bucket)
+    shared = {"MPS_OBJECT_STORAGE_URL": (tmp_path / "objects").as_uri()}
+    with LocalCluster(tmp_path, 3, empty_database_url, amqp_url, env=shared) as cluster:
+        cluster.wait_balanced()
+        urls = cluster.urls()
+        member = await sign_up(http, urls[0], "kyc@example.com")
+        owner = cluster.owner_of(member["company"])
+        first, second = (urls[i] for i in range(3) if i != owner)
+        async with http.post(
+            f"{first}{API}/auth/session/mode", json={"mode": "live"}, headers=bearer(member)
+        ) as r:
+            assert r.status == 200, await r.text()
+            live = {**member, "token": (await r.json())["sessionToken"]}
+        content = b"%PDF-1.4\n" + bytes(range(256)) * 4000 + b"\n%%EOF\n"
+
+        # when the document is uploaded through a node that does not own the company
+        form = aiohttp.FormData()
+        form.add_field("type", "passport")
+        form.add_field("file", content, filename="passport.pdf")
+        async with http.post(
+            f"{first}{API}/merchant/kyc/documents", data=form, headers=bearer(live)
+        ) as r:
+            assert r.status == 201, await r.text()
+            document = await r.json()
+        # and the operator approves from the command line
+        review = await asyncio.create_subprocess_exec(
+            sys.executable, "run.py", "kyc", "--database-url", empty_database_url, "review",
+            member["company"], "--approve", "--operator", "ops", "--wait", "30",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )  # fmt: skip
+        _, err = await review.communicate()
+
+        # then the other non-owner serves the same bytes and the verified status
+        assert review.returncode == 0, err.decode()
+        async with http.get(
+            f"{second}{API}/merchant/kyc/documents/{document['id']}/file", headers=bearer(live)
+        ) as r:
+            assert r.status == 200 and await r.read() == content
+        async with http.get(f"{second}{API}/merchant/kyc", headers=bearer(live)) as r:
+            assert (await r.json())["status"] == "VERIFIED"
+        async with http.post(
+            f"{second}{API}/merchant/payments", json=AMOUNT, headers=bearer(live)
+        ) as r:
+            assert r.status == 201, await r.text()
