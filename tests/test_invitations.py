@@ -171,3 +171,19 @@ async def test_another_companys_invitations_are_not_visible(client: TestClient[A
 
     assert (await listed.json())["data"] == []
     assert revoked.status == 404
+
+
+async def test_inviting_a_member_is_409_but_someone_from_another_company_may_be_invited(
+    client: TestClient[Any, Any],
+) -> None:
+    owner = await sign_up(client)
+    await sign_up(client, email="elsewhere@example.com", company="Other Ltd")
+    await add_member(client, owner, "team@example.com", "role_viewer")
+
+    member_again = await _invite(client, owner, email="Team@Example.com")
+    self_again = await _invite(client, owner, email=owner.email)
+    outsider = await _invite(client, owner, email="elsewhere@example.com")
+
+    assert_envelope(await member_again.json(), 409, "already_member")
+    assert_envelope(await self_again.json(), 409, "already_member")
+    assert outsider.status == 201, await outsider.text()

@@ -41,6 +41,8 @@ async def create_invitation(
         msg = "The owner role is given only by transferring ownership"
         raise Conflict(msg, code="owner_transfer_required")
     rules.check_role_scopes(role.scopes, command.granter_scopes)
+    if command.user_id is not None and command.user_id in state.members:
+        raise Conflict("That person is a member already", code="already_member")
     now = state.context.clock()
     token = secrets.token_urlsafe(32)
     invitation = Invitation(

@@ -428,6 +428,9 @@ class CreateInvitation:
     granter_scopes: frozenset[str]
     audit: AuditContext = SYSTEM
     idempotency: IdempotencyRecord | None = None
+    # The account the email already has, if any (read by the caller): the actor, which holds
+    # the members, refuses to invite a member.
+    user_id: str | None = None
 
 
 @dataclass(frozen=True)

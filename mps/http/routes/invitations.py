@@ -29,7 +29,7 @@ from mps.http.schema import Enum, Obj, Str
 from mps.http.security import csp_nonce
 from mps.limits import Limit
 from mps.persistence import invitation_store as store
-from mps.persistence.queries import companies
+from mps.persistence.queries import companies, members
 from mps.persistence.team_store import load_roles
 from mps.representations.invitations import invitation_json
 
@@ -55,11 +55,12 @@ async def create_invitation(call: Call) -> Resource:
     def present(result: tuple[Invitation, str]) -> Resource:
         return Resource(_view(call, result[0]), 201)
 
+    user = await members.user_by_email(call.services.database, email)
     invitation, token = await call.services.shards.ask_company(
         session.company_id,
         CreateInvitation(
             email, body["roleId"], session.user_id, session.scopes, call.audit(),
-            call.idempotent(present),
+            call.idempotent(present), user["id"] if user is not None else None,
         ),
     )  # fmt: skip
     company = await companies.company(call.services.database, session.company_id)
