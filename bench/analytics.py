@@ -5,7 +5,7 @@
 
 The target (printed, not enforced): p99 at most 100 ms on Postgres and 300 ms on SQLite per
 route, for a 90-day window. Options: --backend sqlite|postgres|both, --payments 1000000,
---requests 200 (timed, after --warmup 20), --days 90 (the window), --seed 1 (the
+--requests 200 (timed, after --warmup 20), --days 90 (the window), --soak 0, --seed 1 (the
 distribution's random seed), --no-raw (skip the naive-SQL comparison), --pg-admin-url and
 --pg-database mps_bench_analytics (dropped and created again each run), --broker-url (RabbitMQ
 for Postgres, as bench/load.py runs it), --keep (the data dir and the database), --out.
@@ -50,10 +50,16 @@ One run per backend:
    window of --days ending today, --warmup requests then --requests sequential ones on one
    keep-alive aiohttp session, every answer read whole and required to be 200; p50, p99, max.
    GET /api/v1/health/live the same way shows the client's and the pipeline's own cost.
+   With --soak SECONDS, /merchant/analytics is then requested back to back for that long (70
+   spans one of the service's reconciliation passes, which run at start and every 60 s and scan
+   the payments), with the slowest samples and when they started.
+7. /health's ledger and reconciliation states; when the service's reconciliation passes ended
+   (each logs the seed's ledger mismatches as errors, so the server's log dates them) and which
+   measurements they fell in; and, the service stopped, the reconciliation once more: no
+   analytics mismatch after the service's own writes on top of the seed (the two payments,
+   expiries of seeded payments due meanwhile).
 
-The service's reconciliation (every 60 s, and once at start) scans the payments: the time of
-one pass at this size is printed with the seed, and the samples far above a route's median
-are counted ("slow"), so a pass that overlapped the measurement shows.
+"slow" counts the samples above SLOW_FACTOR times the route's median.
 """
 
 from __future__ import annotations
@@ -602,6 +608,24 @@ class Latency:
     size: int  # bytes of the last answer
     started_at: float = 0.0  # wall clock (time.time) of the first timed request
     ended_at: float = 0.0
+    moments: list[float] = field(default_factory=list)  # wall clock of each timed request
+
+    def stalls(self, factor: float = 10.0, most: int = 5) -> str:
+        """The slowest samples above `factor` times the median, with when they started."""
+        median = self.quantile(0.5)
+        slow = sorted(
+            (
+                (ms, at)
+                for ms, at in zip(self.samples, self.moments, strict=True)
+                if ms > factor * median
+            ),
+            reverse=True,
+        )
+        shown = ", ".join(
+            f"{ms:,.0f} ms at {time.strftime('%H:%M:%S', time.localtime(at))}"
+            for ms, at in slow[:most]
+        )
+        return f"{len(slow)} above {factor:g}x the median" + (f" ({shown})" if shown else "")
 
     def quantile(self, q: float) -> float:
         ordered = sorted(self.samples)
@@ -621,24 +645,30 @@ async def _measure(
     label: str,
     warmup: int,
     requests: int,
+    seconds: float = 0.0,
 ) -> Latency:
+    """`requests` sequential requests after `warmup`, or as many as fit in `seconds`."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     samples: list[float] = []
+    moments: list[float] = []
     size = 0
     started_at = 0.0
-    for n in range(warmup + requests):
+    n = 0
+    while n < warmup + requests or (seconds and time.time() < started_at + seconds):
         if n == warmup:
             started_at = time.time()
+        n += 1
+        moments.append(time.time())
         started = time.perf_counter()
         async with session.get(url, params=params, headers=headers) as response:
             body = await response.read()
             if response.status != 200:
                 raise SystemExit(f"{label} answered {response.status}: {body[:300]!r}")
         elapsed = (time.perf_counter() - started) * 1000
-        if n >= warmup:
+        if n > warmup:
             samples.append(elapsed)
         size = len(body)
-    return Latency(label, samples, size, started_at, time.time())
+    return Latency(label, samples, size, started_at, time.time(), moments[warmup:])
 
 
 def _routes(window: tuple[date, date]) -> list[tuple[str, str, dict[str, str]]]:
@@ -723,6 +753,7 @@ class Result:
     load_before: str = ""
     after: str = ""
     passes: str = ""
+    soak: Latency | None = None
 
 
 async def _describe_storage(db: Database) -> str:
@@ -842,9 +873,27 @@ async def _run_backend(args: argparse.Namespace, backend: str) -> Result:
                 )
                 result.latencies.append(measured)
                 _print_latency(measured, backend)
+            if args.soak > 0:
+                label, path, params = _routes(window)[0]
+                result.soak = await _measure(
+                    session,
+                    f"{target.base}{API}{path}",
+                    company.token,
+                    params,
+                    f"{label} for {args.soak:g} s",
+                    0,
+                    1,
+                    args.soak,
+                )
+                print(
+                    f"  soak: {len(result.soak.samples):,} requests; {result.soak.stalls()}",
+                    flush=True,
+                )
+                _print_latency(result.soak, backend)
             result.health = await _health(session, target.base, company.token)
             print(f"/health after the requests: {result.health}")
-        result.passes = _passes(args.out / f"server-{backend}-2.log", result.latencies)
+        every = result.latencies + ([result.soak] if result.soak else [])
+        result.passes = _passes(args.out / f"server-{backend}-2.log", every)
         print(f"reconciliation passes of the service: {result.passes}")
         result.after = await _check_after(storage, company_id)
         print(f"after the run: {result.after}")
@@ -961,6 +1010,15 @@ def _report(args: argparse.Namespace, results: list[Result]) -> None:
         )
         print(f"    {r.reconciliation}")
         print(f"    {r.sanity}")
+        if r.soak is not None:
+            soak = r.soak
+            over = sum(1 for ms in soak.samples if ms > target)
+            print(
+                f"    soak, {soak.label.strip()}: {len(soak.samples):,} requests, p50 "
+                f"{soak.quantile(0.5):.2f}, p99 {soak.quantile(0.99):.2f}, p99.9 "
+                f"{soak.quantile(0.999):.2f}, max {max(soak.samples):,.2f} ms; {over} over "
+                f"{target:.0f} ms; {soak.stalls()}"
+            )
         print(f"    /health after the requests: {r.health}")
         print(f"    the service's reconciliation passes: {r.passes}")
         print(f"    {r.after}")
@@ -995,6 +1053,13 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--warmup", type=int, default=20, help="untimed requests first")
     parser.add_argument("--days", type=int, default=90, help="the window, ending today")
     parser.add_argument("--seed", type=int, default=1, help="random seed of the distribution")
+    parser.add_argument(
+        "--soak",
+        type=float,
+        default=0.0,
+        help="then request /merchant/analytics for this many seconds (70 spans a "
+        "reconciliation pass of the service)",
+    )
     parser.add_argument("--no-raw", action="store_true", help="skip the raw SQL comparison")
     parser.add_argument(
         "--pg-admin-url",

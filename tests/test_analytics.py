@@ -24,6 +24,15 @@ MONDAY = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 PAID_STATUSES = {"PAID", "PARTIAL_REFUND", "REFUNDED", "REVERSED"}
 
 
+@pytest.fixture
+async def client(aiohttp_client: Any, make_app: Any, clock: Clock) -> TestClient[Any, Any]:
+    """The app started with its clock at MONDAY already: a background pass that began at
+    another time could otherwise sweep what the test makes (sessions, as expired)."""
+    clock.now = MONDAY
+    started: TestClient[Any, Any] = await aiohttp_client(make_app())
+    return started
+
+
 @dataclass
 class Made:
     """What the test did, by UTC day and currency: the independent record of the figures."""
@@ -375,6 +384,9 @@ async def test_conversion_compares_with_the_prior_period_of_equal_length(
         ({"from": "2020-01-01", "to": "2026-03-09"}, "from"),
         ({"from": "2026-02-30"}, "from"),
         ({"to": "yesterday"}, "to"),
+        ({"from": "1969-12-31", "to": "1970-01-05"}, "from"),
+        ({"from": "0001-01-01", "to": "0001-01-02"}, "from"),
+        ({"to": "0001-01-05"}, "to"),
         ({"currency": "dollars"}, "currency"),
     ],
 )
@@ -390,6 +402,19 @@ async def test_bad_ranges_and_intervals_are_400_naming_the_field(
         assert status == 400, body
         assert_envelope(body, 400, "validation_error")
         assert [e["field"] for e in body["errors"]] == [field_name]
+
+
+async def test_the_latest_possible_window_answers(
+    client: TestClient[Any, Any], clock: Clock
+) -> None:
+    merchant = await Merchant.start(client, clock)
+    window = {"from": "9999-12-01", "to": "9999-12-31"}
+
+    status, body = await merchant.get("", currency="USD", interval="week", **window)
+    conversion_status, _ = await merchant.get("/conversion", currency="USD", **window)
+
+    assert status == 200 and body["series"][-1]["date"] == "9999-12-27"
+    assert conversion_status == 200
 
 
 async def test_interval_is_refused_where_it_means_nothing(

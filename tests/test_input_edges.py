@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit
 
+import aiohttp
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
@@ -275,6 +276,14 @@ async def world(
     key = await response.json()
     response = await client.get("/api/v1/merchant/customers", headers=member.headers)
     customer = (await response.json())["data"][0]
+    upload = aiohttp.FormData()
+    upload.add_field("type", "passport")
+    upload.add_field("file", b"%PDF-1.4\n%%EOF\n", filename="passport.pdf")
+    response = await client.post(
+        "/api/v1/merchant/kyc/documents", data=upload, headers=member.headers
+    )
+    assert response.status == 201, await response.text()
+    document = await response.json()
     deliveries_url = f"/api/v1/merchant/webhooks/{endpoint['id']}/deliveries"
     deliveries: list[dict[str, Any]] = []
     async with asyncio.timeout(10):
@@ -305,6 +314,7 @@ async def world(
         "webhooks/id": endpoint["id"],
         "deliveries/id": deliveries[0]["id"],
         "events/id": deliveries[0]["eventId"],
+        "documents/id": document["id"],
     }
     bodies = {
         "/checkout/{reference}/pay": {"card": TEST_CARD},

@@ -607,3 +607,30 @@ async def test_documents_live_in_an_s3_store_when_one_is_configured(
     assert stored_objects(client) == []  # nothing on disk
     assert health["services"]["objectStorage"]["status"] == "up"
     assert f"s3 bucket {bucket}" in health["services"]["objectStorage"]["detail"]
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [
+        ("multipart/form-data", b"no boundary"),
+        ("multipart/form-data; boundary=x", b"not a form at all"),
+        ("multipart/form-data; boundary=x", b"--x\r\n\r\nno headers\r\n--x--\r\n"),
+        (
+            "multipart/form-data; boundary=x",
+            b"--x\r\nContent-Type: multipart/mixed; boundary=y\r\nContent-Disposition: "
+            b'form-data; name="file"\r\n\r\n--y\r\n\r\nz\r\n--y--\r\n--x--\r\n',
+        ),
+    ],
+)
+async def test_a_malformed_form_is_400_and_nothing_is_kept(
+    client: TestClient[Any, Any], content_type: str, body: bytes
+) -> None:
+    member = await sign_up(client)
+
+    response = await client.post(
+        DOCUMENTS, data=body, headers={**member.headers, "Content-Type": content_type}
+    )
+
+    assert response.status == 400, await response.text()
+    assert_envelope(await response.json(), 400)
+    assert stored_objects(client) == [] and await document_rows(client) == 0

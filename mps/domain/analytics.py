@@ -46,6 +46,8 @@ __all__ = [
 ]
 
 INTERVALS = ("day", "week", "month")
+# Nothing the service holds is older; the prior period of a window from here stays a real date.
+EARLIEST = date(1970, 1, 1)
 # Longer windows are refused (400): about three years of days is the most a chart can show.
 MAX_WINDOW_DAYS = 1100
 DEFAULT_WINDOW_DAYS = 30
@@ -127,9 +129,15 @@ class Window:
         saying why, when it runs backwards or is too long."""
         if end is None:
             end = max(today, start) if start is not None else today
+        if end < EARLIEST:
+            msg = f"the range must end on or after {EARLIEST.isoformat()}"
+            raise ValueError(msg)
         if start is None:
-            start = end - timedelta(days=DEFAULT_WINDOW_DAYS - 1)
+            start = max(EARLIEST, end - timedelta(days=DEFAULT_WINDOW_DAYS - 1))
         window = cls(start, end)
+        if start < EARLIEST:
+            msg = f"the range must start on or after {EARLIEST.isoformat()}"
+            raise ValueError(msg)
         if start > end:
             msg = "from must not be after to"
             raise ValueError(msg)
@@ -159,12 +167,10 @@ def bucket_of(day: date, interval: str) -> date:
 def buckets(window: Window, interval: str) -> list[date]:
     """The first day of every bucket that meets the window, in order."""
     found: list[date] = []
-    day = window.start
-    while day <= window.end:
-        bucket = bucket_of(day, interval)
+    for offset in range(window.days):
+        bucket = bucket_of(window.start + timedelta(days=offset), interval)
         if not found or found[-1] != bucket:
             found.append(bucket)
-        day += timedelta(days=1)
     return found
 
 

@@ -22,6 +22,7 @@ from mps.domain.file_types import ALLOWED, EXTENSIONS, detect
 from mps.domain.ids import new_id
 from mps.domain.kyc import DOCUMENT_TYPES, STATUSES, KycDocument
 from mps.errors import (
+    BadRequest,
     FieldError,
     NotFound,
     PayloadTooLarge,
@@ -55,11 +56,36 @@ def _safe_name(name: str | None) -> str:
     return cleaned[:200] or "document"
 
 
+# What aiohttp's multipart parser raises for a body that is not a well-formed form.
+_MALFORMED = (ValueError, AssertionError, RuntimeError, LookupError)
+
+
+def _malformed(exc: Exception) -> BadRequest:
+    return BadRequest(f"The body is not a well-formed multipart form: {exc}"[:300])
+
+
 async def _parts(request: web.Request) -> MultipartReader:
     if request.content_type != "multipart/form-data":
         msg = "Upload documents as multipart/form-data with the parts type and file"
         raise UnsupportedMedia(msg)
-    return await request.multipart()
+    try:
+        return await request.multipart()
+    except _MALFORMED as exc:
+        raise _malformed(exc) from exc
+
+
+async def _read(part: BodyPartReader, size: int) -> bytes:
+    try:
+        return await part.read_chunk(size)
+    except _MALFORMED as exc:
+        raise _malformed(exc) from exc
+
+
+async def _next_part(reader: MultipartReader) -> object | None:
+    try:
+        return await reader.next()
+    except _MALFORMED as exc:
+        raise _malformed(exc) from exc
 
 
 class _Metered:
@@ -79,14 +105,14 @@ class _Metered:
                 raise TooLarge(self.limit)
             self.sha256.update(chunk)
             yield chunk
-            chunk = await part.read_chunk(64 * 1024)
+            chunk = await _read(part, 64 * 1024)
 
 
 async def _sniffed(part: BodyPartReader) -> tuple[bytes, str | None]:
     """The part's first bytes and the content type they show."""
     head = b""
     while len(head) < SNIFF_BYTES:
-        chunk = await part.read_chunk(SNIFF_BYTES - len(head))
+        chunk = await _read(part, SNIFF_BYTES - len(head))
         if not chunk:
             break
         head += chunk
@@ -109,11 +135,11 @@ async def receive_document(call: Call) -> Upload:
     limit = services.settings.kyc_max_upload_bytes
     data_key = new_data_key()
     try:
-        while (part := await reader.next()) is not None:
+        while (part := await _next_part(reader)) is not None:
             if not isinstance(part, BodyPartReader):
                 raise ValidationFailed([FieldError("file", "must be a file, not a nested form")])
             if part.name == "type":
-                fields["type"] = (await part.read_chunk(256)).decode("utf-8", "replace").strip()
+                fields["type"] = (await _read(part, 256)).decode("utf-8", "replace").strip()
             elif part.name == "file" and stored is None:
                 head, content_type = await _sniffed(part)
                 if not head:
