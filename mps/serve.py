@@ -12,6 +12,7 @@ read, for the requests other nodes pass to it (mps.cluster.forwarding).
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import shutil
 import signal
@@ -53,6 +54,11 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
             path = str(Path(socket_dir) / "node.sock")
             await web.UnixSite(runner, path).start()
             cluster.dispatch.serve_at(path)
+        # What start-up made (modules, the route table, settings) lives as long as the process;
+        # left to the collector, each full collection walks it again for nothing, a 35-70 ms
+        # pause every couple of seconds under load (bench/RESULTS.md, "Analytics").
+        gc.collect()
+        gc.freeze()
         await stop.wait()
         logger.info("stopping")
         if cluster is not None:

@@ -245,3 +245,34 @@ async def test_unbalanced_ledger_takes_health_down(client: TestClient[Any, Any])
     body = await response.json()
     assert response.status == 503
     assert body["status"] == "down" and body["services"]["ledger"]["status"] == "down"
+
+
+async def test_a_first_reconciliation_still_running_degrades_health_but_does_not_take_it_down(
+    client: TestClient[Any, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # given a pass that takes longer than health may wait (a million payments on a slow disk)
+    reconciliation = client.app[SERVICES].reconciliation
+    await reconciliation.latest()  # the pass made at start is over
+    release = asyncio.Event()
+    original = reconciliation.run_once
+
+    async def slow_pass() -> Any:
+        await release.wait()
+        return await original()
+
+    monkeypatch.setattr("mps.actors.reconciliation.FIRST_PASS_WAIT", 0.1)
+    monkeypatch.setattr(reconciliation, "run_once", slow_pass)
+    reconciliation.last = None
+    reconciliation._passed.clear()  # as just after a start
+
+    running = await (await client.get("/api/v1/health")).json()
+    release.set()
+    await reconciliation.tick()
+    finished = await (await client.get("/api/v1/health")).json()
+
+    # then health waits for it without failing, and says so
+    assert running["status"] == "degraded" and running["ok"] is True
+    assert "still running" in running["services"]["reconciliation"]["detail"]
+    assert running["services"]["ledger"]["status"] == "up"
+    assert "first pass" in running["services"]["ledger"]["detail"]
+    assert finished["services"]["reconciliation"]["status"] == "up"

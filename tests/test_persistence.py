@@ -592,3 +592,21 @@ async def test_a_read_made_after_a_commit_sees_it_while_other_reads_are_under_wa
 
     # then every read saw the commit made before it (no read ran in an older snapshot)
     assert missed == []
+
+
+async def test_a_long_background_scan_does_not_hold_up_other_reads(database: Database) -> None:
+    # a scan of a few seconds, as a reconciliation pass over a million payments takes
+    slow = (
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000) "
+        "SELECT count(*) AS c FROM n"
+    )
+    scan = asyncio.create_task(database.scans().fetch(slow))
+    await asyncio.sleep(0.05)
+
+    started = asyncio.get_running_loop().time()
+    await database.fetchval("SELECT 1")
+    waited = asyncio.get_running_loop().time() - started
+
+    assert not scan.done(), "the scan should still be running"
+    assert waited < 0.5
+    assert (await scan)[0]["c"] == 3000000

@@ -25,6 +25,11 @@ class Periodic(abc.ABC):
     async def tick(self) -> bool:
         """One pass; True when another should follow at once."""
 
+    @property
+    def running(self) -> bool:
+        """Whether the loop was started and has not stopped."""
+        return self._task is not None and not self._task.done()
+
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=type(self).__name__)
 

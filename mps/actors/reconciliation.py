@@ -10,6 +10,7 @@ zero); both report when the last pass ran, so a pass that stopped running is vis
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ from mps.persistence.queries.reconciliation import Mismatch, mismatches
 __all__ = ["Reconciliation", "ReconciliationResult"]
 
 logger = logging.getLogger(__name__)
+# How long /health waits for the first pass after a start before saying it is still running.
+FIRST_PASS_WAIT = 2.0
 
 
 @dataclass(frozen=True)
@@ -36,19 +39,28 @@ class ReconciliationResult:
 class Reconciliation(Periodic):
     def __init__(self, database: Database, shards: ShardRouter, interval: float) -> None:
         super().__init__(interval)
-        self._database = database
+        # Whole-table scans: on SQLite a connection of their own, so requests' reads never
+        # queue behind a pass (seconds at a million payments).
+        self._database = database.scans()
         self._shards = shards
         self.last: ReconciliationResult | None = None
+        self._passed = asyncio.Event()
 
     async def tick(self) -> bool:
         self.last = await self.run_once()
+        self._passed.set()
         return False
 
-    async def latest(self) -> ReconciliationResult:
-        """The last pass's result; before the first pass has finished, a pass of its own, so
-        nothing is reported without being checked."""
-        if self.last is None:
+    async def latest(self, wait: float | None = None) -> ReconciliationResult | None:
+        """The last pass's result. Before the first has finished, it is waited for up to
+        `wait` seconds (None if it is still running then); a reconciliation that is not
+        running on its schedule makes a pass of its own. Nothing is reported unchecked."""
+        if self.last is None and not self.running:
             self.last = await self.run_once()
+        if self.last is None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(FIRST_PASS_WAIT if wait is None else wait):
+                    await self._passed.wait()
         return self.last
 
     async def run_once(self) -> ReconciliationResult:

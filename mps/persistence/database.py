@@ -130,6 +130,11 @@ class Database(abc.ABC):
         row = await self.fetchrow(sql, *params)
         return None if row is None else next(iter(row.values()))
 
+    def scans(self) -> Database:
+        """Where long background scans read (the reconciliation): these connections, unless a
+        backend keeps them apart from the requests' reads."""
+        return self
+
     async def ping(self) -> None:
         """Round trip to the server; raises when it is unreachable."""
         await self.fetchval("SELECT 1")

@@ -1,8 +1,11 @@
 """SQLite backend (the embedded default), through aiosqlite.
 
-One writer connection, owned by the persistence actor's calls to `write`, and one reader
-connection: WAL mode lets reads proceed while a write transaction is open. `synchronous=FULL`
-makes each commit durable before `write` returns, which is what lets us acknowledge it.
+One writer connection, owned by the persistence actor's calls to `write`, one reader connection
+for requests, and one for background scans (`scans()`, opened on first use), so a reconciliation
+pass over a million rows never holds up a request's read: WAL mode lets reads proceed while a
+write transaction is open, and readers on separate connections proceed side by side.
+`synchronous=FULL` makes each commit durable before `write` returns, which is what lets us
+acknowledge it.
 """
 
 from __future__ import annotations
@@ -88,6 +91,9 @@ class SqliteDatabase(Database):
         self.path = path
         self._writer: aiosqlite.Connection | None = None
         self._reader: aiosqlite.Connection | None = None
+        self._scanner: aiosqlite.Connection | None = None
+        self._scanner_opening = asyncio.Lock()
+        self._scan_reads: _ScanReads | None = None
 
     async def open(self) -> None:
         try:
@@ -119,6 +125,9 @@ class SqliteDatabase(Database):
         return conn
 
     async def close(self) -> None:
+        if self._scanner is not None:
+            await self._scanner.close()
+            self._scanner = None
         if self._reader is not None and self._reader is not self._writer:
             await self._reader.close()
         if self._writer is not None:
@@ -244,6 +253,23 @@ class SqliteDatabase(Database):
             raise statement.stale(affected)
         return rows
 
+    def scans(self) -> Database:
+        if self.path == ":memory:":
+            return self
+        if self._scan_reads is None:
+            self._scan_reads = _ScanReads(self)
+        return self._scan_reads
+
+    async def _scan_fetch(self, sql: str, *params: Any) -> list[Row]:
+        if self._reader is None:
+            msg = "database is not open"
+            raise RuntimeError(msg)
+        async with self._scanner_opening:
+            if self._scanner is None:
+                self._scanner = await self._connect()
+        rows = await self._scanner.execute_fetchall(_sqlite_sql(sql), params)
+        return [dict(row) for row in rows]
+
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         if self._reader is None:
             msg = "database is not open"
@@ -255,3 +281,30 @@ class SqliteDatabase(Database):
         # checkout's 404 for a payment answered 201 a moment before).
         rows = await self._reader.execute_fetchall(_sqlite_sql(sql), params)
         return [dict(row) for row in rows]
+
+
+class _ScanReads(Database):
+    """The database as the background scans see it: reads on the scan connection, with time
+    for whole-table passes."""
+
+    dialect: ClassVar[str] = "sqlite"
+    unavailable_errors = SqliteDatabase.unavailable_errors
+    read_deadline = 120.0
+
+    def __init__(self, owner: SqliteDatabase) -> None:
+        self._owner = owner
+
+    async def open(self) -> None:
+        """The owner opens and closes the connections."""
+
+    async def close(self) -> None:
+        """The owner opens and closes the connections."""
+
+    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
+        return await self._owner._scan_fetch(sql, *params)
+
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
+        msg = "background scans only read"
+        raise TypeError(msg)

@@ -49,22 +49,30 @@ async def _guarded(check: Callable[[], Awaitable[dict[str, Any]]]) -> dict[str, 
 async def _ledger(services: Services) -> dict[str, Any]:
     recent = await ledger_queries.unbalanced(services.database, recent=RECENT_TRANSACTIONS)
     last = await services.reconciliation.latest()
-    if recent or last.zero_sum != 0:
+    zero_sum = last.zero_sum if last is not None else 0
+    if recent or zero_sum != 0:
         # Counts only: /health shows details to any signed-in member, and the transactions
         # named in the log belong to whichever companies they belong to.
-        count = len(recent or last.unbalanced)
+        count = len(recent or (last.unbalanced if last is not None else []))
         return {
             "status": "down",
-            "detail": f"postings sum to {last.zero_sum}; {count} unbalanced transactions (logged)",
+            "detail": f"postings sum to {zero_sum}; {count} unbalanced transactions (logged)",
         }
+    whole = (
+        "the ledger sums to 0"
+        if last is not None
+        else "the whole ledger's sum is being checked by the first pass since start"
+    )
     return {
         "status": "up",
-        "detail": f"the newest {RECENT_TRANSACTIONS} transactions balance; the ledger sums to 0",
+        "detail": f"the newest {RECENT_TRANSACTIONS} transactions balance; {whole}",
     }
 
 
 async def _reconciliation(services: Services) -> dict[str, Any]:
     last = await services.reconciliation.latest()
+    if last is None:
+        return {"status": "degraded", "detail": "the first pass since start is still running"}
     age = asyncio.get_running_loop().time() - last.at
     if last.mismatches:
         checks = sorted({m.check for m in last.mismatches})
