@@ -245,7 +245,7 @@ async def test_bad_balance_queries_are_400(client: TestClient[Any, Any]) -> None
     member = await sign_up(client)
 
     for path, params in (
-        ("/api/v1/merchant/balance", {"currency": "usd"}),
+        ("/api/v1/merchant/balance", {"currency": "us dollars"}),
         ("/api/v1/merchant/balance/transactions", {"type": "gift"}),
         ("/api/v1/merchant/balance/transactions", {"cursor": "nonsense"}),
     ):

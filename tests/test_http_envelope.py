@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_envelope, sign_up
+from tests.helpers import assert_envelope, create_payment, sign_up
 
 
 async def test_success_body_has_ok_and_request_id_matching_the_header(
@@ -128,7 +128,39 @@ async def test_unknown_query_parameters_are_rejected(client: TestClient[Any, Any
 
     body = await response.json()
     assert response.status == 400
-    assert body["errors"] == [{"field": "limt", "message": "is not a known field"}]
+    assert body["errors"] == [
+        {"field": "limt", "message": "is not a known field; did you mean limit?"}
+    ]
+
+
+async def test_an_unknown_field_close_to_a_known_one_names_it(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+
+    response = await client.post(
+        "/api/v1/merchant/payments",
+        json={"amount_minor": "100", "amountMinor": "100", "currency": "USD", "descripton": "x"},
+        headers=member.headers,
+    )
+
+    body = await response.json()
+    assert response.status == 400
+    assert {e["field"]: e["message"] for e in body["errors"]} == {
+        "amount_minor": "is not a known field; did you mean amountMinor?",
+        "descripton": "is not a known field; did you mean description?",
+    }
+
+
+async def test_a_path_without_the_api_prefix_gets_a_hint(client: TestClient[Any, Any]) -> None:
+    response = await client.get("/merchant/payments")
+
+    body = await response.json()
+    assert_envelope(body, 404, "not_found")
+    assert body["message"] == (
+        "No route for GET /merchant/payments; API routes start with /api/v1 "
+        "(did you mean /api/v1/merchant/payments?)"
+    )
 
 
 async def test_bad_input_changes_nothing(client: TestClient[Any, Any]) -> None:
@@ -244,3 +276,23 @@ class TestVersions:
         assert body["default"] == "v2"
         assert [v["version"] for v in body["versions"]] == ["v2", "v1"]
         assert body["versions"][1]["status"] == "deprecated"
+
+
+async def test_an_empty_object_is_taken_as_no_body_but_anything_else_is_refused(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    first = await create_payment(client, member)
+    second = await create_payment(client, member)
+
+    cancelled = await client.post(
+        f"/api/v1/merchant/payments/{first['id']}/cancel", json={}, headers=member.headers
+    )
+    refused = await client.post(
+        f"/api/v1/merchant/payments/{second['id']}/cancel",
+        json={"reason": "x"},
+        headers=member.headers,
+    )
+
+    assert cancelled.status == 200 and (await cancelled.json())["status"] == "CANCELLED"
+    assert_envelope(await refused.json(), 400, "validation_error")

@@ -101,7 +101,7 @@ async def test_default_expiry_is_24_hours_and_no_expiry_overrides(
         ({"amountMinor": 100, "currency": "USD"}, "amountMinor"),
         ({"amountMinor": "1000000000000", "currency": "USD"}, "amountMinor"),
         ({"amountMinor": "10.5", "currency": "USD"}, "amountMinor"),
-        ({"amountMinor": "100", "currency": "usd"}, "currency"),
+        ({"amountMinor": "100", "currency": "US$"}, "currency"),
         ({"amountMinor": "100", "currency": "XAU"}, "currency"),
         ({"amountMinor": "100", "currency": "USD", "description": "x" * 201}, "description"),
         ({"amountMinor": "100", "currency": "USD", "expiresInSec": 59}, "expiresInSec"),
@@ -302,3 +302,18 @@ async def test_stats_are_per_currency_and_never_blended(client: TestClient[Any, 
     single = await one.json()
     assert single["currency"] == "USD" and single["grossMinor"] == "1000"
     assert "data" not in single
+
+
+async def test_a_currency_code_in_lower_case_is_taken_and_answered_upper_case(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+
+    payment = await create_payment(client, member, currency="eur")
+    stats = await client.get(
+        "/api/v1/merchant/payments/stats", params={"currency": "eur"}, headers=member.headers
+    )
+
+    assert payment["currency"] == "EUR"
+    body = await stats.json()
+    assert body["currency"] == "EUR" and body["count"] == 1

@@ -67,7 +67,7 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
         return exc
     if isinstance(exc, web.HTTPException):
         if exc.status == 404:
-            return NotFound(f"No route for {request.method} {logged_path(request.path)}")
+            return NotFound(_no_route(request))
         if exc.status == 405:
             allowed = frozenset(getattr(exc, "allowed_methods", ()))
             return MethodNotAllowed(f"{request.method} is not allowed on {request.path}", allowed)
@@ -84,6 +84,18 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
         exc_info=exc,
     )
     return ServiceError("Something went wrong on our side; quote the requestId to support")
+
+
+# The first segments of API routes, which a client may send without the /api/v1 prefix.
+_API_ROOTS = ("/merchant/", "/team/", "/auth/", "/developer/", "/checkout/", "/health")
+
+
+def _no_route(request: web.Request) -> str:
+    path = logged_path(request.path)
+    message = f"No route for {request.method} {path}"
+    if path.startswith(_API_ROOTS):
+        message += f"; API routes start with /api/v1 (did you mean /api/v1{path}?)"
+    return message
 
 
 def _generic_code(status: int) -> str:
@@ -166,6 +178,12 @@ async def _read_body(request: web.Request) -> Any:
         raise BadRequest(f"The body is not valid JSON: {exc}", code="invalid_json") from exc
 
 
+def _empty(raw: bytes) -> bool:
+    """No body, or `{}`: what clients send to a route that takes nothing (a cancel, a freeze)."""
+    text = raw.strip()
+    return not text or text.replace(b" ", b"").replace(b"\n", b"") == b"{}"
+
+
 def _query_dict(request: web.Request) -> dict[str, str]:
     query: dict[str, str] = {}
     for name, value in request.query.items():
@@ -197,7 +215,7 @@ def endpoint(route: Route) -> Any:
             raw_body = await _read_body(request) if route.body is not None else None
             if route.body is not None:
                 call.body = validate(route.body, raw_body)
-            elif route.upload is None and request.body_exists and (await request.read()).strip():
+            elif route.upload is None and request.body_exists and not _empty(await request.read()):
                 raise BadRequest("This route takes no request body")
             try:
                 if route.upload is not None:

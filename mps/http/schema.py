@@ -8,6 +8,7 @@ may hold a NUL character: PostgreSQL text cannot store one, and no real input ne
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -84,6 +85,8 @@ class Str(Schema):
     nullable: bool = False
     strip: bool = True
     message: str | None = None
+    # Codes clients write in either case (`usd`), kept and answered upper-case.
+    upper: bool = False
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -92,6 +95,8 @@ class Str(Schema):
             errors.append(FieldError(path, "must be a string"))
             return None
         text = value.strip() if self.strip else value
+        if self.upper:
+            text = text.upper()
         if "\x00" in text:
             errors.append(FieldError(path, "must not contain a NUL character"))
         elif len(text) < self.min_length:
@@ -388,7 +393,7 @@ class Obj(Schema):
         cleaned: dict[str, Any] = {}
         for name in value:
             if name not in self.fields and not self.allow_unknown:
-                errors.append(FieldError(_join(path, name), "is not a known field"))
+                errors.append(FieldError(_join(path, name), self._unknown(name)))
         for name in self.required:
             if name not in value or value[name] is None:
                 errors.append(FieldError(_join(path, name), "is required"))
@@ -401,6 +406,15 @@ class Obj(Schema):
             for rule in self.rules:
                 errors.extend(rule(cleaned))
         return cleaned
+
+    def _unknown(self, name: str) -> str:
+        """Unknown fields are usually typos: name the field that was probably meant."""
+        close = difflib.get_close_matches(str(name), list(self.fields), n=1, cutoff=0.75)
+        if not close:
+            close = [f for f in self.fields if f.lower() == str(name).lower().replace("_", "")]
+        if not close:
+            return "is not a known field"
+        return f"is not a known field; did you mean {close[0]}?"
 
     def json_schema(self) -> JSON:
         schema: JSON = {

@@ -31,7 +31,12 @@ from mps.representations.payments import payment_json
 
 __all__ = ["CURRENCY", "DATE_RANGE", "EMAIL", "PHONE", "ROUTES", "normalize_phone", "range_filter"]
 
-CURRENCY = Str(pattern=r"[A-Z]{3}", message="must be a three-letter ISO 4217 code")
+CURRENCY = Str(
+    pattern=r"[A-Za-z]{3}",
+    upper=True,
+    message="must be a three-letter ISO 4217 code",
+    description="ISO 4217, in either case (answered upper-case).",
+)
 EMAIL = Str(max_length=254, format="email")
 PHONE = Str(pattern=r"\+?[0-9 ()\-]{7,20}", message="must be a phone number in E.164 form")
 URL = Str(max_length=2048, format="uri")

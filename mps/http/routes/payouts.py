@@ -196,7 +196,9 @@ ROUTES = [
                 ),
                 "bankCode": Str(min_length=1, max_length=34),
                 "currency": CURRENCY,
-                "country": Str(pattern=r"[A-Z]{2}", message="must be an ISO 3166 country code"),
+                "country": Str(
+                    pattern=r"[A-Za-z]{2}", upper=True, message="must be an ISO 3166 country code"
+                ),
             },
             required=["accountHolderName", "accountNumber", "bankCode", "currency", "country"],
         ),

@@ -273,7 +273,9 @@ ROUTES = [
                 "invoiceId": Str(max_length=64, description="invoice.* kinds"),
                 "cardId": Str(max_length=64, description="card.authorization"),
                 "amountMinor": Str(max_length=12, description="card.authorization"),
-                "currency": Str(pattern=r"[A-Z]{3}", message="must be a currency code"),
+                "currency": Str(
+                    pattern=r"[A-Za-z]{3}", upper=True, message="must be a currency code"
+                ),
                 "merchantName": Str(max_length=200, description="card.authorization"),
                 "merchantCategory": Str(max_length=64, description="card.authorization"),
             }
