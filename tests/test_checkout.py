@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
-from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -40,7 +40,10 @@ async def test_test_card_pays_and_keeps_only_brand_and_last4(
     # then
     result = await response.json()
     assert response.status == 200
-    assert result["status"] == "PAID" and result["redirectUrl"] == "https://shop.test/thanks"
+    assert result["status"] == "PAID"
+    assert result["redirectUrl"] == (
+        f"https://shop.test/thanks?paymentId={payment['id']}&reference={payment['reference']}"
+    )
     stored = await _get(client, member, payment["id"])
     assert stored["status"] == "PAID" and stored["paidAt"] is not None
     assert stored["paymentMethod"] == {"brand": "visa", "last4": "4242"}
@@ -265,3 +268,37 @@ async def test_events_are_kept_for_thirty_days(client: TestClient[Any, Any], clo
     assert kept[2] == 0
     assert dropped[2] == 1
     assert await _events(client, member) == []
+
+
+async def test_the_success_url_keeps_its_own_query_and_names_a_link_s_paid_child(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+    link = await create_payment(
+        client, member, allowMultiplePayments=True, successUrl="https://shop.test/ok?order=7"
+    )
+
+    result = await (await pay(client, link["reference"])).json()
+
+    child = result["redirectUrl"].split("paymentId=")[1].split("&")[0]
+    assert result["redirectUrl"] == (
+        f"https://shop.test/ok?order=7&paymentId={child}&reference={result['reference']}"
+    )
+    assert child != link["id"] and result["reference"] != link["reference"]
+    stored = await _get(client, member, child)
+    assert stored["linkPaymentId"] == link["id"] and stored["status"] == "PAID"
+
+
+@pytest.mark.parametrize(("year", "status"), [(29, 200), (2029, 200), (20, 400), (199, 400)])
+async def test_a_two_digit_expiry_year_is_taken_as_printed_on_the_card(
+    client: TestClient[Any, Any], year: int, status: int
+) -> None:
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+
+    response = await client.post(
+        f"/api/v1/checkout/{payment['reference']}/pay",
+        json={"card": {**TEST_CARD, "expYear": year}},
+    )
+
+    assert response.status == status, await response.text()

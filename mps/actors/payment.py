@@ -151,8 +151,12 @@ class CheckoutDeclined(PaymentDeclined):
     """402: the card was declined. The attempt and its payment.failed event are committed."""
 
     def __init__(self, outcome: Outcome, code: str) -> None:
-        reason = "insufficient funds" if code == "insufficient_funds" else "declined"
-        super().__init__(f"The card was {reason}", code=code)
+        message = (
+            "The card has insufficient funds"
+            if code == "insufficient_funds"
+            else "The card was declined"
+        )
+        super().__init__(message, code=code)
         self.outcome = outcome
 
 

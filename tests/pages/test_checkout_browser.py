@@ -50,14 +50,18 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
             ARTIFACTS.mkdir(exist_ok=True)
             await page.screenshot(path=str(ARTIFACTS / "checkout.png"), full_page=True)
             await page.click("#submit")
-            await page.wait_for_url(f"{base}/shop/thanks", timeout=10_000)
+            await page.wait_for_url(f"{base}/shop/thanks?**", timeout=10_000)
             landed = await page.inner_text("h1")
+            landed_url = page.url
         finally:
             await browser.close()
 
     # then the customer is on the success page, the payment is PAID, and the browser refused
     # nothing the page did under its policy
     assert landed == "Thanks for your order"
+    assert landed_url == (
+        f"{base}/shop/thanks?paymentId={payment['id']}&reference={payment['reference']}"
+    )
     assert problems == []
     got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     body = await got.json()
@@ -93,3 +97,74 @@ async def test_a_declined_card_shows_the_reason_and_the_form_stays(
     assert [p for p in problems if not p.startswith("console: Failed to load resource")] == []
     got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     assert (await got.json())["status"] == "PENDING"
+
+
+async def test_without_a_success_url_the_shopper_sees_amount_merchant_and_reference(
+    served: TestClient[Any, Any], chromium: str
+) -> None:
+    member = await sign_up(served, company="Blue Mug Coffee")
+    payment = await create_payment(served, member, amountMinor="1250")
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            problems = await record_violations(page)
+            await page.goto(payment["payUrl"])
+            # an expired card first: a sentence for a shopper, no field path, no code
+            await page.fill("#number", "4242 4242 4242 4242")
+            await page.fill("#expMonth", "01")
+            await page.fill("#expYear", "21")
+            await page.fill("#cvc", "123")
+            await page.click("#submit")
+            await page.wait_for_selector("#error:not(:empty)", timeout=10_000)
+            expired = await page.inner_text("#error")
+            # then a wrong number
+            await page.fill("#number", "4242 4242 4242 4241")
+            await page.fill("#expYear", "29")  # two digits, as printed on the card
+            await page.click("#submit")
+            await page.wait_for_selector("#error:has-text('card number')", timeout=10_000)
+            wrong_number = await page.inner_text("#error")
+            # then the right one
+            await page.fill("#number", "4242 4242 4242 4242")
+            await page.click("#submit")
+            await page.wait_for_selector("#paid", timeout=10_000)
+            paid = await page.inner_text("#paid")
+            ARTIFACTS.mkdir(exist_ok=True)
+            await page.screenshot(path=str(ARTIFACTS / "checkout-paid.png"), full_page=True)
+        finally:
+            await browser.close()
+
+    assert expired == "This card has expired."
+    assert wrong_number == "Check the card number."
+    assert "Payment received" in paid
+    assert "You paid 12.50 USD to Blue Mug Coffee." in paid
+    assert f"Reference {payment['reference']}" in paid
+    assert [p for p in problems if not p.startswith("console: Failed to load resource")] == []
+
+
+async def test_a_merchant_name_cannot_break_out_of_the_page_s_script(
+    served: TestClient[Any, Any], chromium: str
+) -> None:
+    member = await sign_up(served, company="Evil </script><script>alert(1)</script> & Co")
+    payment = await create_payment(served, member)
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            dialogs: list[str] = []
+            page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+            await page.goto(payment["payUrl"])
+            await page.fill("#number", "4242 4242 4242 4242")
+            await page.fill("#expMonth", "12")
+            await page.fill("#expYear", "29")
+            await page.fill("#cvc", "123")
+            await page.click("#submit")
+            await page.wait_for_selector("#paid", timeout=10_000)
+            paid = await page.inner_text("#paid")
+        finally:
+            await browser.close()
+
+    assert dialogs == []
+    assert "to Evil </script><script>alert(1)</script> & Co." in paid

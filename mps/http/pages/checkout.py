@@ -38,6 +38,42 @@ function newKey() {
   return Date.now().toString(36) + Math.random().toString(36).slice(2);
 }
 CONFIG.attempt = newKey();
+// What a shopper reads: the API's messages name fields and codes, which mean nothing here.
+const FIELD_TEXT = {
+  'card.number': 'Check the card number.',
+  'card.expMonth': 'Check the expiry month.',
+  'card.expYear': 'Check the expiry year.',
+  'card.cvc': 'Check the security code (3 or 4 digits on the card).',
+  'email': 'Check the email address.',
+};
+const CODE_TEXT = {
+  card_declined: 'Your card was declined. Try another card.',
+  insufficient_funds: 'Your card has insufficient funds. Try another card.',
+  rate_limited: 'Too many attempts. Wait a moment and try again.',
+  invalid_state: 'This payment link can no longer be paid.',
+};
+function shopperText(status, result) {
+  if (result.errors && result.errors.length) {
+    const expired = result.errors.find((e) => /expired/.test(e.message));
+    if (expired) return 'This card has expired.';
+    const texts = result.errors.map((e) => FIELD_TEXT[e.field] || 'Check the card details.');
+    return [...new Set(texts)].join(' ');
+  }
+  if (CODE_TEXT[result.code]) return CODE_TEXT[result.code];
+  if (status >= 500) return 'Something went wrong on our side. Please try again.';
+  return 'The payment did not go through. Please try again.';
+}
+function paidPanel(result) {
+  const panel = document.createElement('div');
+  panel.className = 'state'; panel.id = 'paid';
+  const title = document.createElement('h2'); title.textContent = 'Payment received';
+  const what = document.createElement('p');
+  what.textContent = `You paid ${CONFIG.amount} to ${CONFIG.merchant}.`;
+  const ref = document.createElement('p');
+  ref.textContent = `Reference ${result.reference}`; ref.id = 'reference';
+  panel.append(title, what, ref);
+  return panel;
+}
 const form = document.getElementById('pay');
 form.addEventListener('submit', async (event) => {
   event.preventDefault();
@@ -47,7 +83,10 @@ form.addEventListener('submit', async (event) => {
   const data = new FormData(form);
   const body = {card: {number: data.get('number').replace(/\\s+/g, ''),
     expMonth: parseInt(data.get('expMonth'), 10), expYear: parseInt(data.get('expYear'), 10),
-    cvc: data.get('cvc')}};
+    cvc: data.get('cvc').trim()}};
+  if (isNaN(body.card.expMonth) || isNaN(body.card.expYear)) {
+    error.textContent = 'Check the expiry date.'; button.disabled = false; return;
+  }
   if (data.get('email')) body.email = data.get('email');
   if (data.get('phone')) body.phone = data.get('phone');
   try {
@@ -57,12 +96,11 @@ form.addEventListener('submit', async (event) => {
     const result = await response.json();
     if (response.ok) {
       if (result.redirectUrl) { window.location.assign(result.redirectUrl); return; }
-      document.querySelector('main').innerHTML =
-        '<div class="state"><h2>Payment received</h2><p>Thank you.</p></div>';
+      form.replaceWith(paidPanel(result));
       return;
     }
     CONFIG.attempt = newKey();
-    error.textContent = result.message || 'The payment failed.';
+    error.textContent = shopperText(response.status, result);
   } catch (e) {
     error.textContent = 'Could not reach the server; please try again.';
   }
@@ -116,8 +154,12 @@ def render_checkout_page(payment: Payment | None, merchant: str | None, nonce: s
         {
             "payPath": f"/api/v1/checkout/{payment.reference}/pay",
             "attempt": None,
+            "amount": amount,
+            "merchant": merchant,
         }
     ).decode()
+    # Inside a <script>: the merchant's name must not be able to close it.
+    config = config.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     cancel = (
         (
             f"<a class=cancel id=cancel href='{escape(payment.cancel_url, quote=True)}'>"
@@ -137,7 +179,7 @@ def render_checkout_page(payment: Payment | None, merchant: str | None, nonce: s
     <div><label for=expMonth>Month</label>
       <input id=expMonth name=expMonth inputmode=numeric placeholder=MM required></div>
     <div><label for=expYear>Year</label>
-      <input id=expYear name=expYear inputmode=numeric placeholder=YYYY required></div>
+      <input id=expYear name=expYear inputmode=numeric placeholder=YY required></div>
     <div><label for=cvc>CVC</label>
       <input id=cvc name=cvc inputmode=numeric autocomplete=cc-csc required></div>
   </div>

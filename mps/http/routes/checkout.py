@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from aiohttp import web
 
@@ -53,11 +54,27 @@ def _card(body: dict[str, Any], now: datetime) -> CardInput:
     errors = []
     if not luhn_valid(number):
         errors.append(FieldError("card.number", "is not a valid card number"))
-    if (card["expYear"], card["expMonth"]) < (now.year, now.month):
+    year = card["expYear"]
+    if year < 100:
+        year += 2000  # as printed on cards: 29 is 2029
+    elif year < 2000:
+        errors.append(FieldError("card.expYear", "must be a two- or four-digit year"))
+    if year >= 2000 and (year, card["expMonth"]) < (now.year, now.month):
         errors.append(FieldError("card.expYear", "the card has expired"))
     if errors:
         raise ValidationFailed(errors)
-    return CardInput(number, card["expMonth"], card["expYear"], card["cvc"])
+    return CardInput(number, card["expMonth"], year, card["cvc"])
+
+
+def success_redirect(success_url: str | None, payment: Payment) -> str | None:
+    """The merchant's success URL with the paid payment's id and reference added, so the page
+    the shopper lands on knows which order was paid (its own query kept)."""
+    if success_url is None:
+        return None
+    parts = urlsplit(success_url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query += [("paymentId", payment.id), ("reference", payment.reference)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def checkout_view(payment: Payment, redirect: str | None) -> dict[str, Any]:
@@ -80,7 +97,8 @@ async def pay(call: Call) -> Resource:
     phone = call.body.get("phone")
 
     def present(outcome: Outcome) -> Resource:
-        return Resource(checkout_view(outcome.payment, link.success_url))
+        paid = outcome.payment
+        return Resource(checkout_view(paid, success_redirect(link.success_url, paid)))
 
     idem = call.idempotent(present)
     outcome = await call.services.shards.ask_payment(
@@ -116,7 +134,9 @@ PAY_BODY = Obj(
             {
                 "number": Str(pattern=r"[0-9 ]{12,23}", message="must be 12 to 19 digits"),
                 "expMonth": Int(minimum=1, maximum=12),
-                "expYear": Int(minimum=2000, maximum=2100),
+                "expYear": Int(
+                    minimum=0, maximum=2100, description="Four digits, or two (29 is 2029)."
+                ),
                 "cvc": Str(pattern=r"[0-9]{3,4}", message="must be 3 or 4 digits"),
             },
             required=["number", "expMonth", "expYear", "cvc"],
