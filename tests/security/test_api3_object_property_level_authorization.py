@@ -284,6 +284,12 @@ async def test_the_public_checkout_answer_shows_only_its_listed_fields(
     }
     assert set(body["paymentMethod"]) <= {"brand", "last4"}
     assert body["paymentMethod"]["last4"] == CARD_NUMBER[-4:]
+    # the payment's id reaches the shopper only as the merchant's own success page is told it
+    assert body["redirectUrl"] == (
+        f"https://merchant.example/thanks?paymentId={payment['id']}"
+        f"&reference={payment['reference']}"
+    )
+    shown = {k: v for k, v in body.items() if k != "redirectUrl"}
     html = await page.text()
     for private in (
         payment["id"],
@@ -294,4 +300,5 @@ async def test_the_public_checkout_answer_shows_only_its_listed_fields(
         CARD_NUMBER,
     ):
         assert private not in html, private
-        assert private not in await paid.text(), private
+        assert private not in str(shown), private
+        assert private == payment["id"] or private not in body["redirectUrl"], private

@@ -115,11 +115,17 @@ async def test_success_url_reaches_the_shopper_only_as_the_http_url_the_merchant
 ) -> None:
     # given a payment with a successUrl
     member = await sign_up(client)
-    payment = await create_payment(client, member, successUrl="https://shop.test/thanks?o=1")
+    payment = await create_payment(
+        client, member, successUrl="https://shop.test/thanks?o=1#receipt"
+    )
 
     # when it is paid
     response = await pay(client, payment["reference"])
 
-    # then the redirect handed to the browser is that URL, byte for byte
+    # then the redirect handed to the browser is that URL, byte for byte, with only the paid
+    # payment's id and reference added to its query (the merchant's page needs them)
     assert response.status == 200
-    assert (await response.json())["redirectUrl"] == "https://shop.test/thanks?o=1"
+    assert (await response.json())["redirectUrl"] == (
+        f"https://shop.test/thanks?o=1&paymentId={payment['id']}"
+        f"&reference={payment['reference']}#receipt"
+    )
