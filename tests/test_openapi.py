@@ -511,3 +511,37 @@ async def test_card_responses_match_the_schemas_the_document_publishes(
     await check("POST", "/api/v1/merchant/cards/{id}/terminate", f"{at}/terminate", headers=h)
 
     assert len(set(checked)) == 15
+
+
+async def test_the_document_declares_the_headers_and_error_answers_clients_must_handle(
+    client: TestClient[Any, Any],
+) -> None:
+    member = await sign_up(client)
+
+    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
+
+    document = await response.json()
+    components = document["components"]
+    assert components["parameters"]["IdempotencyKey"]["name"] == "Idempotency-Key"
+    assert components["parameters"]["ApiVersion"]["name"] == "X-Api-Version"
+    create = document["paths"]["/api/v1/merchant/payments"]["post"]
+    listing = document["paths"]["/api/v1/merchant/payments"]["get"]
+    refs = [p.get("$ref") for p in create["parameters"]]
+    assert "#/components/parameters/IdempotencyKey" in refs
+    assert "#/components/parameters/IdempotencyKey" not in [
+        p.get("$ref") for p in listing["parameters"]
+    ]
+    assert create["responses"]["422"]["content"]["application/json"]["schema"] == {
+        "$ref": "#/components/schemas/Error"
+    }
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            where = f"{method.upper()} {path}"
+            versions = [p.get("$ref") for p in operation.get("parameters", [])]
+            assert "#/components/parameters/ApiVersion" in versions, where
+            for status, answer in operation["responses"].items():
+                assert "X-Request-Id" in answer["headers"], (where, status)
+            for status in ("400", "404", "429"):
+                schema = operation["responses"][status]["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/Error"}, (where, status)
+            assert "Retry-After" in operation["responses"]["429"]["headers"], where

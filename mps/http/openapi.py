@@ -37,6 +37,62 @@ _SUCCESS = {
 }
 
 
+_ERROR_REF = {"$ref": "#/components/schemas/Error"}
+# Request headers every API operation takes, and the one POSTs under /merchant, /team and the
+# sandbox honour (decisions 16, 17).
+_PARAMETERS = {
+    "ApiVersion": {
+        "name": "X-Api-Version",
+        "in": "header",
+        "required": False,
+        "description": "The API version to answer in (v2, or v1 until its sunset); by default "
+        "the company's pinned version for a session, else v2.",
+        "schema": {"type": "string", "enum": ["v2", "v1", "2", "1"]},
+    },
+    "IdempotencyKey": {
+        "name": "Idempotency-Key",
+        "in": "header",
+        "required": False,
+        "description": "1 to 255 printable ASCII characters, kept 24 h per company: a repeat "
+        "of the same request replays the first answer (Idempotent-Replayed: true); another "
+        "request under the same key is 422 idempotency_key_reuse.",
+        "schema": {"type": "string", "minLength": 1, "maxLength": 255},
+    },
+}
+_HEADERS = {
+    "RequestId": {
+        "description": "The answer's request id (req_…), as in its body.",
+        "schema": {"type": "string"},
+    },
+    "RateLimit": {
+        "description": "What is left of the tightest limit counted: limit, remaining, reset.",
+        "schema": {"type": "string"},
+    },
+    "RateLimitPolicy": {
+        "description": "The tightest limit counted: its size and window.",
+        "schema": {"type": "string"},
+    },
+    "RetryAfter": {"description": "Whole seconds to wait.", "schema": {"type": "integer"}},
+}
+_ERRORS = {
+    "400": "Bad input (validation_error with the fields, invalid_json, invalid_cursor)",
+    "401": "No valid credential, or the wrong kind (session_required, api_key_required)",
+    "403": "The credential lacks a scope (insufficient_scope) or the account is not verified",
+    "404": "No such resource, or another company's",
+    "429": "Rate limited; Retry-After says when to try again",
+}
+
+
+def _headers(*names: str) -> dict[str, Any]:
+    header_names = {
+        "RequestId": "X-Request-Id",
+        "RateLimit": "RateLimit",
+        "RateLimitPolicy": "RateLimit-Policy",
+        "RetryAfter": "Retry-After",
+    }
+    return {header_names[n]: {"$ref": f"#/components/headers/{n}"} for n in names}
+
+
 def _operation_id(route: Route) -> str:
     words = re.sub(r"[^a-zA-Z0-9]+", "_", route.path).strip("_")
     return f"{route.method.lower()}_{words}"
@@ -72,6 +128,10 @@ def _operation(route: Route) -> dict[str, Any]:
                     "schema": schema.json_schema(),
                 }
             )
+    if route.api:
+        params.append({"$ref": "#/components/parameters/ApiVersion"})
+    if route.idempotent:
+        params.append({"$ref": "#/components/parameters/IdempotencyKey"})
     if params:
         op["parameters"] = params
     if route.body is not None:
@@ -90,20 +150,44 @@ def _operation(route: Route) -> dict[str, Any]:
         if route.produces is not None
         else {"application/json": {"schema": success}}
     )
+    limited = route.auth is not Auth.PUBLIC
+    success_headers = _headers("RequestId", *(("RateLimit", "RateLimitPolicy") if limited else ()))
+    error_content = {"application/json": {"schema": _ERROR_REF}}
     op["responses"] = {
-        str(route.status): {"description": "Success", "content": content},
+        str(route.status): {
+            "description": "Success",
+            "headers": success_headers,
+            "content": content,
+        },
         **{
             str(status): {
                 "description": "Accepted" if status == 202 else "Success",
+                "headers": success_headers,
                 "content": {"application/json": {"schema": schema.json_schema()}},
             }
             for status, schema in route.also
         },
+        **{
+            status: {
+                "description": text,
+                "headers": _headers("RequestId", *(("RetryAfter",) if status == "429" else ())),
+                "content": error_content,
+            }
+            for status, text in _ERRORS.items()
+            if status != "401" or route.auth is not Auth.PUBLIC
+        },
         "default": {
             "description": "Error envelope",
-            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+            "headers": _headers("RequestId"),
+            "content": error_content,
         },
     }
+    if route.idempotent:
+        op["responses"]["422"] = {
+            "description": "The Idempotency-Key was used for another request",
+            "headers": _headers("RequestId"),
+            "content": error_content,
+        }
     return op
 
 
@@ -132,5 +216,7 @@ def build_openapi(routes: Iterable[Route], server_url: str) -> dict[str, Any]:
                 },
             },
             "schemas": {"Error": _ERROR},
+            "parameters": _PARAMETERS,
+            "headers": _HEADERS,
         },
     }
