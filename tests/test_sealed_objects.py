@@ -51,7 +51,8 @@ async def test_a_sealed_object_opens_to_what_was_sealed_however_it_is_chunked(
 
     assert len(sealed) == sealed_size(size)
     assert await _open(sealed, key, chunk) == data
-    assert data == b"" or data[:64] not in sealed
+    # (a byte or two may turn up in random ciphertext by chance; 16 never do)
+    assert len(data) < 16 or data[:64] not in sealed
 
 
 async def test_the_same_bytes_seal_differently_each_time() -> None:
