@@ -184,6 +184,26 @@ class Moment(Schema):
         return self._doc({"type": "string", "pattern": f"^(?:{_MOMENT})$"})
 
 
+def _within(
+    value: float, minimum: float | None, maximum: float | None, path: str, errors: list[FieldError]
+) -> Any:
+    """`value`, with an error when it lies outside [minimum, maximum] (either may be open)."""
+    if minimum is not None and value < minimum:
+        errors.append(FieldError(path, f"must be at least {minimum}"))
+    elif maximum is not None and value > maximum:
+        errors.append(FieldError(path, f"must be at most {maximum}"))
+    return value
+
+
+def _ranged(kind: str, minimum: float | None, maximum: float | None) -> JSON:
+    schema: JSON = {"type": kind}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    if maximum is not None:
+        schema["maximum"] = maximum
+    return schema
+
+
 @dataclass
 class Int(Schema):
     minimum: int | None = None
@@ -201,19 +221,10 @@ class Int(Schema):
         if isinstance(value, bool) or not isinstance(value, int):
             errors.append(FieldError(path, "must be an integer"))
             return None
-        if self.minimum is not None and value < self.minimum:
-            errors.append(FieldError(path, f"must be at least {self.minimum}"))
-        elif self.maximum is not None and value > self.maximum:
-            errors.append(FieldError(path, f"must be at most {self.maximum}"))
-        return value
+        return _within(value, self.minimum, self.maximum, path, errors)
 
     def json_schema(self) -> JSON:
-        schema: JSON = {"type": "integer"}
-        if self.minimum is not None:
-            schema["minimum"] = self.minimum
-        if self.maximum is not None:
-            schema["maximum"] = self.maximum
-        return self._doc(schema)
+        return self._doc(_ranged("integer", self.minimum, self.maximum))
 
 
 @dataclass
@@ -231,19 +242,10 @@ class Num(Schema):
         if isinstance(value, bool) or not isinstance(value, int | float):
             errors.append(FieldError(path, "must be a number"))
             return None
-        if self.minimum is not None and value < self.minimum:
-            errors.append(FieldError(path, f"must be at least {self.minimum}"))
-        elif self.maximum is not None and value > self.maximum:
-            errors.append(FieldError(path, f"must be at most {self.maximum}"))
-        return value
+        return _within(value, self.minimum, self.maximum, path, errors)
 
     def json_schema(self) -> JSON:
-        schema: JSON = {"type": "number"}
-        if self.minimum is not None:
-            schema["minimum"] = self.minimum
-        if self.maximum is not None:
-            schema["maximum"] = self.maximum
-        return self._doc(schema)
+        return self._doc(_ranged("number", self.minimum, self.maximum))
 
 
 @dataclass
