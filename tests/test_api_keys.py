@@ -54,7 +54,9 @@ async def test_created_key_is_shown_once_with_its_prefix(client: TestClient[Any,
 async def test_key_prefix_follows_type_and_mode(client: TestClient[Any, Any]) -> None:
     member = await sign_up(client)
 
-    _, live_pub = await _create(client, member, type="publishable", mode="live")
+    _, live_pub = await _create(
+        client, member, type="publishable", mode="live", scopes=["analytics:read"]
+    )
 
     assert live_pub["key"].startswith("pk_live_")
     assert live_pub["livemode"] is True

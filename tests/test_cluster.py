@@ -165,6 +165,43 @@ async def test_a_logout_on_one_node_is_refused_by_the_others_within_a_second(
     assert max(refused) < 1.0
 
 
+async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_within_a_second(
+    three_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a secret key every node has verified, with the company's apiKeyAccess on
+    urls = three_nodes.urls()
+    member = await sign_up(http, urls[0], "di@example.com")
+    body = {"name": "backend", "scopes": ["payments:read"]}
+    async with http.post(
+        f"{urls[0]}{API}/merchant/api-keys", json=body, headers=bearer(member)
+    ) as r:
+        key = {"Authorization": f"Bearer {(await r.json())['key']}"}
+    settings = f"{API}/merchant/settings"
+    async with http.patch(
+        f"{urls[1]}{settings}", json={"apiKeyAccess": True}, headers=bearer(member)
+    ) as r:
+        assert r.status == 200
+    for url in urls:
+        async with http.get(f"{url}{API}/merchant/payments", headers=key) as r:
+            assert r.status == 200, await r.text()
+
+    # when the switch goes off through one node
+    async with http.patch(
+        f"{urls[2]}{settings}", json={"apiKeyAccess": False}, headers=bearer(member)
+    ) as r:
+        assert r.status == 200
+    switched = time.monotonic()
+
+    # then every node refuses the key within a second
+    for url in urls:
+        while True:
+            async with http.get(f"{url}{API}/merchant/payments", headers=key) as r:
+                if r.status == 401:
+                    break
+            assert time.monotonic() - switched < 1.0, f"{url} still lets the key in"
+            await asyncio.sleep(0.02)
+
+
 async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one_winner(
     three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
 ) -> None:

@@ -92,7 +92,9 @@ class Approvals(Periodic):
         """Run an APPROVED request's action; the request as it ends (EXECUTED or FAILED)."""
         guard = ApprovalGuard(request, self._clock)
         payload = request.payload
-        actor = AuditContext("user", request.requested_by)
+        # A secret key may ask too (decisions 2, "Server-to-server keys"); its id says so.
+        kind = "api_key" if request.requested_by.startswith("key_") else "user"
+        actor = AuditContext(kind, request.requested_by)
         try:
             if request.action == "payout.create":
                 command: Any = CreatePayout(

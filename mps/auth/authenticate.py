@@ -41,10 +41,9 @@ def bearer_token(header: str | None) -> str | None:
     return token.strip()
 
 
-def _api_version(company_data: str, mode: str) -> str:
+def _mode_settings(company_data: str, mode: str) -> dict[str, Any]:
     settings: dict[str, Any] = orjson.loads(company_data)["settings"][mode]
-    version: str = settings["defaultApiVersion"]
-    return version
+    return settings
 
 
 async def authenticate_session(
@@ -72,7 +71,7 @@ async def authenticate_session(
         mode=claims.mode,
         role_id=row["role_id"],
         scopes=scopes,
-        api_version=_api_version(row["data"], claims.mode),
+        api_version=_mode_settings(row["data"], claims.mode)["defaultApiVersion"],
     )
     return VerifiedSession(principal, min(claims.expires_at, parse_iso(row["expires_at"])))
 
@@ -90,11 +89,13 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
             break
     if row is None or row["revoked_at"] is not None:
         raise Unauthenticated("The API key is not valid or has been revoked")
+    settings = _mode_settings(row["data"], row["mode"])
     return ApiKeyPrincipal(
         key_id=row["id"],
         company_id=row["company_id"],
         mode=row["mode"],
         type=row["type"],
         scopes=frozenset(orjson.loads(row["scopes"])),
-        api_version=_api_version(row["data"], row["mode"]),
+        api_version=settings["defaultApiVersion"],
+        merchant_access=bool(settings.get("apiKeyAccess", False)),
     )

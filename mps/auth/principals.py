@@ -25,6 +25,15 @@ class SessionPrincipal:
     def rate_key(self) -> str:
         return f"user:{self.user_id}"
 
+    @property
+    def actor_id(self) -> str:
+        """Who a change is recorded as made by (a refund's creator, an approval's requester)."""
+        return self.user_id
+
+    @property
+    def described(self) -> str:
+        return f"the member {self.user_id}"
+
 
 @dataclass(frozen=True)
 class ApiKeyPrincipal:
@@ -34,6 +43,9 @@ class ApiKeyPrincipal:
     type: str
     scopes: frozenset[str]
     api_version: str
+    # The company's apiKeyAccess setting for the key's mode when the key was verified; a change
+    # of the setting drops every cached credential of the company (mps.auth.credentials).
+    merchant_access: bool = False
 
     @property
     def livemode(self) -> bool:
@@ -42,6 +54,19 @@ class ApiKeyPrincipal:
     @property
     def rate_key(self) -> str:
         return f"key:{self.key_id}"
+
+    @property
+    def actor_id(self) -> str:
+        return self.key_id
+
+    @property
+    def described(self) -> str:
+        return f"the API key {self.key_id}"
+
+    @property
+    def may_call_merchant_routes(self) -> bool:
+        """A secret key of a mode whose company turned on apiKeyAccess (decisions 2)."""
+        return self.type == "secret" and self.merchant_access
 
 
 Principal = SessionPrincipal | ApiKeyPrincipal

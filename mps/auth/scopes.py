@@ -2,9 +2,21 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["ADMIN_ROLE", "ALL_SCOPES", "BUILTIN_ROLES", "OWNER_ROLE", "Role", "builtin_role"]
+__all__ = [
+    "ADMIN_ROLE",
+    "ALL_SCOPES",
+    "BUILTIN_ROLES",
+    "KEY_ROUTE_SCOPES",
+    "OWNER_ROLE",
+    "PING_SCOPE",
+    "SANDBOX_SCOPES",
+    "Role",
+    "builtin_role",
+    "unusable_key_scopes",
+]
 
 ALL_SCOPES: tuple[str, ...] = (
     "payments:read", "payments:write",
@@ -59,3 +71,37 @@ BUILTIN_ROLES: dict[str, Role] = {
 
 def builtin_role(role_id: str) -> Role | None:
     return BUILTIN_ROLES.get(role_id)
+
+
+# What an API key can ever use (decisions 2), so a key is never made with a scope that could
+# not serve it. A test holds these to the route table and the sandbox's kinds.
+PING_SCOPE = "analytics:read"
+# The write scopes of what the sandbox touches: test keys of either type.
+SANDBOX_SCOPES = frozenset(
+    f"{family}:write"
+    for family in ("payments", "refunds", "payouts", "cards", "invoices", "settings")
+)
+# The scopes of the merchant routes a secret key may call once its company turns on
+# apiKeyAccess. Team, roles, approvals and the audit trail stay with people; analytics is read
+# through the dashboard (a key's analytics:read serves /developer/ping).
+KEY_ROUTE_SCOPES = frozenset(
+    s for s in ALL_SCOPES if s.split(":")[0] not in {"team", "audit", "analytics"}
+)
+
+
+def unusable_key_scopes(key_type: str, mode: str, scopes: Iterable[str]) -> tuple[list[str], str]:
+    """The requested scopes a key of this type and mode could never use, and why (empty when
+    every scope can be used)."""
+    usable = {PING_SCOPE}
+    if key_type == "secret":
+        usable |= KEY_ROUTE_SCOPES
+        why = "team and audit routes take a dashboard session only"
+    else:
+        why = "a publishable key can call only /developer/ping (analytics:read)"
+    if mode == "test":
+        usable |= SANDBOX_SCOPES
+        if key_type != "secret":
+            why += " and the sandbox (the write scope of what it touches)"
+    elif key_type != "secret":
+        why += "; the sandbox takes test keys only"
+    return [s for s in scopes if s not in usable], why

@@ -19,6 +19,9 @@ class ModeSettings:
     settlement_delay_sec: int = 0
     default_api_version: str = "v2"
     kyc_status: str = "UNVERIFIED"
+    # Whether secret keys of this mode may call the key-eligible /merchant routes (decisions 2,
+    # "Server-to-server keys"). Off until the company turns it on.
+    api_key_access: bool = False
 
     @classmethod
     def default_for(cls, mode: str) -> ModeSettings:
@@ -32,6 +35,7 @@ class ModeSettings:
             "settlementDelaySec": self.settlement_delay_sec,
             "defaultApiVersion": self.default_api_version,
             "kycStatus": self.kyc_status,
+            "apiKeyAccess": self.api_key_access,
         }
 
     @classmethod
@@ -42,6 +46,8 @@ class ModeSettings:
             settlement_delay_sec=data["settlementDelaySec"],
             default_api_version=data["defaultApiVersion"],
             kyc_status=data["kycStatus"],
+            # Stored before the setting existed: off, as for every new company.
+            api_key_access=bool(data.get("apiKeyAccess", False)),
         )
 
 

@@ -104,7 +104,9 @@ def _operation(route: Route) -> dict[str, Any]:
         "summary": route.summary,
         "tags": [route.tag],
     }
-    if route.auth is Auth.SESSION:
+    if route.auth is Auth.SESSION and route.key_access:
+        op["security"] = [{"sessionToken": []}, {"apiKey": []}]
+    elif route.auth is Auth.SESSION:
         op["security"] = [{"sessionToken": []}]
     elif route.auth is Auth.API_KEY:
         op["security"] = [{"apiKey": []}]
@@ -114,6 +116,11 @@ def _operation(route: Route) -> dict[str, Any]:
         op["security"] = []
     if route.scope:
         op["description"] = f"Needs the `{route.scope}` scope."
+    if route.key_access:
+        op["description"] = (
+            op.get("description", "") + " A secret key may call it too while the company's "
+            "`apiKeyAccess` setting is on for the key's mode."
+        ).strip()
     params = [
         {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
         for name in re.findall(r"{(\w+)}", route.path)
@@ -212,7 +219,10 @@ def build_openapi(routes: Iterable[Route], server_url: str) -> dict[str, Any]:
                 "apiKey": {
                     "type": "http",
                     "scheme": "bearer",
-                    "description": "sk_test_…, sk_live_…, pk_test_… or pk_live_…",
+                    "description": "sk_test_…, sk_live_…, pk_test_… or pk_live_…. Secret keys "
+                    "also call the payment, refund, balance, payout, bank-account, card, "
+                    "customer, invoice and event routes while the company's apiKeyAccess "
+                    "setting is on for their mode.",
                 },
             },
             "schemas": {"Error": _ERROR},

@@ -112,6 +112,8 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
         raise Unauthenticated("Authentication required: send Authorization: Bearer <token>")
     if route.auth is Auth.SESSION:
         if looks_like_api_key(token):
+            if route.key_access:
+                return await _merchant_key(token, services)
             raise Unauthenticated(
                 "This route needs a dashboard session, not an API key", code="session_required"
             )
@@ -119,6 +121,24 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
     if not looks_like_api_key(token):
         raise Unauthenticated("This route needs an API key", code="api_key_required")
     return await services.credentials.api_key(token)
+
+
+async def _merchant_key(token: str, services: Services) -> ApiKeyPrincipal:
+    """A key on a route keys may call: only a secret key, and only while its company has
+    apiKeyAccess on for the key's mode; any other key is refused as today (decisions 2)."""
+    key = await services.credentials.api_key(token)
+    if key.may_call_merchant_routes:
+        return key
+    if key.type != "secret":
+        reason = "a publishable key cannot call it; use a secret key or a dashboard session"
+    else:
+        reason = (
+            f"secret keys may call it once the company turns on apiKeyAccess for {key.mode} "
+            "mode (PATCH /api/v1/merchant/settings); until then, use a dashboard session"
+        )
+    raise Unauthenticated(
+        f"This route needs a dashboard session: {reason}", code="session_required"
+    )
 
 
 async def _optional_session(request: web.Request, services: Services) -> Principal | None:

@@ -201,6 +201,10 @@ SETTINGS: dict[str, Schema] = {
     "settlementDelaySec": Int(),
     "defaultApiVersion": Enum(["v1", "v2"]),
     "kycStatus": Enum(["UNVERIFIED", "PENDING", "VERIFIED", "REJECTED"]),
+    "apiKeyAccess": Bool(
+        description="Whether secret keys of this mode may call the payment, refund, balance, "
+        "payout, bank-account, card, customer, invoice and event routes."
+    ),
 }
 
 WEBHOOK_ENDPOINT_FIELDS: dict[str, Schema] = {

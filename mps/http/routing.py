@@ -69,6 +69,15 @@ class Call:
         return self.principal
 
     @property
+    def merchant(self) -> Principal:
+        """Who acts for the company on a merchant route: the session, or a secret key on a
+        route open to keys (the pipeline let no other key through)."""
+        principal = self.principal
+        if isinstance(principal, ApiKeyPrincipal) and self.route.key_access:
+            return principal
+        return self.session
+
+    @property
     def api_key(self) -> ApiKeyPrincipal:
         if not isinstance(self.principal, ApiKeyPrincipal):
             raise Unauthenticated("An API key is required", code="api_key_required")
@@ -124,6 +133,9 @@ class Route:
     auth: Auth = Auth.SESSION
     # The one scope the route needs; None on a session route means any signed-in member.
     scope: str | None = None
+    # A session route a secret key may call too, once its company turns on apiKeyAccess for
+    # the key's mode (decisions 2, "Server-to-server keys"); handlers read `call.merchant`.
+    key_access: bool = False
     body: Obj | None = None
     query: Obj | None = None
     response: Schema | None = None

@@ -43,7 +43,7 @@ def company_update(before: Company, after: Company, now: str) -> Statement:
         "id",
         before.id,
         before.version,
-        {"updated_at": now, "data": orjson.dumps(after.data_json()).decode()},
+        {"updated_at": now, "name": after.name, "data": orjson.dumps(after.data_json()).decode()},
     )
 
 

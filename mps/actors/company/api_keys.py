@@ -12,9 +12,10 @@ from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import CreateApiKey, RevokeApiKey
 from mps.actors.company.state import CompanyState
 from mps.auth.api_keys import generate_key, parse_key
+from mps.auth.scopes import unusable_key_scopes
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.errors import Forbidden, NotFound
+from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import company_store as store
 from mps.persistence.statements import Row
 
@@ -27,6 +28,12 @@ async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[di
     beyond = set(command.scopes) - command.creator_scopes
     if beyond:
         raise Forbidden("A key cannot have scopes its creator lacks: " + ", ".join(sorted(beyond)))
+    # After the creator's own scopes (403), as the contract orders it; then what the key could
+    # never use, so nobody holds a key that only looks able to do something.
+    unusable, why = unusable_key_scopes(command.type, command.mode, command.scopes)
+    if unusable:
+        message = f"a {command.mode} {command.type} key can never use {', '.join(unusable)}: {why}"
+        raise ValidationFailed([FieldError("scopes", message)])
     key = generate_key(command.type, command.mode)
     shape = parse_key(key)
     assert shape is not None

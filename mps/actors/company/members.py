@@ -64,6 +64,8 @@ async def update_settings(state: CompanyState, command: UpdateSettings) -> Compa
     updated = company.with_settings(
         command.mode, replace(company.settings[command.mode], **command.changes)
     )
+    if command.name is not None:
+        updated = replace(updated, name=command.name)
     moment = state.context.clock()
     now = iso(moment)
     statements = [store.company_update(company, updated, now)]
@@ -76,6 +78,8 @@ async def update_settings(state: CompanyState, command: UpdateSettings) -> Compa
             )
         )
     shown = {k: list(v) if isinstance(v, tuple) else v for k, v in command.changes.items()}
+    if command.name is not None:
+        shown["name"] = command.name
     audit = entry(
         state, command.audit, "settings.updated", ("company", company.id),
         mode=command.mode, changes=shown,

@@ -93,11 +93,13 @@ class AddMember:
 
 @dataclass(frozen=True)
 class UpdateSettings:
-    """Reply: the company after the change. `changes` are already validated field values."""
+    """Reply: the company after the change. `changes` are already validated field values of
+    the mode's settings; `name`, when given, renames the company (shared by both modes)."""
 
     mode: str
     changes: dict[str, Any]
     audit: AuditContext = SYSTEM
+    name: str | None = None
 
 
 @dataclass(frozen=True)

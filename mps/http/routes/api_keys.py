@@ -44,14 +44,15 @@ def _created(result: tuple[dict[str, Any], str]) -> Resource:
 
 async def create_key(call: Call) -> Resource:
     session, body = call.session, call.body
+    key_type, mode = body.get("type", "secret"), body.get("mode", session.mode)
     result = await call.services.shards.ask_company(
         session.company_id,
         CreateApiKey(
             created_by=session.user_id,
             creator_scopes=session.scopes,
             name=body["name"],
-            type=body.get("type", "secret"),
-            mode=body.get("mode", session.mode),
+            type=key_type,
+            mode=mode,
             scopes=tuple(body["scopes"]),
             idempotency=call.idempotent(_created),
             audit=call.audit(),

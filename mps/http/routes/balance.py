@@ -18,9 +18,9 @@ __all__ = ["ROUTES"]
 
 
 async def get_balance(call: Call) -> Resource | Aggregate:
-    session, currency = call.session, call.query.get("currency")
+    merchant, currency = call.merchant, call.query.get("currency")
     found: list[tuple[str, Balance]] = await call.services.shards.ask_company(
-        session.company_id, Balances(session.mode)
+        merchant.company_id, Balances(merchant.mode)
     )
     if currency is not None:
         held = dict(found)
@@ -29,11 +29,11 @@ async def get_balance(call: Call) -> Resource | Aggregate:
 
 
 async def list_transactions(call: Call) -> Page:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     rows, cursor = await q.list_transactions(
         call.services.database,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         page_request(query),
         currency=query.get("currency"),
         source_id=query.get("sourceId"),

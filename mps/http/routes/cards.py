@@ -18,9 +18,10 @@ from mps.actors.card import (
 )
 from mps.actors.company import IssueCard, IssuedCard, RecordAudit
 from mps.actors.company.cards import CARD_CVC_PURPOSE, CARD_NUMBER_PURPOSE
+from mps.auth.principals import ApiKeyPrincipal
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.issuing import CARD_STATUSES, CARD_TYPES, Controls, validate_controls
-from mps.errors import NotFound
+from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CARD, CARD_AUTHORIZATION, CARD_FIELDS, page, resource
@@ -67,30 +68,43 @@ def _changed(outcome: CardOutcome | ApprovalRequest) -> Resource:
     return Resource(card_json(outcome.card, outcome.balance))
 
 
+def _member(call: Call) -> str:
+    """The card's member: `memberId`, else the member asking. A key is no member, so a key
+    names one."""
+    member_id: str | None = call.body.get("memberId")
+    if member_id:
+        return member_id
+    if isinstance(call.merchant, ApiKeyPrincipal):
+        raise ValidationFailed(
+            [FieldError("memberId", "is required when an API key issues a member card")]
+        )
+    return call.merchant.actor_id
+
+
 async def issue_member_card(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     command = IssueCard(
-        session.mode,
+        merchant.mode,
         "member",
         body["currency"],
         _controls(body),
         cardholder_name=body["cardholderName"],
-        member_id=body.get("memberId") or session.user_id,
+        member_id=_member(call),
         initial_funding_minor=body.get("initialFundingMinor") or 0,
         audit=call.audit(),
         idempotency=call.idempotent(_issued),
-        requested_by=session.user_id,
+        requested_by=merchant.actor_id,
     )
     issued: IssuedCard | ApprovalRequest = await call.services.shards.ask_company(
-        session.company_id, command
+        merchant.company_id, command
     )
     return _issued(issued)
 
 
 async def issue_company_card(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     command = IssueCard(
-        session.mode,
+        merchant.mode,
         "company",
         body["currency"],
         _controls(body),
@@ -98,42 +112,42 @@ async def issue_company_card(call: Call) -> Resource:
         initial_funding_minor=body.get("initialFundingMinor") or 0,
         audit=call.audit(),
         idempotency=call.idempotent(_issued),
-        requested_by=session.user_id,
+        requested_by=merchant.actor_id,
     )
     issued: IssuedCard | ApprovalRequest = await call.services.shards.ask_company(
-        session.company_id, command
+        merchant.company_id, command
     )
     return _issued(issued)
 
 
 async def list_cards(call: Call) -> Page:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     db = call.services.database
     cards, cursor = await q.list_cards(
         db,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         page_request(query),
         card_type=query.get("type"),
         status=query.get("status"),
     )
-    held = await q.balances(db, session.company_id, [c.id for c in cards])
+    held = await q.balances(db, merchant.company_id, [c.id for c in cards])
     return Page([card_json(c, held[c.id]) for c in cards], cursor)
 
 
 async def get_card(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     db = call.services.database
-    card = await q.get_card(db, session.company_id, session.mode, call.param("id"))
+    card = await q.get_card(db, merchant.company_id, merchant.mode, call.param("id"))
     if card is None:
         raise NotFound("No such card")
-    held = await q.balances(db, session.company_id, [card.id])
+    held = await q.balances(db, merchant.company_id, [card.id])
     return Resource(card_json(card, held[card.id]))
 
 
 async def _ask(call: Call, message: Any) -> Resource:
     outcome: CardOutcome | ApprovalRequest = await call.services.shards.ask_card(
-        call.session.company_id, call.param("id"), message
+        call.merchant.company_id, call.param("id"), message
     )
     return _changed(outcome)
 
@@ -141,7 +155,7 @@ async def _ask(call: Call, message: Any) -> Resource:
 def _action(action: str) -> Any:
     async def handle(call: Call) -> Resource:
         idem = call.idempotent(_changed)
-        return await _ask(call, ChangeCard(call.session.mode, action, idem))
+        return await _ask(call, ChangeCard(call.merchant.mode, action, idem))
 
     handle.__name__ = f"{action}_card"
     return handle
@@ -149,42 +163,46 @@ def _action(action: str) -> Any:
 
 async def update_controls(call: Call) -> Resource:
     controls = validate_controls(call.body)
-    return await _ask(call, UpdateCardControls(call.session.mode, controls))
+    return await _ask(call, UpdateCardControls(call.merchant.mode, controls))
 
 
 async def fund(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     idem = call.idempotent(_changed)
-    command = FundCard(session.mode, call.body["amountMinor"], idem, session.user_id, call.audit())
+    command = FundCard(
+        merchant.mode, call.body["amountMinor"], idem, merchant.actor_id, call.audit()
+    )
     return await _ask(call, command)
 
 
 async def withdraw(call: Call) -> Resource:
     idem = call.idempotent(_changed)
-    return await _ask(call, WithdrawFromCard(call.session.mode, call.body["amountMinor"], idem))
+    return await _ask(call, WithdrawFromCard(call.merchant.mode, call.body["amountMinor"], idem))
 
 
 async def transactions(call: Call) -> Page:
-    session = call.session
+    merchant = call.merchant
     db = call.services.database
-    card = await q.get_card(db, session.company_id, session.mode, call.param("id"))
+    card = await q.get_card(db, merchant.company_id, merchant.mode, call.param("id"))
     if card is None:
         raise NotFound("No such card")
-    rows, cursor = await q.authorizations(db, session.company_id, card.id, page_request(call.query))
+    rows, cursor = await q.authorizations(
+        db, merchant.company_id, card.id, page_request(call.query)
+    )
     return Page([authorization_json(r) for r in rows], cursor)
 
 
 async def details(call: Call) -> Resource:
     """The full number and CVC: audited before they are shown, and limited per user."""
-    session = call.session
+    merchant = call.merchant
     services = call.services
     row = await q.sealed_details(
-        services.database, session.company_id, session.mode, call.param("id")
+        services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if row is None:
         raise NotFound("No such card")
     await services.shards.ask_company(
-        session.company_id,
+        merchant.company_id,
         RecordAudit("card.details_revealed", ("card", call.param("id")), {}, call.audit()),
     )
     keyring = services.keyring
@@ -200,7 +218,7 @@ async def details(call: Call) -> Resource:
 
 
 def _user(call: Call) -> str:
-    return call.session.user_id
+    return call.merchant.actor_id
 
 
 AMOUNT_BODY = Obj({"amountMinor": Amount()}, required=["amountMinor"])

@@ -34,18 +34,20 @@ def _view(row: Row, totals: tuple[int, list[dict[str, str]]]) -> dict[str, Any]:
 
 
 async def list_customers(call: Call) -> Page:
-    session, db = call.session, call.services.database
+    merchant, db = call.merchant, call.services.database
     page = page_request(call.query)
     email = call.query["email"].lower() if call.query.get("email") else None
-    items, cursor = await q.list_customers(db, session.company_id, session.mode, email, page)
-    totals = await q.customer_totals(db, session.company_id, session.mode, [r["id"] for r in items])
+    items, cursor = await q.list_customers(db, merchant.company_id, merchant.mode, email, page)
+    totals = await q.customer_totals(
+        db, merchant.company_id, merchant.mode, [r["id"] for r in items]
+    )
     return Page([_view(r, totals[r["id"]]) for r in items], cursor)
 
 
 async def _customer(call: Call) -> Row:
-    session = call.session
+    merchant = call.merchant
     row = await q.get_customer(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if row is None:
         raise NotFound("No such customer")
@@ -53,17 +55,17 @@ async def _customer(call: Call) -> Row:
 
 
 async def get_customer(call: Call) -> Resource:
-    session, row = call.session, await _customer(call)
+    merchant, row = call.merchant, await _customer(call)
     totals = await q.customer_totals(
-        call.services.database, session.company_id, session.mode, [row["id"]]
+        call.services.database, merchant.company_id, merchant.mode, [row["id"]]
     )
     return Resource(_view(row, totals[row["id"]]))
 
 
 async def customer_payments(call: Call) -> Page:
-    session, row = call.session, await _customer(call)
+    merchant, row = call.merchant, await _customer(call)
     page = page_request(call.query)
-    where = payment_queries.PaymentFilter(session.company_id, session.mode, customer_id=row["id"])
+    where = payment_queries.PaymentFilter(merchant.company_id, merchant.mode, customer_id=row["id"])
     payments, cursor = await payment_queries.list_payments(call.services.database, where, page)
     public_url = call.services.settings.public_url
     return Page([payment_json(p, public_url) for p in payments], cursor)

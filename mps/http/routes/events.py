@@ -20,12 +20,12 @@ __all__ = ["ROUTES"]
 
 
 async def list_events(call: Call) -> Page:
-    session = call.session
+    merchant = call.merchant
     start, end = range_filter(call.query)
     rows, cursor = await q.list_events(
         call.services.database,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         page_request(call.query),
         event_type=call.query.get("type"),
         created_from=start,
@@ -35,8 +35,10 @@ async def list_events(call: Call) -> Page:
 
 
 async def _event(call: Call) -> Row:
-    session = call.session
-    row = await q.event(call.services.database, session.company_id, session.mode, call.param("id"))
+    merchant = call.merchant
+    row = await q.event(
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
+    )
     if row is None:
         raise NotFound("No such event")
     return row
@@ -58,7 +60,7 @@ async def replay_event(call: Call) -> Resource:
         return Resource({**view, "deliveries": [delivery_view(r) for r in replayed]})
 
     await services.shards.ask_company(
-        call.session.company_id, RecordDeliveries(tuple(rows), call.idempotent(present))
+        call.merchant.company_id, RecordDeliveries(tuple(rows), call.idempotent(present))
     )
     await deliveries.publish_first_attempts(rows)
     return present(tuple(rows))

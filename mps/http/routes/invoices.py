@@ -118,7 +118,7 @@ def _real_date(body: dict[str, Any]) -> list[FieldError]:
 
 
 async def create_invoice(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     spec = NewInvoice(
         currency=body["currency"],
         customer_email=body["customerEmail"].lower(),
@@ -131,16 +131,16 @@ async def create_invoice(call: Call) -> Resource:
     )
     idem = call.idempotent(lambda invoice: Resource(_view(call, invoice), 201))
     invoice: Invoice = await call.services.shards.ask_company(
-        session.company_id, CreateInvoice(session.mode, spec, session.user_id, idem)
+        merchant.company_id, CreateInvoice(merchant.mode, spec, merchant.actor_id, idem)
     )
     await _email(call, invoice, again=False)
     return Resource(_view(call, invoice), 201)
 
 
 async def _stored(call: Call) -> Invoice:
-    session = call.session
+    merchant = call.merchant
     invoice = await q.get_invoice(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if invoice is None:
         raise NotFound("No such invoice")
@@ -148,12 +148,12 @@ async def _stored(call: Call) -> Invoice:
 
 
 async def list_invoices(call: Call) -> Page:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     start, end = range_filter(query)
     invoices, cursor = await q.list_invoices(
         call.services.database,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         page_request(query),
         status=query.get("status"),
         customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
@@ -168,13 +168,13 @@ async def get_invoice(call: Call) -> Resource:
 
 
 async def invoice_stats(call: Call) -> Resource | Aggregate:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     start, end = range_filter(query)
     currency = query.get("currency")
     data = await q.stats(
         call.services.database,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         currency=currency,
         created_from=start,
         created_to=end,
@@ -218,16 +218,16 @@ def _changed(call: Call, outcome: InvoiceOutcome) -> Resource:
 
 async def _change(call: Call, message: Any) -> InvoiceOutcome:
     outcome: InvoiceOutcome = await call.services.shards.ask_invoice(
-        call.session.company_id, call.param("id"), message
+        call.merchant.company_id, call.param("id"), message
     )
     return outcome
 
 
 async def mark_paid(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     command = MarkInvoicePaid(
-        session.mode,
-        session.user_id,
+        merchant.mode,
+        merchant.actor_id,
         paid_at=body.get("paidAt"),
         reference=body.get("reference"),
         note=body.get("note"),
@@ -237,15 +237,15 @@ async def mark_paid(call: Call) -> Resource:
 
 
 async def cancel(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     idem = call.idempotent(lambda o: _changed(call, o))
-    return _changed(call, await _change(call, VoidInvoice(session.mode, session.user_id, idem)))
+    return _changed(call, await _change(call, VoidInvoice(merchant.mode, merchant.actor_id, idem)))
 
 
 async def resend(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     idem = call.idempotent(lambda o: _changed(call, o))
-    outcome = await _change(call, ResendInvoice(session.mode, session.user_id, idem))
+    outcome = await _change(call, ResendInvoice(merchant.mode, merchant.actor_id, idem))
     await _email(call, outcome.invoice, again=True)
     return _changed(call, outcome)
 

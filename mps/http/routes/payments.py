@@ -106,7 +106,7 @@ def _view(call: Call, outcome: Outcome) -> dict[str, Any]:
 
 
 async def create_payment(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     spec = NewPayment(
         amount_minor=body["amountMinor"],
         currency=body["currency"],
@@ -127,17 +127,17 @@ async def create_payment(call: Call) -> Resource:
     )
     idem = call.idempotent(lambda outcome: Resource(_view(call, outcome), 201))
     outcome = await call.services.shards.ask_company(
-        session.company_id, CreatePayment(session.mode, spec, idem)
+        merchant.company_id, CreatePayment(merchant.mode, spec, idem)
     )
     return Resource(_view(call, outcome), 201)
 
 
 async def list_payments(call: Call) -> Page:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     start, end = range_filter(query)
     where = q.PaymentFilter(
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         status=query.get("status"),
         currency=query.get("currency"),
         created_from=start,
@@ -152,9 +152,9 @@ async def list_payments(call: Call) -> Page:
 
 
 async def get_payment(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     payment = await q.get_payment(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if payment is None:
         raise NotFound("No such payment")
@@ -162,20 +162,20 @@ async def get_payment(call: Call) -> Resource:
 
 
 async def cancel_payment(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     idem = call.idempotent(lambda outcome: Resource(_view(call, outcome)))
     outcome = await call.services.shards.ask_payment(
-        session.company_id, call.param("id"), Cancel(session.mode, idem)
+        merchant.company_id, call.param("id"), Cancel(merchant.mode, idem)
     )
     return Resource(_view(call, outcome))
 
 
 async def payment_stats(call: Call) -> Resource | Aggregate:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     start, end = range_filter(query)
     where = q.PaymentFilter(
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         currency=query.get("currency"),
         created_from=start,
         created_to=end,

@@ -54,7 +54,7 @@ async def _tell_owners(call: Call, account: BankAccount, change: str) -> None:
                 text=(
                     f"The bank account ending in {account.last4} ({account.currency}, "
                     f"{account.account_holder_name}, {mode} mode) was {change} by "
-                    f"{call.session.user_id}. If you did not expect this, review your team's "
+                    f"{call.merchant.described}. If you did not expect this, review your team's "
                     "access and the company's bank accounts now."
                 ),
             )
@@ -62,12 +62,12 @@ async def _tell_owners(call: Call, account: BankAccount, change: str) -> None:
 
 
 async def create_bank_account(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     idem = call.idempotent(lambda account: Resource(bank_account_json(account), 201))
     account: BankAccount = await call.services.shards.ask_company(
-        session.company_id,
+        merchant.company_id,
         CreateBankAccount(
-            session.mode,
+            merchant.mode,
             body["accountHolderName"].strip(),
             body["accountNumber"].replace(" ", ""),
             body["bankCode"].strip(),
@@ -82,17 +82,17 @@ async def create_bank_account(call: Call) -> Resource:
 
 
 async def list_bank_accounts(call: Call) -> Page:
-    session = call.session
+    merchant = call.merchant
     accounts, cursor = await q.list_bank_accounts(
-        call.services.database, session.company_id, session.mode, page_request(call.query)
+        call.services.database, merchant.company_id, merchant.mode, page_request(call.query)
     )
     return Page([bank_account_json(a) for a in accounts], cursor)
 
 
 async def get_bank_account(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     account = await q.get_bank_account(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if account is None:
         raise NotFound("No such bank account")
@@ -100,9 +100,9 @@ async def get_bank_account(call: Call) -> Resource:
 
 
 async def delete_bank_account(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     account: BankAccount = await call.services.shards.ask_company(
-        session.company_id, DeleteBankAccount(session.mode, call.param("id"), call.audit())
+        merchant.company_id, DeleteBankAccount(merchant.mode, call.param("id"), call.audit())
     )
     await _tell_owners(call, account, "removed")
     return Resource({**bank_account_json(account), "deleted": True})
@@ -119,30 +119,30 @@ def _created_or_held(outcome: PayoutOutcome | ApprovalRequest) -> Resource:
 
 
 async def create_payout(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     idem = call.idempotent(_created_or_held)
     outcome: PayoutOutcome | ApprovalRequest = await call.services.shards.ask_company(
-        session.company_id,
+        merchant.company_id,
         CreatePayout(
-            session.mode,
+            merchant.mode,
             body["amountMinor"],
             body["currency"],
             body["bankAccountId"],
             body.get("description"),
             idempotency=idem,
             audit=call.audit(),
-            requested_by=session.user_id,
+            requested_by=merchant.actor_id,
         ),
     )
     return _created_or_held(outcome)
 
 
 async def list_payouts(call: Call) -> Page:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     payouts, cursor = await q.list_payouts(
         call.services.database,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         page_request(query),
         status=query.get("status"),
         bank_account_id=query.get("bankAccountId"),
@@ -151,9 +151,9 @@ async def list_payouts(call: Call) -> Page:
 
 
 async def get_payout(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     payout = await q.get_payout(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if payout is None:
         raise NotFound("No such payout")
@@ -161,20 +161,20 @@ async def get_payout(call: Call) -> Resource:
 
 
 async def cancel_payout(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     stored = await q.get_payout(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if stored is None:
         raise NotFound("No such payout")
     outcome: PayoutOutcome = await call.services.shards.ask_company(
-        session.company_id, CancelPayout(stored, call.idempotent(_payout), call.audit())
+        merchant.company_id, CancelPayout(stored, call.idempotent(_payout), call.audit())
     )
     return _payout(outcome)
 
 
 def _user(call: Call) -> Any:
-    return call.session.user_id
+    return call.merchant.actor_id
 
 
 ROUTES = [

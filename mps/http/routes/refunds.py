@@ -30,23 +30,28 @@ def _created_or_held(outcome: RefundOutcome | ApprovalRequest) -> Resource:
 
 
 async def create_refund(call: Call) -> Resource:
-    session, body = call.session, call.body
+    merchant, body = call.merchant, call.body
     idem = call.idempotent(_created_or_held)
     command = CreateRefund(
-        session.mode, body["amountMinor"], body.get("reason"), idem, session.user_id, call.audit()
+        merchant.mode,
+        body["amountMinor"],
+        body.get("reason"),
+        idem,
+        merchant.actor_id,
+        call.audit(),
     )
     outcome: RefundOutcome | ApprovalRequest = await call.services.shards.ask_payment(
-        session.company_id, body["paymentId"], command
+        merchant.company_id, body["paymentId"], command
     )
     return _created_or_held(outcome)
 
 
 async def list_refunds(call: Call) -> Page:
-    session, query = call.session, call.query
+    merchant, query = call.merchant, call.query
     refunds, cursor = await q.list_refunds(
         call.services.database,
-        session.company_id,
-        session.mode,
+        merchant.company_id,
+        merchant.mode,
         page_request(query),
         payment_id=query.get("paymentId"),
         status=query.get("status"),
@@ -55,9 +60,9 @@ async def list_refunds(call: Call) -> Page:
 
 
 async def get_refund(call: Call) -> Resource:
-    session = call.session
+    merchant = call.merchant
     refund = await q.get_refund(
-        call.services.database, session.company_id, session.mode, call.param("id")
+        call.services.database, merchant.company_id, merchant.mode, call.param("id")
     )
     if refund is None:
         raise NotFound("No such refund")

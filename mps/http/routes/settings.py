@@ -11,7 +11,7 @@ from mps.errors import FieldError
 from mps.http.replies import Resource
 from mps.http.resources import SETTINGS, resource
 from mps.http.routing import Call, Route
-from mps.http.schema import Array, Enum, Int, Obj
+from mps.http.schema import Array, Bool, Enum, Int, Obj, Str
 from mps.persistence.queries import companies as q
 
 __all__ = ["ROUTES"]
@@ -21,7 +21,14 @@ _FIELDS = {
     "payoutSchedule": "payout_schedule",
     "settlementDelaySec": "settlement_delay_sec",
     "defaultApiVersion": "default_api_version",
+    "apiKeyAccess": "api_key_access",
 }
+
+
+# Every cached credential of the company carries these (its pinned version, and whether its
+# keys may call merchant routes): a change drops them, here at once and on other nodes within
+# moments (mps.auth.credentials).
+_CARRIED_BY_CREDENTIALS = frozenset({"default_api_version", "api_key_access"})
 
 
 def settings_view(company: Company, mode: str) -> dict[str, Any]:
@@ -36,14 +43,14 @@ async def get_settings(call: Call) -> Resource:
 
 async def patch_settings(call: Call) -> Resource:
     session = call.session
-    changes = {_FIELDS[name]: value for name, value in call.body.items()}
+    changes = {_FIELDS[name]: value for name, value in call.body.items() if name != "name"}
     if "supported_currencies" in changes:
         changes["supported_currencies"] = tuple(changes["supported_currencies"])
     company = await call.services.shards.ask_company(
-        session.company_id, UpdateSettings(session.mode, changes, call.audit())
+        session.company_id,
+        UpdateSettings(session.mode, changes, call.audit(), name=call.body.get("name")),
     )
-    if "default_api_version" in changes:
-        # Every credential of the company carries its pinned version.
+    if _CARRIED_BY_CREDENTIALS.intersection(changes):
         await call.services.credentials.forget_company(session.company_id)
     return Resource(settings_view(company, session.mode))
 
@@ -72,12 +79,14 @@ ROUTES = [
         response=resource(SETTINGS),
         body=Obj(
             {
+                "name": Str(min_length=1, max_length=200),
                 "supportedCurrencies": Array(
                     Enum(sorted(KNOWN_CURRENCIES)), min_items=1, unique=True
                 ),
                 "payoutSchedule": Enum(["manual", "daily", "weekly"]),
                 "settlementDelaySec": Int(minimum=0, maximum=30 * 86_400),
                 "defaultApiVersion": Enum(["v1", "v2"]),
+                "apiKeyAccess": Bool(),
             },
             rules=[_not_empty],
         ),
