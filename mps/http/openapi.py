@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mps.http.routing import Auth, Route
+from mps.http.schema import Refs
 
 __all__ = ["build_openapi"]
 
@@ -47,7 +48,7 @@ _PARAMETERS = {
         "required": False,
         "description": "The API version to answer in (v2, or v1 until its sunset); by default "
         "the company's pinned version for a session, else v2.",
-        "schema": {"type": "string", "enum": ["v2", "v1", "2", "1"]},
+        "schema": {"$ref": "#/components/schemas/ApiVersion"},
     },
     "IdempotencyKey": {
         "name": "Idempotency-Key",
@@ -98,7 +99,7 @@ def _operation_id(route: Route) -> str:
     return f"{route.method.lower()}_{words}"
 
 
-def _operation(route: Route) -> dict[str, Any]:
+def _operation(route: Route, refs: Refs) -> dict[str, Any]:
     op: dict[str, Any] = {
         "operationId": _operation_id(route),
         "summary": route.summary,
@@ -132,7 +133,7 @@ def _operation(route: Route) -> dict[str, Any]:
                     "name": name,
                     "in": "query",
                     "required": name in route.query.required,
-                    "schema": schema.json_schema(),
+                    "schema": schema.json_schema(refs),
                 }
             )
     if route.api:
@@ -144,14 +145,14 @@ def _operation(route: Route) -> dict[str, Any]:
     if route.body is not None:
         op["requestBody"] = {
             "required": bool(route.body.required),
-            "content": {"application/json": {"schema": route.body.json_schema()}},
+            "content": {"application/json": {"schema": route.body.json_schema(refs)}},
         }
     if route.form is not None:
         op["requestBody"] = {
             "required": True,
-            "content": {"multipart/form-data": {"schema": route.form.json_schema()}},
+            "content": {"multipart/form-data": {"schema": route.form.json_schema(refs)}},
         }
-    success = route.response.json_schema() if route.response is not None else _SUCCESS
+    success = route.response.json_schema(refs) if route.response is not None else _SUCCESS
     content = (
         {route.produces: {"schema": {"type": "string", "format": "binary"}}}
         if route.produces is not None
@@ -170,7 +171,7 @@ def _operation(route: Route) -> dict[str, Any]:
             str(status): {
                 "description": "Accepted" if status == 202 else "Success",
                 "headers": success_headers,
-                "content": {"application/json": {"schema": schema.json_schema()}},
+                "content": {"application/json": {"schema": schema.json_schema(refs)}},
             }
             for status, schema in route.also
         },
@@ -200,10 +201,11 @@ def _operation(route: Route) -> dict[str, Any]:
 
 def build_openapi(routes: Iterable[Route], server_url: str) -> dict[str, Any]:
     paths: dict[str, dict[str, Any]] = {}
+    refs = Refs()
     for route in routes:
         if route.internal or not route.api:
             continue
-        paths.setdefault(route.full_path, {})[route.method.lower()] = _operation(route)
+        paths.setdefault(route.full_path, {})[route.method.lower()] = _operation(route, refs)
     return {
         "openapi": "3.0.3",
         "info": {
@@ -225,7 +227,11 @@ def build_openapi(routes: Iterable[Route], server_url: str) -> dict[str, Any]:
                     "setting is on for their mode.",
                 },
             },
-            "schemas": {"Error": _ERROR},
+            "schemas": {
+                "Error": _ERROR,
+                "ApiVersion": {"type": "string", "enum": ["v2", "v1", "2", "1"]},
+                **dict(sorted(refs.schemas.items())),
+            },
             "parameters": _PARAMETERS,
             "headers": _HEADERS,
         },

@@ -5,6 +5,9 @@ They describe what handlers send; `tests/test_openapi.py` checks real responses 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from mps.auth.scopes import ALL_SCOPES
 from mps.domain.approvals import APPROVAL_STATUSES
 from mps.domain.invitations import INVITATION_STATUSES
 from mps.domain.invoices import INVOICE_STATUSES
@@ -19,6 +22,7 @@ __all__ = [
     "API_KEY_LOG",
     "APPROVAL",
     "APPROVAL_FIELDS",
+    "APPROVAL_STATUS",
     "AUDIT_ENTRY",
     "BALANCE",
     "BALANCE_TRANSACTION",
@@ -28,60 +32,127 @@ __all__ = [
     "CARD_AUTHORIZATION",
     "CARD_FIELDS",
     "CUSTOMER",
+    "ENDPOINT_STATUS",
     "INVITATION",
     "INVITATION_FIELDS",
+    "INVITATION_STATUS",
     "INVOICE",
     "INVOICE_FIELDS",
     "INVOICE_STATS",
+    "INVOICE_STATUS",
+    "KEY_TYPE",
     "MEMBER",
+    "MODE",
     "PAYMENT",
     "PAYMENT_STATS",
+    "PAYMENT_STATUS",
     "PAYOUT",
     "PAYOUT_FIELDS",
+    "PAYOUT_STATUS",
     "POLICY",
     "REFUND",
     "REFUND_FIELDS",
+    "REFUND_STATUS",
     "ROLE",
     "ROLE_FIELDS",
+    "SCOPE",
     "SESSION",
     "SETTINGS",
     "TIMELINE_ENTRY",
     "aggregate",
+    "named",
     "page",
     "resource",
 ]
+
+# Value sets many fields and filters share, each one named schema in the document.
+MODE = Enum(["test", "live"], name="Mode")
+PAYMENT_STATUS = Enum(STATUSES, name="PaymentStatus")
+REFUND_STATUS = Enum(REFUND_STATUSES, name="RefundStatus")
+PAYOUT_STATUS = Enum(PAYOUT_STATUSES, name="PayoutStatus")
+INVOICE_STATUS = Enum(INVOICE_STATUSES, name="InvoiceStatus")
+INVITATION_STATUS = Enum(INVITATION_STATUSES, name="InvitationStatus")
+APPROVAL_STATUS = Enum(APPROVAL_STATUSES, name="ApprovalStatus")
+KEY_TYPE = Enum(["secret", "publishable"], name="ApiKeyType")
+SCOPE = Enum(list(ALL_SCOPES), name="Scope")
+ENDPOINT_STATUS = Enum(["enabled", "disabled"], name="WebhookEndpointStatus")
 
 _TIME = Str(format="date-time")
 _MONEY = Str(pattern=r"-?[0-9]+", description="Minor units, as a string.")
 _NULL_STR = Str(nullable=True)
 
 
-def resource(fields: dict[str, Schema], required: list[str] | None = None) -> Obj:
-    """A single resource: its fields next to ok and requestId."""
+_OK = Bool(description="true on every success.", example=True)
+_REQUEST_ID = Str(
+    description="The request's id (req_…), as in X-Request-Id.", example="req_8bVq2xN4kT6pR1sZ"
+)
+
+
+def resource(
+    fields: dict[str, Schema] | Obj, required: list[str] | None = None, *, name: str | None = None
+) -> Obj:
+    """A single resource: its fields next to ok and requestId.
+
+    A named resource (an `Obj` made by `named`) is answered as itself: its schema declares ok
+    and requestId, optional because the same schema describes it as a list item, so a
+    generated client has one model for it."""
+    if isinstance(fields, Obj):
+        assert fields.name is not None, "pass the fields of an unnamed object"
+        return fields
+    if name is not None:
+        return named(name, fields, required)
+    named_fields = list(fields) if required is None else required
     return Obj(
-        {"ok": Bool(), "requestId": Str(), **fields},
-        required=["ok", "requestId", *(required if required is not None else list(fields))],
+        {**fields, "ok": _OK, "requestId": _REQUEST_ID},
+        # A named resource's fields (spread into a variant) carry ok and requestId already.
+        required=["ok", "requestId", *(f for f in named_fields if f not in ("ok", "requestId"))],
         allow_unknown=True,
+    )
+
+
+def named(
+    name: str,
+    fields: Mapping[str, Schema] | Obj,
+    required: list[str] | None = None,
+    *,
+    answered: bool = True,
+) -> Obj:
+    """A resource's schema, written once under components.schemas as `name`. One that is
+    ever answered alone (`answered`) declares the envelope's ok and requestId too."""
+    if isinstance(fields, Obj):
+        required = list(fields.required)
+        fields = fields.fields
+    envelope = {"ok": _OK, "requestId": _REQUEST_ID} if answered else {}
+    return Obj(
+        {**fields, **envelope},
+        required=required if required is not None else list(fields),
+        allow_unknown=True,
+        name=name,
     )
 
 
 def page(item: Obj) -> Obj:
     return Obj(
         {
-            "ok": Bool(),
-            "requestId": Str(),
+            "ok": _OK,
+            "requestId": _REQUEST_ID,
             "data": Array(item),
-            "nextCursor": _NULL_STR,
-            "hasMore": Bool(),
+            "nextCursor": Str(
+                nullable=True,
+                description="Pass as `cursor` for the next page; null on the last page.",
+                example=None,
+            ),
+            "hasMore": Bool(description="Whether another page follows.", example=False),
         },
         required=["ok", "requestId", "data", "nextCursor", "hasMore"],
         allow_unknown=True,
+        name=f"{item.name}List" if item.name else None,
     )
 
 
 def aggregate(data: Schema) -> Obj:
     return Obj(
-        {"ok": Bool(), "requestId": Str(), "data": data},
+        {"ok": _OK, "requestId": _REQUEST_ID, "data": data},
         required=["ok", "requestId", "data"],
         allow_unknown=True,
     )
@@ -91,7 +162,7 @@ PAYMENT_FIELDS: dict[str, Schema] = {
     "id": Str(),
     "reference": Str(),
     "payUrl": Str(format="uri"),
-    "status": Enum(STATUSES),
+    "status": PAYMENT_STATUS,
     "amountMinor": _MONEY,
     "currency": Str(),
     "createdAt": _TIME,
@@ -112,47 +183,53 @@ PAYMENT_FIELDS: dict[str, Schema] = {
     "paymentMethod": Obj({"brand": Str(), "last4": Str()}, nullable=True, allow_unknown=True),
     "updatedAt": _TIME,
 }
-PAYMENT = Obj(PAYMENT_FIELDS, required=list(PAYMENT_FIELDS), allow_unknown=True)
+PAYMENT = named("Payment", PAYMENT_FIELDS)
 
 _STATUS_TOTAL = Obj({"count": Int(), "amountMinor": _MONEY}, required=["count", "amountMinor"])
-PAYMENT_STATS = Obj(
-    {
-        "currency": Str(),
-        "count": Int(),
-        "byStatus": Obj(dict.fromkeys(STATUSES, _STATUS_TOTAL), required=list(STATUSES)),
-        "grossMinor": _MONEY,
-        "refundedMinor": _MONEY,
-        "netMinor": _MONEY,
-    },
-    required=["currency", "count", "byStatus", "grossMinor", "refundedMinor", "netMinor"],
-    allow_unknown=True,
+PAYMENT_STATS = named(
+    "PaymentStats",
+    Obj(
+        {
+            "currency": Str(),
+            "count": Int(),
+            "byStatus": Obj(dict.fromkeys(STATUSES, _STATUS_TOTAL), required=list(STATUSES)),
+            "grossMinor": _MONEY,
+            "refundedMinor": _MONEY,
+            "netMinor": _MONEY,
+        },
+        required=["currency", "count", "byStatus", "grossMinor", "refundedMinor", "netMinor"],
+        allow_unknown=True,
+    ),
 )
 
-CUSTOMER = Obj(
-    {
-        "id": Str(),
-        "email": _NULL_STR,
-        "phone": _NULL_STR,
-        "firstSeenAt": _TIME,
-        "lastSeenAt": _TIME,
-        "paymentCount": Int(),
-        "totals": Array(
-            Obj(
-                {"currency": Str(), "paidMinor": _MONEY, "refundedMinor": _MONEY},
-                required=["currency", "paidMinor", "refundedMinor"],
-            )
-        ),
-        "createdAt": _TIME,
-    },
-    required=["id", "email", "phone", "firstSeenAt", "lastSeenAt", "paymentCount", "totals"],
-    allow_unknown=True,
+CUSTOMER = named(
+    "Customer",
+    Obj(
+        {
+            "id": Str(),
+            "email": _NULL_STR,
+            "phone": _NULL_STR,
+            "firstSeenAt": _TIME,
+            "lastSeenAt": _TIME,
+            "paymentCount": Int(),
+            "totals": Array(
+                Obj(
+                    {"currency": Str(), "paidMinor": _MONEY, "refundedMinor": _MONEY},
+                    required=["currency", "paidMinor", "refundedMinor"],
+                )
+            ),
+            "createdAt": _TIME,
+        },
+        required=["id", "email", "phone", "firstSeenAt", "lastSeenAt", "paymentCount", "totals"],
+        allow_unknown=True,
+    ),
 )
 
 API_KEY_FIELDS: dict[str, Schema] = {
     "id": Str(),
     "name": Str(),
-    "type": Enum(["secret", "publishable"]),
-    "mode": Enum(["test", "live"]),
+    "type": KEY_TYPE,
+    "mode": MODE,
     "livemode": Bool(),
     "scopes": Array(Str()),
     "prefix": Str(),
@@ -161,19 +238,23 @@ API_KEY_FIELDS: dict[str, Schema] = {
     "lastUsedAt": Str(format="date-time", nullable=True),
     "revokedAt": Str(format="date-time", nullable=True),
 }
-API_KEY = Obj(API_KEY_FIELDS, required=list(API_KEY_FIELDS), allow_unknown=True)
+API_KEY = named("ApiKey", API_KEY_FIELDS)
 
-API_KEY_LOG = Obj(
-    {
-        "id": Str(),
-        "at": _TIME,
-        "method": Str(),
-        "path": Str(),
-        "statusCode": Int(),
-        "ip": _NULL_STR,
-        "requestId": Str(),
-    },
-    required=["id", "at", "method", "path", "statusCode", "ip", "requestId"],
+API_KEY_LOG = named(
+    "ApiKeyLogEntry",
+    Obj(
+        {
+            "id": Str(),
+            "at": _TIME,
+            "method": Str(),
+            "path": Str(),
+            "statusCode": Int(),
+            "ip": _NULL_STR,
+            "requestId": Str(),
+        },
+        required=["id", "at", "method", "path", "statusCode", "ip", "requestId"],
+    ),
+    answered=False,
 )
 
 _USER = Obj(
@@ -188,14 +269,14 @@ MEMBER_FIELDS: dict[str, Schema] = {
     "user": _USER,
     "company": _COMPANY,
     "role": _ROLE,
-    "mode": Enum(["test", "live"]),
+    "mode": MODE,
     "livemode": Bool(),
 }
 SESSION: dict[str, Schema] = {"sessionToken": Str(), "expiresAt": _TIME, **MEMBER_FIELDS}
 
 SETTINGS: dict[str, Schema] = {
     "name": Str(),
-    "mode": Enum(["test", "live"]),
+    "mode": MODE,
     "supportedCurrencies": Array(Str()),
     "payoutSchedule": Enum(["manual", "daily", "weekly"]),
     "settlementDelaySec": Int(),
@@ -212,15 +293,16 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Schema] = {
     "url": Str(),
     "description": _NULL_STR,
     "events": Array(Str()),
-    "status": Enum(["enabled", "disabled"]),
+    "status": ENDPOINT_STATUS,
     "disabledReason": _NULL_STR,
     "livemode": Bool(),
     "previousSecretExpiresAt": Str(format="date-time", nullable=True),
     "createdAt": _TIME,
     "updatedAt": _TIME,
 }
-WEBHOOK_ENDPOINT = Obj(
-    WEBHOOK_ENDPOINT_FIELDS, required=list(WEBHOOK_ENDPOINT_FIELDS), allow_unknown=True
+WEBHOOK_ENDPOINT = named(
+    "WebhookEndpoint",
+    Obj(WEBHOOK_ENDPOINT_FIELDS, required=list(WEBHOOK_ENDPOINT_FIELDS), allow_unknown=True),
 )
 
 WEBHOOK_DELIVERY_FIELDS: dict[str, Schema] = {
@@ -240,18 +322,23 @@ WEBHOOK_DELIVERY_FIELDS: dict[str, Schema] = {
     "createdAt": _TIME,
     "updatedAt": _TIME,
 }
-WEBHOOK_DELIVERY = Obj(
-    WEBHOOK_DELIVERY_FIELDS, required=list(WEBHOOK_DELIVERY_FIELDS), allow_unknown=True
+WEBHOOK_DELIVERY = named(
+    "WebhookDelivery",
+    Obj(WEBHOOK_DELIVERY_FIELDS, required=list(WEBHOOK_DELIVERY_FIELDS), allow_unknown=True),
 )
-WEBHOOK_ATTEMPT = Obj(
-    {
-        "attempt": Int(),
-        "at": _TIME,
-        "statusCode": Int(nullable=True),
-        "error": _NULL_STR,
-        "durationMs": Int(),
-    },
-    required=["attempt", "at", "statusCode", "error", "durationMs"],
+WEBHOOK_ATTEMPT = named(
+    "WebhookAttempt",
+    Obj(
+        {
+            "attempt": Int(),
+            "at": _TIME,
+            "statusCode": Int(nullable=True),
+            "error": _NULL_STR,
+            "durationMs": Int(),
+        },
+        required=["attempt", "at", "statusCode", "error", "durationMs"],
+    ),
+    answered=False,
 )
 
 EVENT_FIELDS: dict[str, Schema] = {
@@ -263,14 +350,14 @@ EVENT_FIELDS: dict[str, Schema] = {
     "sequence": Int(description="One more than the previous event of this company and mode."),
     "data": Obj({"object": Map(values=Anything())}, required=["object"]),
 }
-EVENT = Obj(EVENT_FIELDS, required=list(EVENT_FIELDS), allow_unknown=True)
+EVENT = named("Event", EVENT_FIELDS)
 
 REFUND_FIELDS: dict[str, Schema] = {
     "id": Str(),
     "paymentId": Str(),
     "amountMinor": _MONEY,
     "currency": Str(),
-    "status": Enum(REFUND_STATUSES),
+    "status": REFUND_STATUS,
     "reason": _NULL_STR,
     "failureReason": _NULL_STR,
     "livemode": Bool(),
@@ -278,39 +365,46 @@ REFUND_FIELDS: dict[str, Schema] = {
     "completedAt": Str(format="date-time", nullable=True),
     "updatedAt": _TIME,
 }
-REFUND = Obj(REFUND_FIELDS, required=list(REFUND_FIELDS), allow_unknown=True)
+REFUND = named("Refund", REFUND_FIELDS)
 
-BALANCE = Obj(
-    {
-        "currency": Str(),
-        "availableMinor": _MONEY,
-        "pendingMinor": _MONEY,
-        "reservedMinor": _MONEY,
-    },
-    required=["currency", "availableMinor", "pendingMinor", "reservedMinor"],
-    allow_unknown=True,
+BALANCE = named(
+    "Balance",
+    Obj(
+        {
+            "currency": Str(),
+            "availableMinor": _MONEY,
+            "pendingMinor": _MONEY,
+            "reservedMinor": _MONEY,
+        },
+        required=["currency", "availableMinor", "pendingMinor", "reservedMinor"],
+        allow_unknown=True,
+    ),
 )
 
-BALANCE_TRANSACTION = Obj(
-    {
-        "id": Str(),
-        "type": Enum(MOVEMENT_TYPES),
-        "amountMinor": Str(
-            pattern=r"-?[0-9]+",
-            description="The signed change to available + pending + reserved, in minor units.",
-        ),
-        "currency": Str(),
-        "sourceId": Str(description="The payment, refund or payout that moved the money."),
-        "changes": Obj(
-            {"availableMinor": _MONEY, "pendingMinor": _MONEY, "reservedMinor": _MONEY},
-            required=["availableMinor", "pendingMinor", "reservedMinor"],
-            description="The signed change to each balance.",
-        ),
-        "livemode": Bool(),
-        "createdAt": _TIME,
-    },
-    required=["id", "type", "amountMinor", "currency", "sourceId", "changes", "createdAt"],
-    allow_unknown=True,
+BALANCE_TRANSACTION = named(
+    "BalanceTransaction",
+    Obj(
+        {
+            "id": Str(),
+            "type": Enum(MOVEMENT_TYPES),
+            "amountMinor": Str(
+                pattern=r"-?[0-9]+",
+                description="The signed change to available + pending + reserved, in minor units.",
+            ),
+            "currency": Str(),
+            "sourceId": Str(description="The payment, refund or payout that moved the money."),
+            "changes": Obj(
+                {"availableMinor": _MONEY, "pendingMinor": _MONEY, "reservedMinor": _MONEY},
+                required=["availableMinor", "pendingMinor", "reservedMinor"],
+                description="The signed change to each balance.",
+            ),
+            "livemode": Bool(),
+            "createdAt": _TIME,
+        },
+        required=["id", "type", "amountMinor", "currency", "sourceId", "changes", "createdAt"],
+        allow_unknown=True,
+    ),
+    answered=False,
 )
 
 BANK_ACCOUNT_FIELDS: dict[str, Schema] = {
@@ -325,7 +419,7 @@ BANK_ACCOUNT_FIELDS: dict[str, Schema] = {
     "livemode": Bool(),
     "createdAt": _TIME,
 }
-BANK_ACCOUNT = Obj(BANK_ACCOUNT_FIELDS, required=list(BANK_ACCOUNT_FIELDS), allow_unknown=True)
+BANK_ACCOUNT = named("BankAccount", BANK_ACCOUNT_FIELDS)
 
 PAYOUT_FIELDS: dict[str, Schema] = {
     "id": Str(),
@@ -333,7 +427,7 @@ PAYOUT_FIELDS: dict[str, Schema] = {
     "currency": Str(),
     "bankAccountId": Str(),
     "description": _NULL_STR,
-    "status": Enum(PAYOUT_STATUSES),
+    "status": PAYOUT_STATUS,
     "failureReason": _NULL_STR,
     "arrivalAt": Str(format="date-time", nullable=True),
     "automatic": Bool(),
@@ -341,7 +435,7 @@ PAYOUT_FIELDS: dict[str, Schema] = {
     "createdAt": _TIME,
     "updatedAt": _TIME,
 }
-PAYOUT = Obj(PAYOUT_FIELDS, required=list(PAYOUT_FIELDS), allow_unknown=True)
+PAYOUT = named("Payout", PAYOUT_FIELDS)
 
 _LINE = Obj(
     {
@@ -354,7 +448,7 @@ _LINE = Obj(
 )
 INVOICE_FIELDS: dict[str, Schema] = {
     "id": Str(),
-    "status": Enum(INVOICE_STATUSES),
+    "status": INVOICE_STATUS,
     "invoiceNumber": Str(),
     "amountMinor": _MONEY,
     "currency": Str(),
@@ -370,23 +464,30 @@ INVOICE_FIELDS: dict[str, Schema] = {
     "createdAt": _TIME,
     "updatedAt": _TIME,
 }
-INVOICE = Obj(INVOICE_FIELDS, required=list(INVOICE_FIELDS), allow_unknown=True)
-INVOICE_STATS = Obj(
-    {
-        "currency": Str(),
-        "countByStatus": Obj(
-            dict.fromkeys(INVOICE_STATUSES, Int()), required=list(INVOICE_STATUSES)
-        ),
-        "outstandingMinor": _MONEY,
-        "overdueMinor": _MONEY,
-        "paidMinor": _MONEY,
-    },
-    required=["currency", "countByStatus", "outstandingMinor", "overdueMinor", "paidMinor"],
-    allow_unknown=True,
+INVOICE = named("Invoice", INVOICE_FIELDS)
+INVOICE_STATS = named(
+    "InvoiceStats",
+    Obj(
+        {
+            "currency": Str(),
+            "countByStatus": Obj(
+                dict.fromkeys(INVOICE_STATUSES, Int()), required=list(INVOICE_STATUSES)
+            ),
+            "outstandingMinor": _MONEY,
+            "overdueMinor": _MONEY,
+            "paidMinor": _MONEY,
+        },
+        required=["currency", "countByStatus", "outstandingMinor", "overdueMinor", "paidMinor"],
+        allow_unknown=True,
+    ),
 )
-TIMELINE_ENTRY = Obj(
-    {"status": Str(), "at": _TIME, "actor": Str(), "note": _NULL_STR},
-    required=["status", "at", "actor", "note"],
+TIMELINE_ENTRY = named(
+    "InvoiceTimelineEntry",
+    Obj(
+        {"status": Str(), "at": _TIME, "actor": Str(), "note": _NULL_STR},
+        required=["status", "at", "actor", "note"],
+    ),
+    answered=False,
 )
 
 ROLE_FIELDS: dict[str, Schema] = {
@@ -395,53 +496,60 @@ ROLE_FIELDS: dict[str, Schema] = {
     "scopes": Array(Str()),
     "builtin": Bool(),
 }
-ROLE = Obj({**ROLE_FIELDS, "memberCount": Int()}, required=list(ROLE_FIELDS), allow_unknown=True)
-MEMBER = Obj(
-    {
-        "userId": Str(),
-        "email": Str(),
-        "name": _NULL_STR,
-        "roleId": _NULL_STR,
-        "roleName": _NULL_STR,
-        "joinedAt": _TIME,
-    },
-    required=["userId", "email", "name", "roleId", "roleName", "joinedAt"],
-    allow_unknown=True,
+ROLE = named("Role", {**ROLE_FIELDS, "memberCount": Int()}, list(ROLE_FIELDS))
+MEMBER = named(
+    "Member",
+    Obj(
+        {
+            "userId": Str(),
+            "email": Str(),
+            "name": _NULL_STR,
+            "roleId": _NULL_STR,
+            "roleName": _NULL_STR,
+            "joinedAt": _TIME,
+        },
+        required=["userId", "email", "name", "roleId", "roleName", "joinedAt"],
+        allow_unknown=True,
+    ),
 )
-AUDIT_ENTRY = Obj(
-    {
-        "id": Str(),
-        "at": _TIME,
-        "actor": Obj({"type": Str(), "id": _NULL_STR}, required=["type", "id"]),
-        "action": Str(),
-        "target": Obj({"type": _NULL_STR, "id": _NULL_STR}, required=["type", "id"]),
-        "details": Map(values=Anything()),
-        "ip": _NULL_STR,
-        "requestId": _NULL_STR,
-        "seq": Int(),
-        "prevHash": _NULL_STR,
-        "hash": Str(),
-    },
-    required=["id", "at", "actor", "action", "target", "details", "seq", "prevHash", "hash"],
-    allow_unknown=True,
+AUDIT_ENTRY = named(
+    "AuditEntry",
+    Obj(
+        {
+            "id": Str(),
+            "at": _TIME,
+            "actor": Obj({"type": Str(), "id": _NULL_STR}, required=["type", "id"]),
+            "action": Str(),
+            "target": Obj({"type": _NULL_STR, "id": _NULL_STR}, required=["type", "id"]),
+            "details": Map(values=Anything()),
+            "ip": _NULL_STR,
+            "requestId": _NULL_STR,
+            "seq": Int(),
+            "prevHash": _NULL_STR,
+            "hash": Str(),
+        },
+        required=["id", "at", "actor", "action", "target", "details", "seq", "prevHash", "hash"],
+        allow_unknown=True,
+    ),
+    answered=False,
 )
 
 INVITATION_FIELDS: dict[str, Schema] = {
     "id": Str(),
     "email": Str(),
     "roleId": Str(),
-    "status": Enum(INVITATION_STATUSES),
+    "status": INVITATION_STATUS,
     "invitedBy": Str(),
     "createdAt": _TIME,
     "expiresAt": _TIME,
     "decidedAt": Str(format="date-time", nullable=True),
 }
-INVITATION = Obj(INVITATION_FIELDS, required=list(INVITATION_FIELDS), allow_unknown=True)
+INVITATION = named("Invitation", INVITATION_FIELDS)
 
 APPROVAL_FIELDS: dict[str, Schema] = {
     "id": Str(),
     "action": Str(),
-    "status": Enum(APPROVAL_STATUSES),
+    "status": APPROVAL_STATUS,
     "requestedBy": Str(),
     "payload": Map(values=Anything()),
     "votes": Array(
@@ -458,16 +566,19 @@ APPROVAL_FIELDS: dict[str, Schema] = {
     "expiresAt": _TIME,
     "decidedAt": Str(format="date-time", nullable=True),
 }
-APPROVAL = Obj(APPROVAL_FIELDS, required=list(APPROVAL_FIELDS), allow_unknown=True)
-POLICY = Obj(
-    {
-        "action": Str(),
-        "enabled": Bool(),
-        "thresholds": Map(values=_MONEY),
-        "requiredApprovals": Int(),
-    },
-    required=["action", "enabled", "thresholds", "requiredApprovals"],
-    allow_unknown=True,
+APPROVAL = named("Approval", APPROVAL_FIELDS)
+POLICY = named(
+    "ApprovalPolicy",
+    Obj(
+        {
+            "action": Str(),
+            "enabled": Bool(),
+            "thresholds": Map(values=_MONEY),
+            "requiredApprovals": Int(),
+        },
+        required=["action", "enabled", "thresholds", "requiredApprovals"],
+        allow_unknown=True,
+    ),
 )
 
 _LIMIT = Obj({"amountMinor": _MONEY, "interval": Str()}, required=["amountMinor", "interval"])
@@ -496,19 +607,31 @@ CARD_FIELDS: dict[str, Schema] = {
     "createdAt": _TIME,
     "updatedAt": _TIME,
 }
-CARD = Obj(CARD_FIELDS, required=list(CARD_FIELDS), allow_unknown=True)
-CARD_AUTHORIZATION = Obj(
-    {
-        "id": Str(),
-        "cardId": Str(),
-        "amountMinor": _MONEY,
-        "currency": Str(),
-        "approved": Bool(),
-        "declineReason": _NULL_STR,
-        "merchantName": _NULL_STR,
-        "merchantCategory": _NULL_STR,
-        "createdAt": _TIME,
-    },
-    required=["id", "cardId", "amountMinor", "currency", "approved", "declineReason", "createdAt"],
-    allow_unknown=True,
+CARD = named("Card", CARD_FIELDS)
+CARD_AUTHORIZATION = named(
+    "CardAuthorization",
+    Obj(
+        {
+            "id": Str(),
+            "cardId": Str(),
+            "amountMinor": _MONEY,
+            "currency": Str(),
+            "approved": Bool(),
+            "declineReason": _NULL_STR,
+            "merchantName": _NULL_STR,
+            "merchantCategory": _NULL_STR,
+            "createdAt": _TIME,
+        },
+        required=[
+            "id",
+            "cardId",
+            "amountMinor",
+            "currency",
+            "approved",
+            "declineReason",
+            "createdAt",
+        ],
+        allow_unknown=True,
+    ),
+    answered=False,
 )

@@ -30,6 +30,7 @@ __all__ = [
     "Num",
     "Obj",
     "OneOf",
+    "Refs",
     "Schema",
     "Str",
     "validate",
@@ -45,11 +46,12 @@ _MOMENT = r"[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9:.]+(Z|[+-][0-9]{2}:?[0-9]{2})?)?"
 class Schema:
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         raise NotImplementedError
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         raise NotImplementedError
 
     def _doc(self, schema: JSON) -> JSON:
@@ -57,7 +59,28 @@ class Schema:
             schema["description"] = self.description
         if self.nullable:
             schema["nullable"] = True
+        example = getattr(self, "example", None)
+        if example is not None:
+            schema["example"] = example
         return schema
+
+
+class Refs:
+    """The named object schemas met while writing a document, each written once under
+    components.schemas and referred to everywhere else, so a generated client has one model
+    per resource (one `Payment`, not one per operation)."""
+
+    def __init__(self) -> None:
+        self.schemas: dict[str, JSON] = {}
+
+    def ref(self, obj: Obj | Enum) -> JSON:
+        assert obj.name is not None
+        definition = obj.definition(self)
+        known = self.schemas.setdefault(obj.name, definition)
+        assert known == definition, f"two different schemas are named {obj.name}"
+        ref: JSON = {"$ref": f"#/components/schemas/{obj.name}"}
+        # OpenAPI 3.0 ignores siblings of $ref: a nullable reference wraps it.
+        return {"allOf": [ref], "nullable": True} if obj.nullable else ref
 
 
 def validate(schema: Schema, value: Any, root: str = "") -> Any:
@@ -83,6 +106,7 @@ class Str(Schema):
     format: str | None = None  # email, uri, date-time, date
     description: str = ""
     nullable: bool = False
+    example: Any = None
     strip: bool = True
     message: str | None = None
     # Codes clients write in either case (`usd`), kept and answered upper-case.
@@ -116,7 +140,7 @@ class Str(Schema):
             errors.append(FieldError(path, "must be an http or https URL"))
         return text
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         schema: JSON = {"type": "string"}
         if self.min_length:
             schema["minLength"] = self.min_length
@@ -135,6 +159,7 @@ class Amount(Schema):
 
     description: str = "Amount in minor currency units, as a string."
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -148,7 +173,7 @@ class Amount(Schema):
             )
         return amount
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         return self._doc({"type": "string", "pattern": "^[1-9][0-9]{0,11}$"})
 
 
@@ -165,6 +190,7 @@ class Moment(Schema):
     end_of_day: bool = False
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -180,7 +206,7 @@ class Moment(Schema):
             return None
         return iso(moment)
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         return self._doc({"type": "string", "pattern": f"^(?:{_MOMENT})$"})
 
 
@@ -210,6 +236,7 @@ class Int(Schema):
     maximum: int | None = None
     description: str = ""
     nullable: bool = False
+    example: Any = None
     # Query strings carry text; a query schema parses it.
     from_text: bool = False
 
@@ -223,7 +250,7 @@ class Int(Schema):
             return None
         return _within(value, self.minimum, self.maximum, path, errors)
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         return self._doc(_ranged("integer", self.minimum, self.maximum))
 
 
@@ -235,6 +262,7 @@ class Num(Schema):
     maximum: float | None = None
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -244,7 +272,7 @@ class Num(Schema):
             return None
         return _within(value, self.minimum, self.maximum, path, errors)
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         return self._doc(_ranged("number", self.minimum, self.maximum))
 
 
@@ -252,6 +280,7 @@ class Num(Schema):
 class Bool(Schema):
     description: str = ""
     nullable: bool = False
+    example: Any = None
     from_text: bool = False
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
@@ -264,7 +293,7 @@ class Bool(Schema):
             return None
         return value
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         return self._doc({"type": "boolean"})
 
 
@@ -273,6 +302,9 @@ class Enum(Schema):
     values: Sequence[str] = ()
     description: str = ""
     nullable: bool = False
+    example: Any = None
+    # A set of values many fields share (a payment's status), written once in the document.
+    name: str | None = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -282,8 +314,16 @@ class Enum(Schema):
             return None
         return value
 
-    def json_schema(self) -> JSON:
-        return self._doc({"type": "string", "enum": list(self.values)})
+    def json_schema(self, refs: Refs | None = None) -> JSON:
+        if self.name is not None and refs is not None:
+            return refs.ref(self)
+        return self.definition(refs)
+
+    def definition(self, refs: Refs | None = None) -> JSON:
+        schema = self._doc({"type": "string", "enum": list(self.values)})
+        if self.name is not None and refs is not None:
+            schema.pop("nullable", None)
+        return schema
 
 
 @dataclass
@@ -294,6 +334,7 @@ class Array(Schema):
     unique: bool = False
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -311,8 +352,8 @@ class Array(Schema):
             errors.append(FieldError(path, "must not repeat an item"))
         return cleaned
 
-    def json_schema(self) -> JSON:
-        schema: JSON = {"type": "array", "items": self.items.json_schema()}
+    def json_schema(self, refs: Refs | None = None) -> JSON:
+        schema: JSON = {"type": "array", "items": self.items.json_schema(refs)}
         if self.min_items:
             schema["minItems"] = self.min_items
         if self.max_items is not None:
@@ -331,6 +372,7 @@ class Map(Schema):
     max_key_length: int | None = None
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -353,8 +395,8 @@ class Map(Schema):
             cleaned[key] = self.values.check(item, _join(path, key), errors)
         return cleaned
 
-    def json_schema(self) -> JSON:
-        schema: JSON = {"type": "object", "additionalProperties": self.values.json_schema()}
+    def json_schema(self, refs: Refs | None = None) -> JSON:
+        schema: JSON = {"type": "object", "additionalProperties": self.values.json_schema(refs)}
         if self.max_keys is not None:
             schema["maxProperties"] = self.max_keys
         return self._doc(schema)
@@ -364,11 +406,12 @@ class Map(Schema):
 class Anything(Schema):
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         return value
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
         return self._doc({})
 
 
@@ -380,10 +423,13 @@ class Obj(Schema):
     required: Sequence[str] = ()
     description: str = ""
     nullable: bool = False
+    example: Any = None
     # Cross-field rules run after every field passed: (cleaned object) -> list of errors.
     rules: Sequence[Callable[[dict[str, Any]], list[FieldError]]] = ()
     # Response schemas describe; they are not used to reject what we send.
     allow_unknown: bool = False
+    # A resource's schema, written once in the document's components under this name.
+    name: str | None = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value is None and self.nullable:
@@ -418,16 +464,26 @@ class Obj(Schema):
             return "is not a known field"
         return f"is not a known field; did you mean {close[0]}?"
 
-    def json_schema(self) -> JSON:
+    def json_schema(self, refs: Refs | None = None) -> JSON:
+        if self.name is not None and refs is not None:
+            return refs.ref(self)
+        return self.definition(refs)
+
+    def definition(self, refs: Refs | None = None) -> JSON:
+        """The object's own schema (what a named one is written as in components.schemas)."""
         schema: JSON = {
             "type": "object",
-            "properties": {name: s.json_schema() for name, s in self.fields.items()},
+            "properties": {name: s.json_schema(refs) for name, s in self.fields.items()},
         }
         if self.required:
             schema["required"] = list(self.required)
         if not self.allow_unknown:
             schema["additionalProperties"] = False
-        return self._doc(schema)
+        schema = self._doc(schema)
+        if self.name is not None and refs is not None:
+            # The reference carries nullability; the definition is the object itself.
+            schema.pop("nullable", None)
+        return schema
 
 
 @dataclass
@@ -437,6 +493,7 @@ class OneOf(Schema):
     options: Sequence[Schema] = ()
     description: str = ""
     nullable: bool = False
+    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         for option in self.options:
@@ -447,5 +504,5 @@ class OneOf(Schema):
         errors.append(FieldError(path, "does not match any allowed shape"))
         return None
 
-    def json_schema(self) -> JSON:
-        return self._doc({"oneOf": [o.json_schema() for o in self.options]})
+    def json_schema(self, refs: Refs | None = None) -> JSON:
+        return self._doc({"oneOf": [o.json_schema(refs) for o in self.options]})

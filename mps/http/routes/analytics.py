@@ -11,7 +11,7 @@ from mps.domain.analytics import Window
 from mps.domain.payments import STATUSES
 from mps.errors import FieldError, ValidationFailed
 from mps.http.replies import Aggregate, Resource
-from mps.http.resources import aggregate, resource
+from mps.http.resources import aggregate, named, resource
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Enum, Int, Moment, Num, Obj, OneOf, Schema, Str
@@ -154,9 +154,10 @@ CONVERSION = _out(
 )
 
 
-def _per_currency(item: Obj) -> Schema:
+def _per_currency(name: str, item: Obj) -> Schema:
+    named_item = named(name, item)
     return OneOf(
-        [aggregate(Array(item)), resource(dict(item.fields))],
+        [aggregate(Array(named_item)), resource(named_item)],
         description="Per currency; one object when a currency is given.",
     )
 
@@ -170,7 +171,7 @@ ROUTES = [
         "analytics",
         scope="analytics:read",
         query=Obj({**WINDOW, "interval": INTERVAL}),
-        response=_per_currency(SERIES),
+        response=_per_currency("AnalyticsSeries", SERIES),
     ),
     Route(
         "GET",
@@ -180,7 +181,7 @@ ROUTES = [
         "analytics",
         scope="analytics:read",
         query=Obj(WINDOW),
-        response=_per_currency(STATUS_SUMMARY),
+        response=_per_currency("AnalyticsStatusSummary", STATUS_SUMMARY),
     ),
     Route(
         "GET",
@@ -190,6 +191,6 @@ ROUTES = [
         "analytics",
         scope="analytics:read",
         query=Obj(WINDOW),
-        response=_per_currency(CONVERSION),
+        response=_per_currency("AnalyticsConversion", CONVERSION),
     ),
 ]

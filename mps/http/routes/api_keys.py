@@ -7,13 +7,21 @@ from typing import Any
 import orjson
 
 from mps.actors.company import CreateApiKey, RevokeApiKey
-from mps.auth.scopes import ALL_SCOPES
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import API_KEY, API_KEY_FIELDS, API_KEY_LOG, page, resource
+from mps.http.resources import (
+    API_KEY,
+    API_KEY_FIELDS,
+    API_KEY_LOG,
+    KEY_TYPE,
+    MODE,
+    SCOPE,
+    page,
+    resource,
+)
 from mps.http.routing import Call, LimitRule, Route
-from mps.http.schema import Array, Enum, Obj, Str
+from mps.http.schema import Array, Obj, Str
 from mps.limits import Limit
 from mps.persistence.queries import api_keys as q
 
@@ -124,9 +132,9 @@ ROUTES = [
         body=Obj(
             {
                 "name": Str(min_length=1, max_length=100),
-                "type": Enum(["secret", "publishable"]),
-                "mode": Enum(["test", "live"]),
-                "scopes": Array(Enum(list(ALL_SCOPES)), min_items=1, unique=True),
+                "type": KEY_TYPE,
+                "mode": MODE,
+                "scopes": Array(SCOPE, min_items=1, unique=True),
             },
             required=["name", "scopes"],
         ),
@@ -138,7 +146,7 @@ ROUTES = [
         "List API keys",
         "api-keys",
         scope="settings:read",
-        query=Obj({**PAGE_FIELDS, "mode": Enum(["test", "live"])}),
+        query=Obj({**PAGE_FIELDS, "mode": MODE}),
         response=page(API_KEY),
     ),
     Route(
@@ -148,7 +156,7 @@ ROUTES = [
         "Revoke an API key at once",
         "api-keys",
         scope="settings:write",
-        response=resource(API_KEY_FIELDS),
+        response=resource(API_KEY),
     ),
     Route(
         "GET",

@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from mps.actors.company import CancelApproval, SetPolicy, VoteOnApproval
-from mps.domain.approvals import ACTIONS, APPROVAL_STATUSES, ApprovalRequest, Policy
+from mps.domain.approvals import ACTIONS, ApprovalRequest, Policy
 from mps.domain.money import parse_amount_minor
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import APPROVAL, APPROVAL_FIELDS, POLICY, page, resource
+from mps.http.resources import APPROVAL, APPROVAL_STATUS, POLICY, page, resource
 from mps.http.routing import Call, Route
-from mps.http.schema import Bool, Enum, Int, Map, Obj, Str
+from mps.http.schema import Bool, Int, Map, Obj, Str
 from mps.persistence import approval_store as store
 from mps.representations.approvals import approval_json, policy_json
 
@@ -149,7 +149,7 @@ ROUTES = [
             },
             required=["enabled"],
         ),
-        response=resource(dict(POLICY.fields)),
+        response=resource(POLICY),
     ),
     Route(
         "GET",
@@ -158,7 +158,7 @@ ROUTES = [
         "Approval requests, newest first",
         "team",
         scope="team:read",
-        query=Obj({**PAGE_FIELDS, "status": Enum(APPROVAL_STATUSES)}),
+        query=Obj({**PAGE_FIELDS, "status": APPROVAL_STATUS}),
         response=page(APPROVAL),
     ),
     Route(
@@ -168,7 +168,7 @@ ROUTES = [
         "Retrieve an approval request",
         "team",
         scope="team:read",
-        response=resource(APPROVAL_FIELDS),
+        response=resource(APPROVAL),
     ),
     # Voting needs the action's own write scope, checked by the company actor: no route scope.
     Route(
@@ -178,7 +178,7 @@ ROUTES = [
         "Approve; the action runs once enough members have",
         "team",
         body=VOTE_BODY,
-        response=resource(APPROVAL_FIELDS),
+        response=resource(APPROVAL),
     ),
     Route(
         "POST",
@@ -187,7 +187,7 @@ ROUTES = [
         "Reject; one rejection rejects the request",
         "team",
         body=VOTE_BODY,
-        response=resource(APPROVAL_FIELDS),
+        response=resource(APPROVAL),
     ),
     Route(
         "POST",
@@ -195,6 +195,6 @@ ROUTES = [
         cancel,
         "Withdraw your own PENDING request",
         "team",
-        response=resource(APPROVAL_FIELDS),
+        response=resource(APPROVAL),
     ),
 ]

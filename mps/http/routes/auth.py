@@ -5,14 +5,14 @@ from __future__ import annotations
 from mps.auth import signin
 from mps.auth.limits import auth_limits
 from mps.http.replies import Resource
-from mps.http.resources import MEMBER_FIELDS, SESSION, resource
+from mps.http.resources import MEMBER_FIELDS, MODE, SESSION, resource
 from mps.http.routing import Auth, Call, LimitRule, Route
-from mps.http.schema import Array, Bool, Enum, Obj, Str
+from mps.http.schema import Array, Bool, Obj, Str
 
 __all__ = ["build"]
 
 _EMAIL = Str(min_length=3, max_length=254, format="email")
-_MODE = Enum(["test", "live"])
+_MODE = MODE
 _TIME = Str(format="date-time")
 _LOGIN = resource({"loginId": Str(), "expiresAt": _TIME})
 
@@ -124,7 +124,7 @@ def build(development: bool) -> list[Route]:
             "auth",
             Auth.PUBLIC,
             limits=(LimitRule(limits.otp_verify, _login_id),),
-            response=resource(SESSION),
+            response=resource(SESSION, name="Session"),
             body=Obj(
                 {
                     "loginId": Str(min_length=1, max_length=64),
@@ -157,7 +157,7 @@ def build(development: bool) -> list[Route]:
             session_mode,
             "Switch the session to test or live",
             "auth",
-            response=resource(SESSION),
+            response=resource(SESSION, name="Session"),
             body=Obj({"mode": _MODE}, required=["mode"]),
         ),
     ]

@@ -52,7 +52,7 @@ ROUTES = [
         scope="payouts:read",
         query=Obj({"currency": CURRENCY}),
         response=OneOf(
-            [aggregate(Array(BALANCE)), resource(dict(BALANCE.fields), list(BALANCE.required))],
+            [aggregate(Array(BALANCE)), resource(BALANCE)],
             description="Per currency; one object when a currency is given.",
         ),
     ),

@@ -24,7 +24,7 @@ from mps.domain.issuing import CARD_STATUSES, CARD_TYPES, Controls, validate_con
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import CARD, CARD_AUTHORIZATION, CARD_FIELDS, page, resource
+from mps.http.resources import CARD, CARD_AUTHORIZATION, page, resource
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
@@ -227,7 +227,7 @@ ISSUE_FIELDS = {
     "controls": CONTROLS,
     "initialFundingMinor": Amount(description="Taken from the available balance (the wallet)."),
 }
-_CARD = resource(CARD_FIELDS)
+_CARD = resource(CARD)
 
 
 def _route(method: str, path: str, handler: Any, summary: str, scope: str, **more: Any) -> Route:

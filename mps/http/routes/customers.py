@@ -89,7 +89,7 @@ ROUTES = [
         "Retrieve a customer with totals",
         "customers",
         scope="customers:read",
-        response=resource(dict(CUSTOMER.fields), list(CUSTOMER.required)),
+        response=resource(CUSTOMER),
     ),
     Route(
         "GET",

@@ -90,7 +90,7 @@ ROUTES = [
         "An event",
         "events",
         scope="settings:read",
-        response=resource(EVENT_FIELDS),
+        response=resource(EVENT),
     ),
     Route(
         "POST",

@@ -16,16 +16,16 @@ from mps.actors.company import AcceptInvitation, CreateInvitation, DecideInvitat
 from mps.adapters.mail import Mail
 from mps.auth import signin
 from mps.domain.clock import iso
-from mps.domain.invitations import INVITATION_STATUSES, Invitation, shown_status
+from mps.domain.invitations import Invitation, shown_status
 from mps.domain.team import resolve_role
 from mps.errors import Conflict, NotFound
 from mps.http.pages.invitation import render_invitation_page
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import INVITATION, INVITATION_FIELDS, page, resource
+from mps.http.resources import INVITATION, INVITATION_STATUS, page, resource
 from mps.http.routes.payments import EMAIL
 from mps.http.routing import Auth, Call, LimitRule, Route
-from mps.http.schema import Enum, Obj, Str
+from mps.http.schema import Obj, Str
 from mps.http.security import csp_nonce
 from mps.limits import Limit
 from mps.persistence import invitation_store as store
@@ -175,7 +175,7 @@ PUBLIC_VIEW = {
     "company": Obj({"name": Str()}, required=["name"]),
     "role": Obj({"id": Str(), "name": Str(nullable=True)}, required=["id", "name"]),
     "email": Str(),
-    "status": Enum(INVITATION_STATUSES),
+    "status": INVITATION_STATUS,
     "expiresAt": Str(format="date-time"),
 }
 
@@ -190,7 +190,7 @@ ROUTES = [
         status=201,
         body=Obj({"email": EMAIL, "roleId": Str(max_length=64)}, required=["email", "roleId"]),
         limits=(LimitRule(Limit("invitation-create", 20, 60), _user),),
-        response=resource(INVITATION_FIELDS),
+        response=resource(INVITATION),
     ),
     Route(
         "GET",
@@ -199,7 +199,7 @@ ROUTES = [
         "List invitations, newest first",
         "team",
         scope="team:read",
-        query=Obj({**PAGE_FIELDS, "status": Enum(INVITATION_STATUSES)}),
+        query=Obj({**PAGE_FIELDS, "status": INVITATION_STATUS}),
         response=page(INVITATION),
     ),
     Route(
@@ -209,7 +209,7 @@ ROUTES = [
         "Withdraw a PENDING invitation",
         "team",
         scope="team:write",
-        response=resource(INVITATION_FIELDS),
+        response=resource(INVITATION),
     ),
     Route(
         "GET",
@@ -219,7 +219,7 @@ ROUTES = [
         "team",
         Auth.PUBLIC,
         limits=(_PER_IP,),
-        response=resource(PUBLIC_VIEW),
+        response=resource(PUBLIC_VIEW, name="InvitationPreview"),
     ),
     Route(
         "POST",
@@ -243,7 +243,7 @@ ROUTES = [
         Auth.PUBLIC,
         limits=(_PER_IP,),
         keyless=True,
-        response=resource(PUBLIC_VIEW),
+        response=resource(PUBLIC_VIEW, name="InvitationPreview"),
     ),
     Route(
         "GET",

@@ -27,8 +27,8 @@ from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.resources import (
     INVOICE,
-    INVOICE_FIELDS,
     INVOICE_STATS,
+    INVOICE_STATUS,
     TIMELINE_ENTRY,
     aggregate,
     page,
@@ -36,7 +36,7 @@ from mps.http.resources import (
 )
 from mps.http.routes.payments import CURRENCY, DATE_RANGE, EMAIL, range_filter
 from mps.http.routing import Auth, Call, Route
-from mps.http.schema import Amount, Array, Enum, Int, Moment, Obj, OneOf, Str
+from mps.http.schema import Amount, Array, Int, Moment, Obj, OneOf, Str
 from mps.http.security import csp_nonce
 from mps.persistence.queries import companies
 from mps.persistence.queries import invoices as q
@@ -317,7 +317,7 @@ ROUTES = [
         scope="invoices:write",
         status=201,
         body=CREATE_BODY,
-        response=resource(INVOICE_FIELDS),
+        response=resource(INVOICE),
     ),
     Route(
         "GET",
@@ -329,7 +329,7 @@ ROUTES = [
         query=Obj(
             {
                 **PAGE_FIELDS,
-                "status": Enum(INVOICE_STATUSES),
+                "status": INVOICE_STATUS,
                 "customerEmail": EMAIL,
                 **DATE_RANGE,
             }
@@ -347,7 +347,7 @@ ROUTES = [
         response=OneOf(
             [
                 aggregate(Array(INVOICE_STATS)),
-                resource(dict(INVOICE_STATS.fields), list(INVOICE_STATS.required)),
+                resource(INVOICE_STATS),
             ],
             description="Per currency; one object when a currency is given.",
         ),
@@ -359,7 +359,7 @@ ROUTES = [
         "Retrieve an invoice",
         "invoices",
         scope="invoices:read",
-        response=resource(INVOICE_FIELDS),
+        response=resource(INVOICE),
     ),
     Route(
         "GET",
@@ -392,7 +392,7 @@ ROUTES = [
                 "note": Str(max_length=1000),
             }
         ),
-        response=resource(INVOICE_FIELDS),
+        response=resource(INVOICE),
         commits_key=True,
     ),
     Route(
@@ -402,7 +402,7 @@ ROUTES = [
         "Email the invoice to the customer again",
         "invoices",
         scope="invoices:write",
-        response=resource(INVOICE_FIELDS),
+        response=resource(INVOICE),
     ),
     Route(
         "POST",
@@ -411,7 +411,7 @@ ROUTES = [
         "Void an unpaid invoice",
         "invoices",
         scope="invoices:write",
-        response=resource(INVOICE_FIELDS),
+        response=resource(INVOICE),
         commits_key=True,
     ),
     Route(

@@ -32,7 +32,7 @@ from mps.errors import (
 )
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import page, resource
+from mps.http.resources import MODE, named, page, resource
 from mps.http.routing import Call, Route
 from mps.http.schema import Enum, Int, Obj, Schema, Str
 from mps.http.uploads import Upload
@@ -301,9 +301,9 @@ _DOCUMENT_FIELDS: dict[str, Schema] = {
     "createdAt": Str(format="date-time"),
     "reviewedAt": Str(format="date-time", nullable=True),
 }
-DOCUMENT = Obj(_DOCUMENT_FIELDS, required=list(_DOCUMENT_FIELDS), allow_unknown=True)
+DOCUMENT = named("KycDocument", _DOCUMENT_FIELDS)
 _STATUS_FIELDS: dict[str, Schema] = {
-    "mode": Enum(["test", "live"]),
+    "mode": MODE,
     "status": Enum(list(STATUSES)),
     "documentCount": Int(),
     "reason": Str(nullable=True, description="Why the last review rejected, if it did."),
@@ -337,7 +337,7 @@ ROUTES = [
         status=201,
         upload=receive_document,
         form=UPLOAD_FORM,
-        response=resource(_DOCUMENT_FIELDS),
+        response=resource(DOCUMENT),
     ),
     Route(
         "GET",
@@ -356,7 +356,7 @@ ROUTES = [
         "Retrieve a document's record",
         "kyc",
         scope="settings:read",
-        response=resource(_DOCUMENT_FIELDS),
+        response=resource(DOCUMENT),
     ),
     Route(
         "GET",

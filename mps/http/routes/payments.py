@@ -10,14 +10,13 @@ from mps.domain.payments import STATUSES, NewPayment
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Aggregate, Page, Resource
-from mps.http.resources import PAYMENT, PAYMENT_FIELDS, PAYMENT_STATS, aggregate, page, resource
+from mps.http.resources import PAYMENT, PAYMENT_STATS, PAYMENT_STATUS, aggregate, page, resource
 from mps.http.routing import Call, Route
 from mps.http.schema import (
     Amount,
     Anything,
     Array,
     Bool,
-    Enum,
     Int,
     Map,
     Moment,
@@ -197,7 +196,7 @@ async def payment_stats(call: Call) -> Resource | Aggregate:
 LIST_QUERY = Obj(
     {
         **PAGE_FIELDS,
-        "status": Enum(STATUSES),
+        "status": PAYMENT_STATUS,
         "currency": CURRENCY,
         **DATE_RANGE,
         "linkPaymentId": Str(max_length=64),
@@ -215,7 +214,7 @@ ROUTES = [
         scope="payments:write",
         status=201,
         body=CREATE_BODY,
-        response=resource(PAYMENT_FIELDS),
+        response=resource(PAYMENT),
         commits_key=True,
     ),
     Route(
@@ -239,7 +238,7 @@ ROUTES = [
         response=OneOf(
             [
                 aggregate(Array(PAYMENT_STATS)),
-                resource(dict(PAYMENT_STATS.fields), list(PAYMENT_STATS.required)),
+                resource(PAYMENT_STATS),
             ],
             description="Per currency; one object when a currency is given.",
         ),
@@ -251,7 +250,7 @@ ROUTES = [
         "Retrieve a payment",
         "payments",
         scope="payments:read",
-        response=resource(PAYMENT_FIELDS),
+        response=resource(PAYMENT),
     ),
     Route(
         "POST",
@@ -260,7 +259,7 @@ ROUTES = [
         "Cancel a PENDING payment",
         "payments",
         scope="payments:write",
-        response=resource(PAYMENT_FIELDS),
+        response=resource(PAYMENT),
         commits_key=True,
     ),
 ]

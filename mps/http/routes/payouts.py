@@ -19,7 +19,7 @@ from mps.actors.company import (
 )
 from mps.adapters.mail import Mail
 from mps.domain.approvals import ApprovalRequest
-from mps.domain.payouts import PAYOUT_STATUSES, BankAccount
+from mps.domain.payouts import BankAccount
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
@@ -27,14 +27,14 @@ from mps.http.resources import (
     BANK_ACCOUNT,
     BANK_ACCOUNT_FIELDS,
     PAYOUT,
-    PAYOUT_FIELDS,
+    PAYOUT_STATUS,
     page,
     resource,
 )
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
-from mps.http.schema import Amount, Bool, Enum, Obj, Str
+from mps.http.schema import Amount, Bool, Obj, Str
 from mps.limits import Limit
 from mps.persistence.queries import payouts as q
 from mps.persistence.queries.members import owner_emails
@@ -202,7 +202,7 @@ ROUTES = [
             },
             required=["accountHolderName", "accountNumber", "bankCode", "currency", "country"],
         ),
-        response=resource(BANK_ACCOUNT_FIELDS),
+        response=resource(BANK_ACCOUNT),
         commits_key=True,
     ),
     Route(
@@ -222,7 +222,7 @@ ROUTES = [
         "Retrieve a bank account",
         "payouts",
         scope="payouts:read",
-        response=resource(BANK_ACCOUNT_FIELDS),
+        response=resource(BANK_ACCOUNT),
     ),
     Route(
         "DELETE",
@@ -251,7 +251,7 @@ ROUTES = [
             },
             required=["amountMinor", "currency", "bankAccountId"],
         ),
-        response=resource(PAYOUT_FIELDS),
+        response=resource(PAYOUT),
         also=HELD,
         commits_key=True,
     ),
@@ -265,7 +265,7 @@ ROUTES = [
         query=Obj(
             {
                 **PAGE_FIELDS,
-                "status": Enum(PAYOUT_STATUSES),
+                "status": PAYOUT_STATUS,
                 "bankAccountId": Str(max_length=64),
             }
         ),
@@ -278,7 +278,7 @@ ROUTES = [
         "Retrieve a payout",
         "payouts",
         scope="payouts:read",
-        response=resource(PAYOUT_FIELDS),
+        response=resource(PAYOUT),
     ),
     Route(
         "POST",
@@ -287,7 +287,7 @@ ROUTES = [
         "Cancel a PENDING payout; its funds return to available",
         "payouts",
         scope="payouts:write",
-        response=resource(PAYOUT_FIELDS),
+        response=resource(PAYOUT),
         commits_key=True,
     ),
 ]

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from mps.actors.payment import CreateRefund, RefundOutcome
 from mps.domain.approvals import ApprovalRequest
-from mps.domain.refunds import REFUND_STATUSES
 from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import REFUND, REFUND_FIELDS, page, resource
+from mps.http.resources import REFUND, REFUND_STATUS, page, resource
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routing import Call, Route
-from mps.http.schema import Amount, Enum, Obj, Str
+from mps.http.schema import Amount, Obj, Str
 from mps.persistence.queries import refunds as q
 from mps.representations.money import refund_json
 
@@ -86,7 +85,7 @@ ROUTES = [
             },
             required=["paymentId", "amountMinor"],
         ),
-        response=resource(REFUND_FIELDS),
+        response=resource(REFUND),
         also=HELD,
         commits_key=True,
     ),
@@ -97,9 +96,7 @@ ROUTES = [
         "List refunds, newest first",
         "refunds",
         scope="refunds:read",
-        query=Obj(
-            {**PAGE_FIELDS, "paymentId": Str(max_length=64), "status": Enum(REFUND_STATUSES)}
-        ),
+        query=Obj({**PAGE_FIELDS, "paymentId": Str(max_length=64), "status": REFUND_STATUS}),
         response=page(REFUND),
     ),
     Route(
@@ -109,6 +106,6 @@ ROUTES = [
         "Retrieve a refund",
         "refunds",
         scope="refunds:read",
-        response=resource(REFUND_FIELDS),
+        response=resource(REFUND),
     ),
 ]

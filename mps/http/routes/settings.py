@@ -67,7 +67,7 @@ ROUTES = [
         "The company's settings for this mode",
         "settings",
         scope="settings:read",
-        response=resource(SETTINGS),
+        response=resource(SETTINGS, name="Settings"),
     ),
     Route(
         "PATCH",
@@ -76,7 +76,7 @@ ROUTES = [
         "Change settings for this mode",
         "settings",
         scope="settings:write",
-        response=resource(SETTINGS),
+        response=resource(SETTINGS, name="Settings"),
         body=Obj(
             {
                 "name": Str(min_length=1, max_length=200),

@@ -30,7 +30,7 @@ from mps.errors import NotFound
 from mps.http.keys import API_VERSION
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import AUDIT_ENTRY, MEMBER, ROLE, ROLE_FIELDS, page, resource
+from mps.http.resources import AUDIT_ENTRY, MEMBER, ROLE, ROLE_FIELDS, SCOPE, page, resource
 from mps.http.routes.payments import DATE_RANGE, range_filter
 from mps.http.routing import Call, LimitRule, Route
 from mps.http.schema import Array, Bool, Enum, Int, Obj, Str
@@ -42,7 +42,7 @@ from mps.representations.team import audit_json, member_json, role_json
 
 __all__ = ["ROUTES"]
 
-SCOPES = Array(Enum(list(ALL_SCOPES)), unique=True, max_items=len(ALL_SCOPES))
+SCOPES = Array(SCOPE, unique=True, max_items=len(ALL_SCOPES))
 
 
 async def _roles(call: Call) -> dict[str, Role]:
@@ -286,7 +286,7 @@ ROUTES = [
         "Every scope a custom role can hold",
         "team",
         scope="team:read",
-        response=page(Obj({"scope": Enum(list(ALL_SCOPES))}, required=["scope"])),
+        response=page(Obj({"scope": SCOPE}, required=["scope"])),
     ),
     Route(
         "POST",
@@ -297,7 +297,7 @@ ROUTES = [
         scope="team:write",
         status=201,
         body=ROLE_BODY,
-        response=resource(ROLE_FIELDS),
+        response=resource(ROLE),
     ),
     Route(
         "PATCH",
@@ -307,7 +307,7 @@ ROUTES = [
         "team",
         scope="team:write",
         body=Obj({"name": Str(min_length=1, max_length=100), "scopes": SCOPES}),
-        response=resource(ROLE_FIELDS),
+        response=resource(ROLE),
     ),
     Route(
         "DELETE",
@@ -335,7 +335,7 @@ ROUTES = [
         "team",
         scope="team:write",
         body=Obj({"roleId": Str(max_length=64)}, required=["roleId"]),
-        response=resource(dict(MEMBER.fields)),
+        response=resource(MEMBER),
     ),
     Route(
         "DELETE",

@@ -18,6 +18,7 @@ from mps.errors import Conflict, FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
+    ENDPOINT_STATUS,
     WEBHOOK_ATTEMPT,
     WEBHOOK_DELIVERY,
     WEBHOOK_DELIVERY_FIELDS,
@@ -299,7 +300,7 @@ ROUTES = [
         "Send a delivery's event again, as a new delivery",
         "webhooks",
         scope="settings:write",
-        response=resource(WEBHOOK_DELIVERY_FIELDS),
+        response=resource(WEBHOOK_DELIVERY),
     ),
     Route(
         "GET",
@@ -308,7 +309,7 @@ ROUTES = [
         "A webhook endpoint",
         "webhooks",
         scope="settings:read",
-        response=resource(WEBHOOK_ENDPOINT_FIELDS),
+        response=resource(WEBHOOK_ENDPOINT),
     ),
     Route(
         "PATCH",
@@ -318,13 +319,13 @@ ROUTES = [
         "webhooks",
         scope="settings:write",
         body=Obj(
-            {**_ENDPOINT_BODY, "status": Enum(["enabled", "disabled"])},
+            {**_ENDPOINT_BODY, "status": ENDPOINT_STATUS},
             rules=[
                 _events_known,
                 lambda b: [] if b else [FieldError("body", "name a field to change")],
             ],
         ),
-        response=resource(WEBHOOK_ENDPOINT_FIELDS),
+        response=resource(WEBHOOK_ENDPOINT),
     ),
     Route(
         "DELETE",
