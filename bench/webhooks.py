@@ -37,7 +37,18 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.load import ROOT, _drop_schema, _free_port, _process, _sign_up, _wait_up
+from bench.load import (
+    ROOT,
+    Target,
+    _drop_schema,
+    _finish_profile,
+    _free_port,
+    _process,
+    _sign_up,
+    _start_profile,
+    _summarize_profile,
+    _wait_up,
+)
 from mps.cluster.node import delete_cluster
 from mps.domain.clock import iso, utcnow
 from mps.persistence.outbox import NUMBERING, event_row
@@ -177,8 +188,16 @@ async def run(args: argparse.Namespace) -> None:
             # 1. throughput from the outbox
             await _fill_outbox(args.pg_url, schema, company_id, args.events)
             started = time.monotonic()
+            profile = out / "profile.svg" if args.profile else None
+            spy = None
+            if profile is not None:
+                target = Target(base, server.pid)
+                spy = await _start_profile(target, args.profile, profile, nonblocking=False)
             stats = await _wait_count(http, receiver, args.events, within=600)
             elapsed = time.monotonic() - started
+            if spy is not None and profile is not None:
+                await _finish_profile(spy, profile)
+                await _summarize_profile(profile)
             rate = stats["distinct"] / elapsed
             print(
                 f"throughput: {stats['distinct']:,} of {args.events:,} events delivered in "
@@ -210,6 +229,12 @@ def main() -> None:
     parser.add_argument("--amqp-url", default="amqp://guest:guest@127.0.0.1:5672/")
     parser.add_argument("--out", help="an existing folder for the logs (a new one by default)")
     parser.add_argument("--keep", action="store_true", help="keep the schema and the queues")
+    parser.add_argument(
+        "--profile",
+        type=float,
+        metavar="SECONDS",
+        help="sample the node with py-spy for this long at the start of the throughput phase",
+    )
     asyncio.run(run(parser.parse_args()))
 
 

@@ -4,8 +4,8 @@ errors parsed as the `Error` schema."""
 
 from __future__ import annotations
 
+import asyncio
 import importlib
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,21 +43,19 @@ async def test_a_generated_client_creates_lists_and_gets_a_payment(
     (on_path / "config.yml").write_text("post_hooks: []\n")
 
     # when a client is generated from it
-    generated = subprocess.run(
-        [
-            str(GENERATOR),
-            "generate",
-            "--path", str(on_path / "openapi.json"),
-            "--meta", "none",
-            "--output-path", str(on_path / "mps_client"),
-            "--config", str(on_path / "config.yml"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
+    process = await asyncio.create_subprocess_exec(
+        str(GENERATOR),
+        "generate",
+        "--path", str(on_path / "openapi.json"),
+        "--meta", "none",
+        "--output-path", str(on_path / "mps_client"),
+        "--config", str(on_path / "config.yml"),
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
     )  # fmt: skip
-    assert generated.returncode == 0, generated.stdout + generated.stderr
-    assert "Warning" not in generated.stdout, generated.stdout
+    output = (await asyncio.wait_for(process.communicate(), 120))[0].decode()
+    assert process.returncode == 0, output
+    assert "Warning" not in output, output
     api = importlib.import_module("mps_client")
     models = importlib.import_module("mps_client.models")
     create = importlib.import_module("mps_client.api.payments.post_merchant_payments")

@@ -28,8 +28,8 @@ import orjson
 from pykka import ActorRef
 
 from mps.actors.context import ActorContext
-from mps.actors.runtime import ActorDeadError
-from mps.actors.webhooks.dispatcher import Full, WebhookDispatcher, slot
+from mps.actors.runtime import ActorDeadError, ask
+from mps.actors.webhooks.dispatcher import Full, Room, WebhookDispatcher, slot
 from mps.actors.webhooks.sender import Sender
 from mps.actors.webhooks.topology import AttemptJob, EventBatch, Topology
 from mps.adapters.broker import Broker
@@ -56,6 +56,10 @@ logger = logging.getLogger(__name__)
 
 # How long an attempt refused by a full lane waits in the broker before it asks again.
 FULL_LANE_WAIT = 1.0
+# An attempt that arrives before the previous attempt's outcome is recorded waits this long,
+# for up to RECORD_GRACE seconds past its due time.
+RECORD_WAIT = 0.05
+RECORD_GRACE = 10.0
 
 
 def delivery_id_for(event_id: str, target: str, origin: str) -> str:
@@ -268,12 +272,23 @@ class Deliveries:
     # -- attempts ----------------------------------------------------------------------------
 
     async def attempt(self, job: AttemptJob) -> None:
+        assert self.dispatcher is not None
+        if not await ask(self.dispatcher, Room(job.lane)):
+            raise Full(job.lane)  # before any read: a flooded lane refuses most of its attempts
         db = self.context.database
         delivery = await queries.delivery(db, job.delivery_id)
         if delivery is None or delivery["status"] not in ("PENDING", "RETRYING"):
             return  # gone with retention, or finished by a copy of this message
         if delivery["attempts"] >= job.attempt:
             return  # this attempt was made (a redelivered or duplicated message)
+        behind = delivery["attempts"] < job.attempt - 1
+        if behind and self._now.timestamp() * 1000 - job.due_ms < RECORD_GRACE * 1000:
+            # The previous attempt published this retry before recording its own outcome (so
+            # a crash cannot lose the retry); a short retry delay can arrive first. Making the
+            # attempt now would repeat the previous one under its number: wait for the record.
+            # Past the grace the record is taken as lost (a crash) and the attempt is made.
+            await self.defer(job, RECORD_WAIT)
+            return
         number = delivery["attempts"] + 1
         event = await event_queries.event_by_id(db, delivery["event_id"])
         secrets, refusal = await self._secrets(delivery)

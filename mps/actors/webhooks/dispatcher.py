@@ -25,7 +25,7 @@ from pykka import ActorRef
 
 from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached, ask
 
-__all__ = ["Acquire", "Drain", "Full", "Release", "WebhookDispatcher", "slot"]
+__all__ = ["Acquire", "Drain", "Full", "Release", "Room", "WebhookDispatcher", "slot"]
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +37,16 @@ class Full(Exception):
 @dataclass(frozen=True, slots=True)
 class Acquire:
     """Reply: None once the caller holds a slot of `lane` (raises Full when too many wait)."""
+
+    lane: str
+
+
+@dataclass(frozen=True, slots=True)
+class Room:
+    """Reply: whether an `Acquire` of `lane` now would hold or wait for a slot rather than be
+    refused. Asked before an attempt reads what it needs, so that under a flood the attempts a
+    full lane would refuse cost no reads (the answer may change before the Acquire; then that
+    Acquire is refused as usual)."""
 
     lane: str
 
@@ -84,6 +94,9 @@ class WebhookDispatcher(AsyncioActor):
                 turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
                 lane.waiting.append(turn)
                 return Detached(_wait(turn))
+            case Room(lane=name):
+                known = self.lanes.get(name)
+                return known is None or len(known.waiting) < self.waiting_per_lane
             case Release(lane=name):
                 self._release(name)
                 return None

@@ -1,12 +1,30 @@
 """The interactive API explorer at /api/docs (development only, decisions 0 and 4).
 
-Self-contained: it loads the OpenAPI document with the session token the user pastes (the
-document is not public) and sends requests from the browser with the same token.
+What a new developer does with it, all from the one page and with no internet access:
+
+- **Sign in.** An email goes to `POST /api/v1/auth/login`; the code is read from the dev
+  mailbox (`GET /api/v1/dev/mailbox?to=…`, loopback only, the page's own origin) and filled in,
+  or typed; `POST /api/v1/auth/otp/verify` gives the session token, kept in `sessionStorage`
+  (gone with the tab). An email without an account is offered `POST /api/v1/auth/signup`
+  instead. Or a secret key (`sk_test_…`) or a session token is pasted, and requests carry that.
+- **Read the API.** The OpenAPI document comes from `GET /api/docs/openapi.json` (development
+  only, loopback only, no credential: `mps.http.routes.dev`), so the operations are listed before
+  anyone signs in; each shows its summary, description, credential, parameters, body fields and
+  response codes. `$ref`s to `#/components/…` are followed wherever the document uses them.
+- **Send.** One input per path, query and header parameter builds the URL (every value through
+  `encodeURIComponent`; a required one left empty is said, and nothing is sent); the body starts
+  as a valid example built from the schema (its `example`, else its required fields with values
+  their types, formats and patterns accept); the answer shows its status, request id, rate-limit
+  headers and pretty JSON.
+
+Document text (summaries, descriptions, error messages, response bodies) is only ever set as
+`textContent`, never parsed as markup: the document and the answers are data, not page.
 
 One constant, registered with `static_page`: its Content Security Policy allows exactly its one
 `<script>` and one `<style>` by their hashes (`mps.http.security`). Keep those tags without
 attributes, and keep event handlers and styles out of the markup (a strict policy blocks
-`onclick=` and `style=`); handlers are assigned from the script.
+`onclick=` and `style=`); handlers are assigned from the script. No font, script or style comes
+from anywhere else (`default-src 'none'` would refuse it anyway, and a developer may be offline).
 """
 
 from __future__ import annotations
@@ -15,77 +33,1035 @@ from mps.http.security import static_page
 
 __all__ = ["EXPLORER_HTML"]
 
-EXPLORER_HTML = static_page("""<!doctype html><html lang=en><head><meta charset=utf-8>
-<title>Merchant Payments API explorer</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:0;display:flex;height:100vh;color:#1a1f36}
-nav{width:340px;overflow:auto;border-right:1px solid #e3e8ee;padding:12px}
-section{flex:1;overflow:auto;padding:16px}
-button.op{display:block;width:100%;text-align:left;border:0;background:none;padding:4px;
-cursor:pointer;font:13px monospace}button.op:hover{background:#f4f5f7}
-.m{display:inline-block;width:52px;font-weight:bold}
-textarea,input{width:100%;box-sizing:border-box;font:13px monospace}
-pre{background:#f6f8fa;padding:8px;white-space:pre-wrap}
-</style></head><body>
-<nav><label>Session token<input id=token placeholder="eyJ..."></label>
-<button id=load>Load API</button><div id=ops></div></nav>
-<section><h2 id=title>Paste a session token and load the API</h2>
-<p id=summary></p><label>Path<input id=path></label>
-<label>Body (JSON)<textarea id=body rows=8></textarea></label>
-<label>Idempotency-Key (optional)<input id=idem></label>
-<button id=send>Send</button><pre id=out></pre></section>
-<script>
-let method = 'GET';
+# The three parts are joined at import time, before `static_page` hashes the whole page; they are
+# apart only so each reads on its own. Raw strings: the script's regular expressions keep their
+# backslashes.
+_STYLE = r"""
+*{box-sizing:border-box}
+body{margin:0;height:100vh;display:flex;flex-direction:column;color:#1a1f36;background:#f6f8fa;
+font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Helvetica,Arial,sans-serif}
+[hidden]{display:none!important}
+header{display:flex;align-items:center;justify-content:space-between;gap:16px;padding:10px 18px;
+background:#1a1f36;color:#fff}
+header h1{font-size:16px;margin:0}header h1 small{font-weight:normal;opacity:.7}
+#who{display:flex;align-items:center;gap:10px;font-size:13px}
+#who code{background:#2d3452;padding:1px 5px;border-radius:4px}
+#layout{flex:1;display:flex;min-height:0}
+nav{width:340px;flex:none;overflow:auto;border-right:1px solid #e3e8ee;background:#fff;padding:10px}
+main{flex:1;overflow:auto;padding:18px 22px}
+h2{font-size:18px;margin:0 0 8px}h3{font-size:14px;margin:18px 0 6px}
+nav h4{margin:12px 4px 4px;font-size:11px;text-transform:uppercase;letter-spacing:.06em;
+color:#697386}
+button{font:inherit;cursor:pointer;border:1px solid #3d55d6;background:#3d55d6;color:#fff;
+border-radius:6px;padding:6px 14px}
+button:hover{background:#2f45b8}button:disabled{opacity:.6;cursor:progress}
+button.secondary{background:#fff;color:#3d55d6}button.secondary:hover{background:#eef1fd}
+header button.secondary{padding:3px 10px}
+button.op{display:block;width:100%;text-align:left;border:0;border-radius:5px;background:none;
+color:inherit;padding:4px 6px}
+button.op:hover{background:#f4f5f7}button.op.active{background:#eef1fd}
+button.op .p{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+button.op .s{display:block;font-size:12px;color:#697386;margin-left:58px}
+.m{display:inline-block;min-width:52px;margin-right:6px;padding:0 4px;border-radius:4px;
+text-align:center;font:bold 11px ui-monospace,Menlo,Consolas,monospace;background:#eef0f3}
+.m.get{background:#e6f4ea;color:#137333}.m.post{background:#e8f0fe;color:#1a56db}
+.m.patch,.m.put{background:#fef7e0;color:#8a5300}.m.delete{background:#fce8e6;color:#c5221f}
+.card{background:#fff;border:1px solid #e3e8ee;border-radius:8px;padding:16px 20px;
+margin:0 0 16px;max-width:1040px}
+.cols{display:flex;gap:28px;flex-wrap:wrap}.cols>div{flex:1;min-width:260px}
+label{display:block;margin:8px 0;font-weight:600;font-size:13px}
+input,select,textarea{display:block;width:100%;margin-top:3px;padding:6px 8px;font:13px
+ui-monospace,SFMono-Regular,Menlo,Consolas,monospace;border:1px solid #c9ced6;border-radius:5px;
+background:#fff;color:inherit}
+input:focus,select:focus,textarea:focus{outline:2px solid #9aa8f0;border-color:#3d55d6}
+#filter{margin:0 0 6px}
+.hint{font-weight:normal;color:#697386;font-size:12.5px}
+.msg{min-height:1em;margin:8px 0}.msg.error,.error{color:#c5221f}.msg.ok{color:#137333}
+.warn{background:#fef7e0;border-left:3px solid #e8a400;padding:6px 10px}
+.summary{font-size:15px;margin:4px 0}
+code{font:12.5px ui-monospace,SFMono-Regular,Menlo,Consolas,monospace}
+table{border-collapse:collapse;width:100%;font-size:13px}
+th,td{text-align:left;vertical-align:top;border-bottom:1px solid #eef0f3;padding:5px 8px}
+th{color:#697386;font-weight:600;font-size:12px}
+td.t{color:#697386;max-width:320px;overflow-wrap:anywhere}
+.param{margin:6px 0 10px}.param>.hint{display:block;margin-top:2px}
+#respHeaders th{width:180px}
+.row{display:flex;gap:8px;align-items:center}.row input{flex:1;margin:0}
+.request{display:flex;gap:12px;align-items:center;margin:16px 0 4px;padding:8px 10px;
+background:#f6f8fa;border-radius:6px}
+.request code{flex:1;overflow-wrap:anywhere}
+pre{background:#f6f8fa;border:1px solid #eef0f3;border-radius:6px;padding:10px;margin:6px 0;
+white-space:pre-wrap;overflow-wrap:anywhere;font:12.5px ui-monospace,Menlo,Consolas,monospace}
+#status{font-weight:bold;margin:4px 0}#status.ok{color:#137333}#status.bad{color:#c5221f}
+details{margin-top:14px}summary{cursor:pointer;color:#697386}
+"""
+
+_BODY = r"""
+<header><h1>Merchant Payments API <small>explorer &middot; development</small></h1>
+<div id=who></div></header>
+<div id=layout>
+<nav><input id=filter type=search placeholder="Filter operations" aria-label="Filter operations">
+<div id=ops><p class=hint>Loading the API&hellip;</p></div></nav>
+<main>
+<section id=auth class=card>
+<h2>Sign in to try the API</h2>
+<p class=hint>Requests go from this page to this development server with your session or key.
+A new session starts in test mode: no real money moves.</p>
+<div class=cols>
+<div><h3>With your email</h3>
+<label>Email<input id=email type=email autocomplete=email placeholder="you@example.com"></label>
+<button id=sendCode>Email me a code</button>
+<div id=signupStep hidden>
+<p class=hint>No code arrived: this email has no account yet. Create one (a company with you as
+its owner):</p>
+<label>Company name<input id=companyName placeholder="Acme Ltd" autocomplete=organization>
+</label>
+<button id=signup>Create account</button></div>
+<div id=codeStep hidden>
+<label>Code<input id=code inputmode=numeric autocomplete=one-time-code maxlength=6
+placeholder="123456"></label>
+<p id=codeNote class=hint></p>
+<button id=verify>Sign in</button></div></div>
+<div><h3>Or with a key</h3>
+<label>Secret key or session token<input id=token placeholder="sk_test_&hellip; or eyJ&hellip;"
+autocomplete=off spellcheck=false></label>
+<p class=hint>A secret key calls the payment, refund, balance, payout, card, customer, invoice
+and event routes its scopes cover, once the company turns on the <code>apiKeyAccess</code>
+setting (<code>PATCH /merchant/settings</code>).</p>
+<button id=load>Use it</button></div>
+</div>
+<p id=authMsg class=msg role=status></p>
+</section>
+<section id=intro class=card>
+<h2 id=docTitle>Merchant Payments API</h2><p id=docDescription></p>
+<p class=hint>Pick an operation on the left: its parameters, body and answers show here, and
+Send calls it.</p>
+</section>
+<article id=op class=card hidden>
+<h2><span id=opMethod class=m></span> <code id=opPath></code></h2>
+<p id=opSummary class=summary></p>
+<p id=opDescription></p>
+<p id=opSecurity class=hint></p>
+<p id=opWarning class=warn hidden></p>
+<div id=paramsBox><h3>Parameters</h3><div id=params></div></div>
+<div id=bodyBox><h3>Body <span id=bodyType class=hint></span></h3>
+<table id=fields><thead><tr><th>Field</th><th>Type</th><th>Required</th><th>Description</th>
+</tr></thead><tbody id=fieldRows></tbody></table>
+<p id=bodyNote class=warn hidden></p>
+<div id=bodyEditor><label>JSON body <span class=hint>(a valid example: change it as you like)
+</span><textarea id=body rows=10 spellcheck=false></textarea></label>
+<button id=resetBody class=secondary>Reset to the example</button></div></div>
+<div id=idemBox><label for=idem>Idempotency-Key <span class=hint>optional: sending again
+with the same key replays the first answer instead of doing it twice</span></label>
+<div class=row><input id=idem autocomplete=off spellcheck=false>
+<button id=newIdem class=secondary>New key</button></div></div>
+<div class=request><code id=url></code><button id=send>Send</button></div>
+<p id=error class=error role=alert></p>
+<div id=result hidden><h3>Answer</h3><p id=status></p>
+<table><tbody id=respHeaders></tbody></table><pre id=out></pre></div>
+<h3>Responses</h3>
+<table><thead><tr><th>Status</th><th>Meaning</th><th>Headers</th></tr></thead>
+<tbody id=responses></tbody></table>
+<details><summary>The same request with curl</summary><pre id=curl></pre></details>
+</article>
+</main></div>
+"""
+
+_SCRIPT = r"""
+'use strict';
 const $ = (id) => document.getElementById(id);
-const auth = () => ({'Authorization': 'Bearer ' + $('token').value.trim()});
-$('load').onclick = async () => {
-  const response = await fetch('/api/v1/developer/openapi.json', {headers: auth()});
-  const doc = await response.json();
-  if (!response.ok) { $('out').textContent = JSON.stringify(doc, null, 2); return; }
-  $('ops').innerHTML = '';
-  for (const [path, ops] of Object.entries(doc.paths)) {
-    for (const [verb, op] of Object.entries(ops)) {
-      const b = document.createElement('button');
-      b.className = 'op';
-      b.innerHTML = '<span class=m></span><span></span>';
-      b.children[0].textContent = verb.toUpperCase();
-      b.children[1].textContent = path;
-      b.onclick = () => {
-        method = verb.toUpperCase();
-        $('title').textContent = method + ' ' + path;
-        $('summary').textContent = (op.summary || '') + ' ' + (op.description || '');
-        $('path').value = path;
-        const schema = op.requestBody && op.requestBody.content['application/json'].schema;
-        $('body').value = schema ? JSON.stringify(example(schema), null, 2) : '';
-      };
-      $('ops').appendChild(b);
+const VERBS = ['get', 'post', 'put', 'patch', 'delete'];
+// Per tab, as the dashboard keeps a session: closing the tab forgets the token.
+const STORE = 'mps.explorer.credential';
+// The answer's headers a developer looks at; same-origin fetch reads them all.
+const SHOWN = ['X-Request-Id', 'RateLimit', 'RateLimit-Policy', 'Retry-After',
+  'Idempotent-Replayed', 'Location'];
+
+let doc = null;        // the OpenAPI document
+let current = null;    // the chosen operation: {method, path, op, shared}
+let paramInputs = [];  // [{param, input}] of the chosen operation
+let pending = null;    // the login being finished: {email, loginId}
+let credential = readCredential();
+
+// ---- small helpers: every piece of document or answer text goes in as textContent ----
+
+function el(tag, text, className) {
+  const node = document.createElement(tag);
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  if (className) node.className = className;
+  return node;
+}
+
+// Descriptions mark names as `code`; that one bit of markdown is rendered, as elements.
+function prose(target, text) {
+  target.replaceChildren();
+  String(text || '').split('`').forEach((part, i) => {
+    target.appendChild(i % 2 ? el('code', part) : document.createTextNode(part));
+  });
+}
+
+function say(target, text, kind) {
+  target.textContent = text || '';
+  target.className = 'msg' + (kind ? ' ' + kind : '');
+}
+
+function readCredential() {
+  try { return JSON.parse(sessionStorage.getItem(STORE) || 'null'); } catch (e) { return null; }
+}
+
+function keepCredential(value) {
+  credential = value;
+  if (value) sessionStorage.setItem(STORE, JSON.stringify(value));
+  else sessionStorage.removeItem(STORE);
+  showCredential();
+}
+
+async function call(method, path, body, token) {
+  const headers = {};
+  if (token) headers.Authorization = 'Bearer ' + token;
+  const init = {method, headers};
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  const text = await response.text();
+  let json = null;
+  try { json = JSON.parse(text); } catch (e) { json = null; }
+  return {ok: response.ok, status: response.status, json, text};
+}
+
+// The error envelope's message with its field errors, as one line.
+function problem(reply) {
+  const body = reply.json || {};
+  const fields = (body.errors || []).map((e) => e.field + ' ' + e.message);
+  const message = body.message || ('HTTP ' + reply.status);
+  return message + (fields.length ? ': ' + fields.join('; ') : '');
+}
+
+// Runs an async click handler with its button disabled, and says what went wrong if it threw
+// (a network failure): a handler never fails silently.
+function guarded(button, target, work) {
+  return async () => {
+    button.disabled = true;
+    try { await work(); } catch (e) { say(target, 'Something failed: ' + e.message, 'error'); }
+    finally { button.disabled = false; }
+  };
+}
+
+function onEnter(input, action) {
+  input.addEventListener('keydown', (event) => {
+    if (event.key === 'Enter') { event.preventDefault(); action(); }
+  });
+}
+
+// ---- signing in ----
+
+async function mailbox(email) {
+  const reply = await call('GET', '/api/v1/dev/mailbox?to=' + encodeURIComponent(email));
+  return reply.ok && reply.json ? reply.json.data : null;  // null: no dev mailbox to read
+}
+
+async function mailSeen(email) {
+  return new Set(((await mailbox(email)) || []).map((m) => m.id));
+}
+
+// The code of the first message that was not in the mailbox before the request that sent it:
+// mail is sent before login and signup answer, and a few short retries cover a busy server.
+async function codeFromMailbox(email, seen) {
+  for (let attempt = 0; attempt < 4; attempt++) {
+    const messages = await mailbox(email);
+    if (messages === null) return null;
+    const fresh = messages.find((m) => m.otp && !seen.has(m.id));
+    if (fresh) return fresh.otp;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  return null;
+}
+
+async function awaitCode(email, seen, offerSignup) {
+  $('codeStep').hidden = false;
+  $('code').value = '';
+  say($('codeNote'), 'Looking in the development mailbox\u2026');
+  const code = await codeFromMailbox(email, seen);
+  if (code) {
+    $('code').value = code;
+    say($('codeNote'), 'Filled in from the development mailbox. Press Sign in.', 'ok');
+    $('signupStep').hidden = true;
+    $('verify').focus();
+    return;
+  }
+  // Login answers the same whether or not the email has an account (no enumeration); only
+  // a member is sent a code, so no code is the sign that there is no account yet.
+  say($('codeNote'), 'No code has arrived for ' + email + '. If you got one, type it here.');
+  $('signupStep').hidden = !offerSignup;
+  if (offerSignup) $('companyName').focus();
+}
+
+function wantedEmail() {
+  const email = $('email').value.trim();
+  if (!email) {
+    say($('authMsg'), 'Type your email first.', 'error');
+    $('email').focus();
+  }
+  return email;
+}
+
+async function startLogin() {
+  const email = wantedEmail();
+  if (!email) return;
+  say($('authMsg'), '');
+  const seen = await mailSeen(email);
+  const reply = await call('POST', '/api/v1/auth/login', {email});
+  if (!reply.ok) { say($('authMsg'), problem(reply), 'error'); return; }
+  pending = {email, loginId: reply.json.loginId};
+  await awaitCode(email, seen, true);
+}
+
+async function signUp() {
+  const email = wantedEmail();
+  const companyName = $('companyName').value.trim();
+  if (!email) return;
+  if (!companyName) {
+    say($('authMsg'), 'Type your company name.', 'error');
+    $('companyName').focus();
+    return;
+  }
+  say($('authMsg'), '');
+  const seen = await mailSeen(email);
+  const reply = await call('POST', '/api/v1/auth/signup', {companyName, email});
+  if (!reply.ok) { say($('authMsg'), problem(reply), 'error'); return; }
+  pending = {email, loginId: reply.json.loginId};
+  $('signupStep').hidden = true;
+  await awaitCode(email, seen, false);
+}
+
+async function verify() {
+  if (!pending) { say($('authMsg'), 'Ask for a code first.', 'error'); return; }
+  const code = $('code').value.trim();
+  if (!/^[0-9]{6}$/.test(code)) {
+    say($('authMsg'), 'The code is the 6 digits from the email.', 'error');
+    return;
+  }
+  const reply = await call('POST', '/api/v1/auth/otp/verify', {loginId: pending.loginId, code});
+  if (!reply.ok) { say($('authMsg'), problem(reply), 'error'); return; }
+  const session = reply.json;
+  pending = null;
+  $('codeStep').hidden = true;
+  say($('authMsg'), '');
+  keepCredential({kind: 'session', token: session.sessionToken, email: session.user.email,
+    company: session.company.name, mode: session.mode});
+}
+
+async function usePasted() {
+  const token = $('token').value.trim();
+  if (!token) {
+    say($('authMsg'), 'Paste a secret key or a session token first.', 'error');
+    return;
+  }
+  if (/^[sp]k_(test|live)_/.test(token)) {
+    // A key cannot read /auth/me (a session route): it is kept as it is, and the answers say
+    // whether it is accepted.
+    keepCredential({kind: 'key', token, mode: token.includes('_live_') ? 'live' : 'test'});
+  } else {
+    const reply = await call('GET', '/api/v1/auth/me', undefined, token);
+    if (!reply.ok) {
+      say($('authMsg'), 'That token was not accepted: ' + problem(reply), 'error');
+      return;
+    }
+    keepCredential({kind: 'session', token, email: reply.json.user.email,
+      company: reply.json.company.name, mode: reply.json.mode});
+  }
+  $('token').value = '';
+  say($('authMsg'), '');
+}
+
+async function signOut() {
+  const was = credential;
+  keepCredential(null);
+  // Revoked on the server too, so the token stops working everywhere, not only here.
+  if (was && was.kind === 'session') {
+    await call('POST', '/api/v1/auth/logout', undefined, was.token);
+  }
+}
+
+function showCredential() {
+  const who = $('who');
+  who.replaceChildren();
+  $('auth').hidden = Boolean(credential);
+  if (!credential) {
+    who.appendChild(el('span', 'Not signed in'));
+  } else if (credential.kind === 'session') {
+    who.append(el('span', 'Signed in as'), el('strong', credential.email),
+      el('span', '\u00b7 ' + credential.company + ' \u00b7 ' + credential.mode + ' mode'));
+  } else {
+    const shown = credential.token.slice(0, 8) + '\u2026' + credential.token.slice(-4);
+    who.append(el('span', 'Using the key'), el('code', shown),
+      el('span', '\u00b7 ' + credential.mode + ' mode'));
+  }
+  if (credential) {
+    const out = el('button', credential.kind === 'session' ? 'Sign out' : 'Forget key',
+      'secondary');
+    out.id = 'signOut';
+    out.onclick = guarded(out, $('authMsg'), signOut);
+    who.appendChild(out);
+  }
+  if (current) { showWarning(); showUrl(); }
+}
+
+// ---- the document ----
+
+// Follows a local $ref (#/components/schemas/…, …/parameters/…, …/headers/…, and any other
+// JSON pointer into the document). Keys beside a $ref (a description) win over the target's.
+function resolve(node) {
+  let hops = 0;
+  while (node && typeof node === 'object' && typeof node.$ref === 'string' && hops++ < 32) {
+    const {$ref, ...beside} = node;
+    let target = $ref.startsWith('#/') ? doc : undefined;
+    for (const raw of $ref.slice(2).split('/')) {
+      if (target === undefined || target === null) break;
+      target = target[decodeURIComponent(raw).replace(/~1/g, '/').replace(/~0/g, '~')];
+    }
+    node = Object.assign({}, target || {}, beside);
+  }
+  return node || {};
+}
+
+// A schema with its $ref followed and its allOf parts merged into one object schema.
+function flat(schema) {
+  const s = resolve(schema);
+  if (!Array.isArray(s.allOf)) return s;
+  const merged = Object.assign({}, s, {properties: Object.assign({}, s.properties),
+    required: [...(s.required || [])]});
+  delete merged.allOf;
+  for (const part of s.allOf.map(flat)) {
+    Object.assign(merged.properties, part.properties || {});
+    merged.required.push(...(part.required || []));
+    for (const key of Object.keys(part)) {
+      if (!(key in merged)) merged[key] = part[key];
     }
   }
-};
-function example(schema) {
-  if (schema.type === 'object') {
-    const out = {};
-    for (const name of (schema.required || [])) out[name] = example(schema.properties[name]);
+  return merged;
+}
+
+function kindOf(s) {
+  if (s.type) return s.type;
+  if (s.properties) return 'object';
+  if (s.items) return 'array';
+  return s.oneOf || s.anyOf ? 'choice' : 'any';
+}
+
+function typeText(raw) {
+  const s = flat(raw);
+  let text = kindOf(s);
+  if (text === 'array') text = 'array of ' + typeText(s.items || {});
+  if (text === 'choice') text = (s.oneOf || s.anyOf).map(typeText).join(' or ');
+  if (s.format) text += ' (' + s.format + ')';
+  if (Array.isArray(s.enum)) {
+    const shown = s.enum.slice(0, 8).map(String).join(', ');
+    text += ': one of ' + shown + (s.enum.length > 8 ? ', \u2026 (' + s.enum.length + ')' : '');
+  } else if (s.pattern) {
+    text += ', matching ' + s.pattern;
+  }
+  if (s.minimum !== undefined || s.maximum !== undefined) {
+    text += ', ' + (s.minimum !== undefined ? s.minimum : '') + '\u2013' +
+      (s.maximum !== undefined ? s.maximum : '');
+  }
+  if (s.maxLength !== undefined) text += ', at most ' + s.maxLength + ' characters';
+  if (s.nullable) text += ', or null';
+  return text;
+}
+
+// ---- example values: valid as they are, so that Send works before anything is edited ----
+
+// One string the pattern matches, for the simple patterns schemas use (classes, groups,
+// alternatives, counted repeats); null when the pattern is beyond this small reader.
+function fromPattern(pattern) {
+  let i = 0;
+  const p = pattern;
+  function count() {
+    const c = p[i];
+    let n = 1;
+    if (c === '?' || c === '*') { i++; n = 0; }
+    else if (c === '+') { i++; n = 1; }
+    else if (c === '{') {
+      const close = p.indexOf('}', i);
+      const m = /^\{(\d+)(,\d*)?\}$/.exec(p.slice(i, close + 1));
+      if (!m) throw new Error('count');
+      n = Number(m[1]);
+      i = close + 1;
+    }
+    if (p[i] === '?') i++;  // lazy: the same shortest match
+    return n;
+  }
+  function charClass() {
+    i++;  // [
+    if (p[i] === '^') throw new Error('negated class');
+    let pick = null;
+    while (i < p.length && p[i] !== ']') {
+      let c = p[i++];
+      if (c === '\\') {
+        const e = p[i++];
+        c = e === 'd' ? '1' : e === 'w' ? 'a' : e === 's' ? ' ' : e;
+      }
+      if (p[i] === '-' && p[i + 1] !== ']' && p[i + 1] !== undefined) {
+        const last = p[i + 1];
+        i += 2;
+        // Within 0-9 prefer 1: no leading zero, and a count is never 0.
+        if (pick === null) pick = c <= '1' && '1' <= last ? '1' : c;
+      } else if (pick === null) {
+        pick = c;
+      }
+    }
+    i++;  // ]
+    if (pick === null) throw new Error('empty class');
+    return pick;
+  }
+  function atom() {
+    const c = p[i];
+    if (c === '(') {
+      i++;
+      if (p[i] === '?') {
+        if (p[i + 1] === ':') i += 2;
+        else if (p[i + 1] === '<' && /\w/.test(p[i + 2] || '')) i = p.indexOf('>', i) + 1;
+        else throw new Error('lookaround');
+        if (i === 0) throw new Error('group name');
+      }
+      const inner = alternatives();
+      if (p[i] !== ')') throw new Error('group');
+      i++;
+      return inner;
+    }
+    if (c === '[') return charClass();
+    i++;
+    if (c === '\\') {
+      const e = p[i++];
+      return e === 'd' ? '1' : e === 'w' ? 'a' : e === 's' ? ' ' : e;
+    }
+    return c === '.' ? 'a' : c;
+  }
+  function sequence() {
+    let out = '';
+    while (i < p.length && p[i] !== '|' && p[i] !== ')') {
+      if (p[i] === '^' || p[i] === '$') { i++; continue; }
+      const piece = atom();
+      out += piece.repeat(count());
+    }
     return out;
   }
-  if (schema.type === 'array') return [];
-  if (schema.enum) return schema.enum[0];
-  if (schema.type === 'integer') return schema.minimum || 0;
-  if (schema.type === 'boolean') return false;
-  return '';
-}
-$('send').onclick = async () => {
-  const headers = auth();
-  const init = {method, headers};
-  if ($('body').value.trim()) {
-    headers['Content-Type'] = 'application/json';
-    init.body = $('body').value;
+  function alternatives() {
+    const first = sequence();
+    while (p[i] === '|') { i++; sequence(); }
+    return first;
   }
-  if ($('idem').value) headers['Idempotency-Key'] = $('idem').value;
-  const response = await fetch($('path').value, init);
-  const text = await response.text();
-  let shown = text;
-  try { shown = JSON.stringify(JSON.parse(text), null, 2); } catch (e) {}
-  $('out').textContent = response.status + ' ' + response.statusText + '\\n' + shown;
-};
-</script></body></html>""")
+  try {
+    const sample = alternatives();
+    return i === p.length && new RegExp(p).test(sample) ? sample : null;
+  } catch (e) {
+    return null;
+  }
+}
+
+function fits(s, value) {
+  if (value.length < (s.minLength || 0)) value = value.padEnd(s.minLength, 'x');
+  return s.maxLength !== undefined ? value.slice(0, s.maxLength) : value;
+}
+
+function stringExample(s, name) {
+  const key = (name || '').toLowerCase();
+  const about = (s.description || '').toLowerCase();
+  const pattern = s.pattern || '';
+  if (s.format === 'date-time' || /\[0-9\]\{4\}-\[0-9\]\{2\}-\[0-9\]\{2\}/.test(pattern)) {
+    return new Date().toISOString();
+  }
+  if (s.format === 'date') return new Date().toISOString().slice(0, 10);
+  if (s.format === 'email' || key.endsWith('email')) return 'buyer@example.com';
+  if (s.format === 'uri' || s.format === 'url' || key.endsWith('url')) {
+    return 'https://example.com/' + ((name || '').replace(/url$/i, '').toLowerCase() || 'endpoint');
+  }
+  // The test card that pays (README), where a card number is asked for.
+  if (key === 'number' || key === 'cardnumber') return '4242424242424242';
+  if (s.format === 'binary') return '';
+  if (key === 'currency' || about.includes('iso 4217')) return 'USD';
+  if (key === 'country') return 'US';
+  // Money is minor units as a string of digits: 1000 is 10.00 of most currencies.
+  if (key.includes('amount') || about.includes('minor units') || /^\^?\(?\??:?\[1-9\]\[0-9\]/
+      .test(pattern)) {
+    return '1000';
+  }
+  if (pattern) {
+    const sample = fromPattern(pattern);
+    if (sample !== null) return sample;
+  }
+  return fits(s, name ? 'Example ' + name : 'example');
+}
+
+function numberExample(s, name) {
+  const key = (name || '').toLowerCase();
+  const year = new Date().getFullYear() + 3;
+  let value = key.includes('year') ? year : key.includes('month') ? 12 : 1;
+  if (s.minimum !== undefined && value < s.minimum) value = s.minimum;
+  if (s.exclusiveMinimum === true && value <= s.minimum) value = s.minimum + 1;
+  if (s.maximum !== undefined && value > s.maximum) value = s.maximum;
+  return value;
+}
+
+function example(schema, name, depth) {
+  const s = flat(schema);
+  if (s.example !== undefined) return s.example;
+  if (s.default !== undefined) return s.default;
+  if (Array.isArray(s.enum) && s.enum.length) return s.enum[0];
+  if (depth > 8) return null;
+  const choices = s.oneOf || s.anyOf;
+  if (Array.isArray(choices) && choices.length && !s.properties) {
+    return example(choices[0], name, depth + 1);
+  }
+  switch (kindOf(s)) {
+    case 'object': {
+      const out = {};
+      for (const field of s.required || []) {
+        out[field] = example((s.properties || {})[field] || {}, field, depth + 1);
+      }
+      return out;
+    }
+    case 'array': {
+      const items = flat(s.items || {});
+      const n = Math.max(s.minItems || 0, 1);
+      if (Array.isArray(items.enum) && items.enum.length >= n) return items.enum.slice(0, n);
+      return Array.from({length: n}, () => example(items, name, depth + 1));
+    }
+    case 'integer':
+    case 'number':
+      return numberExample(s, name);
+    case 'boolean':
+      return false;
+    case 'string':
+      return stringExample(s, name);
+    default:
+      return null;
+  }
+}
+
+function mediaExample(media) {
+  if (media.example !== undefined) return media.example;
+  const examples = Object.values(media.examples || {});
+  if (examples.length) {
+    const first = resolve(examples[0]);
+    if (first.value !== undefined) return first.value;
+  }
+  return example(media.schema || {}, '', 0);
+}
+
+// ---- the operation list ----
+
+function operations() {
+  const found = [];
+  for (const [path, item] of Object.entries(doc.paths || {})) {
+    for (const verb of VERBS) {
+      if (item[verb]) {
+        found.push({method: verb.toUpperCase(), path, op: item[verb],
+          shared: item.parameters || []});
+      }
+    }
+  }
+  return found;
+}
+
+function listOperations() {
+  const groups = new Map();
+  for (const entry of operations()) {
+    const tag = (entry.op.tags || ['other'])[0];
+    if (!groups.has(tag)) groups.set(tag, []);
+    groups.get(tag).push(entry);
+  }
+  const list = $('ops');
+  list.replaceChildren();
+  for (const [tag, entries] of groups) {
+    const group = el('div', null, 'group');
+    group.appendChild(el('h4', tag));
+    for (const entry of entries) {
+      const button = el('button', null, 'op');
+      button.dataset.op = entry.method + ' ' + entry.path;
+      button.dataset.search = (entry.method + ' ' + entry.path + ' ' +
+        (entry.op.summary || '') + ' ' + tag).toLowerCase();
+      button.append(el('span', entry.method, 'm ' + entry.method.toLowerCase()),
+        el('span', entry.path.replace(/^\/api\/v\d+/, ''), 'p'),
+        el('span', entry.op.summary || '', 's'));
+      button.onclick = () => select(entry);
+      group.appendChild(button);
+    }
+    list.appendChild(group);
+  }
+  applyFilter();
+}
+
+function applyFilter() {
+  const words = $('filter').value.toLowerCase().split(/\s+/).filter(Boolean);
+  for (const group of $('ops').children) {
+    let any = false;
+    for (const button of group.querySelectorAll('button.op')) {
+      const shown = words.every((w) => button.dataset.search.includes(w));
+      button.hidden = !shown;
+      any = any || shown;
+    }
+    group.hidden = !any;
+  }
+}
+
+// ---- one operation ----
+
+function securityOf(op) {
+  const rules = (op.security || doc.security || []).map((r) => Object.keys(r));
+  return {
+    none: rules.length === 0,
+    optional: rules.some((names) => names.length === 0),
+    session: rules.some((names) => names.includes('sessionToken')),
+    key: rules.some((names) => names.includes('apiKey')),
+  };
+}
+
+function securityText(op) {
+  const s = securityOf(op);
+  if (s.none) return 'No credential needed.';
+  let text = s.session && s.key
+    ? 'Takes a dashboard session, or a secret key while the company\u2019s apiKeyAccess ' +
+      'setting is on.'
+    : s.session ? 'Takes a dashboard session.' : s.key ? 'Takes an API key.' : '';
+  if (s.optional) text = 'A credential is optional. ' + text;
+  return text;
+}
+
+function showWarning() {
+  const s = securityOf(current.op);
+  let text = '';
+  if (!s.none && !s.optional && !credential) {
+    text = 'Sign in or paste a key first: this operation answers 401 without a credential.';
+  } else if (credential && credential.kind === 'key' && s.session && !s.key) {
+    text = 'This operation takes a dashboard session: your API key will be refused.';
+  } else if (credential && credential.kind === 'session' && s.key && !s.session) {
+    text = 'This operation takes an API key (create one with POST /merchant/api-keys and ' +
+      'paste it above): your session will be refused.';
+  }
+  $('opWarning').textContent = text;
+  $('opWarning').hidden = !text;
+}
+
+function parametersOf(entry) {
+  // Path-level parameters apply unless the operation redefines the same name and place.
+  const own = (entry.op.parameters || []).map(resolve);
+  const mine = new Set(own.map((p) => p.in + ':' + p.name));
+  const all = entry.shared.map(resolve).filter((p) => !mine.has(p.in + ':' + p.name))
+    .concat(own);
+  // A {name} in the path always gets an input, even if the document forgot to declare it.
+  for (const match of entry.path.matchAll(/\{([^}]+)\}/g)) {
+    if (!all.some((p) => p.in === 'path' && p.name === match[1])) {
+      all.push({name: match[1], in: 'path', required: true, schema: {type: 'string'}});
+    }
+  }
+  const order = {path: 0, query: 1, header: 2};
+  return all.filter((p) => p.in in order).sort((a, b) => order[a.in] - order[b.in]);
+}
+
+function isIdempotencyKey(param) {
+  return param.in === 'header' && String(param.name).toLowerCase() === 'idempotency-key';
+}
+
+function renderParams(entry) {
+  const box = $('params');
+  box.replaceChildren();
+  paramInputs = [];
+  const params = parametersOf(entry);
+  for (const param of params.filter((p) => !isIdempotencyKey(p))) {
+    const schema = flat(param.schema || {});
+    const required = param.in === 'path' || Boolean(param.required);
+    let input;
+    if (Array.isArray(schema.enum)) {
+      input = el('select');
+      input.appendChild(el('option', required ? 'choose\u2026' : '(not sent)'));
+      input.firstChild.value = '';
+      for (const value of schema.enum) input.appendChild(el('option', value));
+    } else {
+      input = el('input');
+      input.autocomplete = 'off';
+      input.spellcheck = false;
+      const hint = param.example !== undefined ? param.example : schema.example;
+      input.placeholder = hint !== undefined ? String(hint) : typeText(schema);
+    }
+    input.id = 'p-' + param.in + '-' + String(param.name).replace(/[^A-Za-z0-9_-]/g, '_');
+    input.required = required;
+    input.addEventListener('input', showUrl);
+    input.addEventListener('change', showUrl);
+    onEnter(input, () => $('send').click());
+    const row = el('div', null, 'param');
+    const label = el('label');
+    label.htmlFor = input.id;
+    label.append(el('code', param.name),
+      el('span', ' ' + param.in + (required ? ', required' : ''), 'hint'));
+    row.append(label, input);
+    const about = param.description || schema.description;
+    if (about) {
+      const note = el('span', null, 'hint');
+      prose(note, about);
+      row.appendChild(note);
+    }
+    box.appendChild(row);
+    paramInputs.push({param, input});
+  }
+  $('paramsBox').hidden = paramInputs.length === 0;
+  return params.some(isIdempotencyKey);
+}
+
+function fieldRows(schema, prefix, rows, depth) {
+  const s = flat(schema);
+  const required = s.required || [];
+  for (const [name, raw] of Object.entries(s.properties || {})) {
+    const field = flat(raw);
+    rows.push({field: prefix + name, type: typeText(field), required: required.includes(name),
+      description: field.description || ''});
+    if (depth >= 4) continue;
+    if (kindOf(field) === 'object') fieldRows(field, prefix + name + '.', rows, depth + 1);
+    const items = field.items ? flat(field.items) : null;
+    if (items && kindOf(items) === 'object') {
+      fieldRows(items, prefix + name + '[].', rows, depth + 1);
+    }
+  }
+  return rows;
+}
+
+let bodyExample = () => '';
+
+function renderBody(entry) {
+  const body = resolve(entry.op.requestBody);
+  const content = body.content || {};
+  const types = Object.keys(content);
+  $('bodyBox').hidden = types.length === 0;
+  $('fieldRows').replaceChildren();
+  $('body').value = '';
+  bodyExample = () => '';
+  if (!types.length) return;
+  const json = content['application/json'];
+  const media = json || content[types[0]];
+  $('bodyType').textContent = (json ? 'application/json' : types[0]) +
+    (body.required ? ', required' : ', optional');
+  for (const row of fieldRows(media.schema || {}, '', [], 0)) {
+    const tr = el('tr');
+    const description = el('td');
+    prose(description, row.description);
+    const field = el('td');
+    field.appendChild(el('code', row.field));
+    tr.append(field, el('td', row.type, 't'), el('td', row.required ? 'yes' : ''), description);
+    $('fieldRows').appendChild(tr);
+  }
+  $('fields').hidden = !$('fieldRows').children.length;
+  $('bodyEditor').hidden = !json;
+  $('bodyNote').hidden = Boolean(json);
+  $('bodyNote').textContent = json ? '' : 'This operation takes ' + types.join(', ') +
+    ': the explorer sends JSON only, so send it with curl.';
+  if (json) {
+    bodyExample = () => JSON.stringify(mediaExample(json), null, 2);
+    $('body').value = bodyExample();
+  }
+}
+
+function renderResponses(op) {
+  const rows = $('responses');
+  rows.replaceChildren();
+  for (const [code, raw] of Object.entries(op.responses || {})) {
+    const answer = resolve(raw);
+    const meaning = el('td');
+    prose(meaning, answer.description || '');
+    rows.appendChild(el('tr')).append(el('td', code), meaning,
+      el('td', Object.keys(answer.headers || {}).join(', '), 't'));
+  }
+}
+
+function select(entry) {
+  current = entry;
+  const name = entry.method + ' ' + entry.path;
+  for (const button of document.querySelectorAll('button.op')) {
+    button.classList.toggle('active', button.dataset.op === name);
+  }
+  history.replaceState(null, '', '#' + encodeURIComponent(name));
+  $('intro').hidden = true;
+  $('op').hidden = false;
+  $('opMethod').textContent = entry.method;
+  $('opMethod').className = 'm ' + entry.method.toLowerCase();
+  $('opPath').textContent = entry.path;
+  $('opSummary').textContent = entry.op.summary || '';
+  prose($('opDescription'), entry.op.description || '');
+  $('opSecurity').textContent = securityText(entry.op);
+  showWarning();
+  $('idemBox').hidden = !renderParams(entry);
+  $('idem').value = '';
+  renderBody(entry);
+  renderResponses(entry.op);
+  $('result').hidden = true;
+  $('error').textContent = '';
+  showUrl();
+}
+
+// ---- sending ----
+
+function buildRequest() {
+  const missing = [];
+  const valueOf = (param) => {
+    const found = paramInputs.find((f) => f.param.in === param.in && f.param.name === param.name);
+    return found ? found.input.value.trim() : '';
+  };
+  let url = current.path.replace(/\{([^}]+)\}/g, (whole, name) => {
+    const value = valueOf({in: 'path', name});
+    if (!value) { missing.push(name); return whole; }
+    return encodeURIComponent(value);
+  });
+  const query = [];
+  const headers = {};
+  for (const {param, input} of paramInputs) {
+    const value = input.value.trim();
+    if (param.in === 'query' && value) {
+      query.push(encodeURIComponent(param.name) + '=' + encodeURIComponent(value));
+    } else if (param.in === 'query' && param.required) {
+      missing.push(param.name);
+    } else if (param.in === 'header' && value) {
+      headers[param.name] = value;
+    }
+  }
+  if (query.length) url += '?' + query.join('&');
+  if (!$('idemBox').hidden && $('idem').value.trim()) {
+    headers['Idempotency-Key'] = $('idem').value.trim();
+  }
+  const text = $('bodyBox').hidden || $('bodyEditor').hidden ? '' : $('body').value.trim();
+  return {url, missing, headers, body: text};
+}
+
+function quoted(text) {
+  return "'" + text.replace(/'/g, "'\\''") + "'";
+}
+
+function showUrl() {
+  if (!current) return;
+  const request = buildRequest();
+  $('url').textContent = current.method + ' ' + request.url;
+  const lines = ['curl -s -X ' + current.method + ' ' + quoted(location.origin + request.url)];
+  if (credential) lines.push('-H "Authorization: Bearer $TOKEN"');
+  for (const [name, value] of Object.entries(request.headers)) {
+    lines.push('-H ' + quoted(name + ': ' + value));
+  }
+  if (request.body) {
+    let compact = request.body;
+    try { compact = JSON.stringify(JSON.parse(request.body)); } catch (e) { /* sent as typed */ }
+    lines.push("-H 'Content-Type: application/json'", '-d ' + quoted(compact));
+  }
+  $('curl').textContent = lines.join(' \\\n     ');
+}
+
+async function send() {
+  const request = buildRequest();
+  if (request.missing.length) {
+    const names = request.missing.join(', ');
+    $('error').textContent = names + (request.missing.length > 1 ? ' are' : ' is') +
+      ' required: type ' + (request.missing.length > 1 ? 'them' : 'it') +
+      ' above. Nothing was sent.';
+    const first = paramInputs.find((f) => f.param.name === request.missing[0]);
+    if (first) first.input.focus();
+    return;
+  }
+  const headers = request.headers;
+  if (credential) headers.Authorization = 'Bearer ' + credential.token;
+  const init = {method: current.method, headers};
+  if (request.body) {
+    try { JSON.parse(request.body); } catch (e) {
+      $('error').textContent = 'The body is not valid JSON (' + e.message + '). Nothing was sent.';
+      return;
+    }
+    headers['Content-Type'] = 'application/json';
+    init.body = request.body;
+  }
+  $('error').textContent = '';
+  const started = performance.now();
+  const response = await fetch(request.url, init);
+  const raw = await response.text();
+  showAnswer(response, raw, Math.round(performance.now() - started));
+}
+
+function showAnswer(response, raw, ms) {
+  $('result').hidden = false;
+  $('status').textContent = response.status + ' ' + response.statusText + ' \u00b7 ' + ms + ' ms';
+  $('status').className = response.ok ? 'ok' : 'bad';
+  const rows = $('respHeaders');
+  rows.replaceChildren();
+  for (const name of SHOWN) {
+    const value = response.headers.get(name);
+    if (value !== null) rows.appendChild(el('tr')).append(el('th', name), el('td', value));
+  }
+  let shown = raw;
+  try { shown = JSON.stringify(JSON.parse(raw), null, 2); } catch (e) { shown = raw; }
+  $('out').textContent = shown;
+}
+
+function newIdempotencyKey() {
+  const bytes = new Uint8Array(16);
+  crypto.getRandomValues(bytes);
+  return 'explorer-' + Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+}
+
+// ---- start ----
+
+async function loadDocument() {
+  // The development copy needs no credential; a session can read the contract's own route.
+  let reply = await call('GET', '/api/docs/openapi.json');
+  if (!reply.ok && credential && credential.kind === 'session') {
+    reply = await call('GET', '/api/v1/developer/openapi.json', undefined, credential.token);
+  }
+  if (!reply.ok || !reply.json || !reply.json.paths) {
+    $('ops').replaceChildren(el('p', 'The API description did not load: ' + problem(reply),
+      'error'));
+    return;
+  }
+  doc = reply.json;
+  $('docTitle').textContent = (doc.info && doc.info.title) || 'API';
+  prose($('docDescription'), (doc.info && doc.info.description) || '');
+  listOperations();
+  const wanted = decodeURIComponent(location.hash.slice(1));
+  const entry = operations().find((e) => e.method + ' ' + e.path === wanted);
+  if (entry) select(entry);
+}
+
+async function start() {
+  $('sendCode').onclick = guarded($('sendCode'), $('authMsg'), startLogin);
+  $('signup').onclick = guarded($('signup'), $('authMsg'), signUp);
+  $('verify').onclick = guarded($('verify'), $('authMsg'), verify);
+  $('load').onclick = guarded($('load'), $('authMsg'), usePasted);
+  $('send').onclick = guarded($('send'), $('error'), send);
+  $('newIdem').onclick = () => { $('idem').value = newIdempotencyKey(); showUrl(); };
+  $('resetBody').onclick = () => { $('body').value = bodyExample(); showUrl(); };
+  $('filter').addEventListener('input', applyFilter);
+  $('body').addEventListener('input', showUrl);
+  $('idem').addEventListener('input', showUrl);
+  $('body').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && (event.ctrlKey || event.metaKey)) $('send').click();
+  });
+  onEnter($('email'), () => $('sendCode').click());
+  onEnter($('companyName'), () => $('signup').click());
+  onEnter($('code'), () => $('verify').click());
+  onEnter($('token'), () => $('load').click());
+  showCredential();
+  if (credential && credential.kind === 'session') {
+    // A kept session may have expired or been revoked since: ask once, and forget it if so.
+    const reply = await call('GET', '/api/v1/auth/me', undefined, credential.token);
+    if (reply.status === 401) {
+      keepCredential(null);
+      say($('authMsg'), 'Your session has ended: sign in again.', 'error');
+    }
+  }
+  await loadDocument();
+}
+
+start();
+"""
+
+EXPLORER_HTML = static_page(
+    "<!doctype html><html lang=en><head><meta charset=utf-8>\n"
+    '<meta name=viewport content="width=device-width,initial-scale=1">\n'
+    "<title>Merchant Payments API explorer</title>\n"
+    f"<style>{_STYLE}</style></head><body>{_BODY}<script>{_SCRIPT}</script></body></html>"
+)

@@ -1,4 +1,4 @@
-"""Development-only routes (decisions 2): the dev mailbox and the API explorer.
+"""Development-only routes (decisions 2): the dev mailbox, the API explorer and its document.
 
 They exist only in the development server mode, and even there answer only requests that are
 loopback at both ends, the peer address and the Host header (`mps.http.app` gates them); anyone
@@ -7,9 +7,12 @@ else gets the 404 of a route that does not exist.
 
 from __future__ import annotations
 
+import orjson
 from aiohttp import web
 
 from mps.errors import NotFound
+from mps.http.keys import ROUTE_TABLE
+from mps.http.openapi import build_openapi
 from mps.http.pages.explorer import EXPLORER_HTML
 from mps.http.replies import Aggregate
 from mps.http.routing import Auth, Call, Route
@@ -29,12 +32,33 @@ async def explorer(call: Call) -> web.Response:
     return web.Response(text=EXPLORER_HTML, content_type="text/html")
 
 
+async def explorer_document(call: Call) -> web.Response:
+    """The OpenAPI document `GET /api/v1/developer/openapi.json` gives a dashboard session, for
+    the explorer to list the operations before anyone signs in (and for a pasted API key, which
+    that route refuses). It describes routes, never data, so a loopback developer may read it
+    without a credential; built per request, as that route builds it, so the two never differ."""
+    routes: list[Route] = call.request.app[ROUTE_TABLE]
+    document = build_openapi(routes, call.services.settings.public_url)
+    return web.Response(body=orjson.dumps(document), content_type="application/json")
+
+
 ROUTES = [
     Route(
         "GET",
         "/api/docs",
         explorer,
         "Interactive API explorer (development only)",
+        "dev",
+        Auth.PUBLIC,
+        api=False,
+        internal=True,
+        development_only=True,
+    ),
+    Route(
+        "GET",
+        "/api/docs/openapi.json",
+        explorer_document,
+        "The OpenAPI document, for the explorer (development only)",
         "dev",
         Auth.PUBLIC,
         api=False,
