@@ -14,7 +14,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from tests.helpers import assert_envelope, sign_up
 
-DEV_ROUTES = ["/api/v1/dev/mailbox?to=ann@example.com", "/api/docs"]
+DEV_ROUTES = ["/api/v1/dev/mailbox?to=ann@example.com", "/api/docs", "/api/docs/openapi.json"]
 
 
 def _peer(address: str) -> Middleware:

@@ -548,3 +548,107 @@ async def test_the_document_declares_the_headers_and_error_answers_clients_must_
                 schema = operation["responses"][status]["content"]["application/json"]["schema"]
                 assert schema == {"$ref": "#/components/schemas/Error"}, (where, status)
             assert "Retry-After" in operation["responses"]["429"]["headers"], where
+
+
+def _fields(schema: Any, where: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every property inside `schema`, named by its path, down through nested objects, array
+    items, map values and alternatives; a `$ref` is left to the component it names."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if not isinstance(schema, dict) or "$ref" in schema:
+        return found
+    for key in ("allOf", "oneOf", "anyOf"):
+        for option in schema.get(key, []):
+            found += _fields(option, where)
+    for name, field in schema.get("properties", {}).items():
+        found.append((f"{where}.{name}", field))
+        found += _fields(field, f"{where}.{name}")
+    for key in ("items", "additionalProperties"):
+        if isinstance(schema.get(key), dict):
+            found += _fields(schema[key], where)
+    return found
+
+
+def _is_scalar(schema: dict[str, Any]) -> bool:
+    # A file part (format binary) holds bytes, not a value an example could show.
+    scalar = schema.get("type") in ("string", "integer", "number", "boolean")
+    return scalar and schema.get("format") != "binary"
+
+
+async def test_openapi_document_describes_every_field_and_parameter_with_a_valid_example(
+    client: TestClient[Any, Any],
+) -> None:
+    from openapi_schema_validator import OAS30Validator, oas30_format_checker
+
+    # given the document a signed-in member downloads
+    member = await sign_up(client)
+    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
+    document = await response.json()
+    components = document["components"]
+
+    def invalid(schema: dict[str, Any], example: Any) -> str | None:
+        # References point into the document's components: validate with them at hand. Formats
+        # count too: a date-time example must be a timestamp.
+        validator = OAS30Validator(
+            {"allOf": [schema], "components": components}, format_checker=oas30_format_checker
+        )
+        error = next(iter(validator.iter_errors(example)), None)
+        return None if error is None else error.message
+
+    # when every field of every component schema, request body and response is collected
+    fields = [(n, f) for name, s in components["schemas"].items() for n, f in _fields(s, name)]
+    parameters = list(components["parameters"].values())
+    for path, operations in document["paths"].items():
+        for method, operation in operations.items():
+            where = f"{method.upper()} {path}"
+            parameters += [p for p in operation.get("parameters", []) if "$ref" not in p]
+            answers = [operation.get("requestBody", {}), *operation["responses"].values()]
+            for answer in answers:
+                for media in answer.get("content", {}).values():
+                    fields += _fields(media.get("schema"), where)
+
+    # then each has a description (a reference: the component it names has one), each scalar
+    # an example, and each example validates against its own schema
+    faults = []
+    for where, field in fields:
+        if "$ref" in field:
+            named = components["schemas"][field["$ref"].rsplit("/", 1)[-1]]
+            if not named.get("description"):
+                faults.append(f"{where}: {field['$ref']} has no description")
+            continue
+        if not field.get("description"):
+            faults.append(f"{where}: no description")
+        if _is_scalar(field) and "example" not in field:
+            faults.append(f"{where}: no example")
+        if "example" in field and (fault := invalid(field, field["example"])):
+            faults.append(f"{where}: example {field['example']!r}: {fault}")
+    for parameter in parameters:
+        where = f"parameter {parameter['in']} {parameter['name']}"
+        if not parameter.get("description"):
+            faults.append(f"{where}: no description")
+        if "example" not in parameter:
+            faults.append(f"{where}: no example")
+        elif fault := invalid(parameter["schema"], parameter["example"]):
+            faults.append(f"{where}: example {parameter['example']!r}: {fault}")
+    for name, schema in components["schemas"].items():
+        if "example" in schema and (fault := invalid(schema, schema["example"])):
+            faults.append(f"{name}: example {schema['example']!r}: {fault}")
+    assert faults == []
+    assert len(fields) > 900
+    validate(document)
+
+
+async def test_openapi_sandbox_kind_parameter_lists_every_sandbox_kind(
+    client: TestClient[Any, Any],
+) -> None:
+    from mps.http.routes.sandbox import KINDS
+
+    member = await sign_up(client)
+
+    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
+
+    operation = (await response.json())["paths"]["/api/v1/developer/sandbox/{kind}"]["post"]
+    [kind] = [p for p in operation["parameters"] if p.get("name") == "kind"]
+    assert kind["in"] == "path"
+    assert set(kind["schema"]["enum"]) == set(KINDS)
+    assert kind["example"] in KINDS
+    assert kind["description"]

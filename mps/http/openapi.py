@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
+from mps.http.glossary import describe
 from mps.http.routing import Auth, Route
 from mps.http.schema import Refs
 
@@ -206,7 +207,7 @@ def build_openapi(routes: Iterable[Route], server_url: str) -> dict[str, Any]:
         if route.internal or not route.api:
             continue
         paths.setdefault(route.full_path, {})[route.method.lower()] = _operation(route, refs)
-    return {
+    document: dict[str, Any] = {
         "openapi": "3.0.3",
         "info": {
             "title": "Merchant Payments Service",
@@ -236,3 +237,5 @@ def build_openapi(routes: Iterable[Route], server_url: str) -> dict[str, Any]:
             "headers": _HEADERS,
         },
     }
+    describe(document)
+    return document

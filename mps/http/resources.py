@@ -78,7 +78,8 @@ SCOPE = Enum(list(ALL_SCOPES), name="Scope")
 ENDPOINT_STATUS = Enum(["enabled", "disabled"], name="WebhookEndpointStatus")
 
 _TIME = Str(format="date-time")
-_MONEY = Str(pattern=r"-?[0-9]+", description="Minor units, as a string.")
+# Described per field by the glossary (what the amount is), in minor units as a string.
+_MONEY = Str(pattern=r"-?[0-9]+")
 _NULL_STR = Str(nullable=True)
 
 

@@ -102,7 +102,7 @@ def _out(fields: dict[str, Schema], description: str = "") -> Obj:
     return Obj(fields, required=list(fields), description=description, allow_unknown=True)
 
 
-_MONEY = Str(pattern=r"[0-9]+", description="Minor units, as a string.")
+_MONEY = Str(pattern=r"[0-9]+")  # described per field by the glossary
 _DATE = Str(format="date")
 SERIES = _out(
     {
