@@ -221,6 +221,23 @@ async def test_turning_access_off_or_revoking_the_key_refuses_it_at_once(
     assert back == 200
 
 
+async def test_an_unknown_or_revoked_key_is_session_required_as_before(
+    client: TestClient[Any, Any],
+) -> None:
+    owner = await sign_up(client)
+    key, key_id = await _key(client, owner)
+    await client.post(f"/api/v1/merchant/api-keys/{key_id}/revoke", headers=owner.headers)
+
+    answers = [
+        await _call(client, token, "GET", "/merchant/payments")
+        for token in (key, "sk_test_" + "x" * 40)
+    ]
+
+    for status, body in answers:
+        assert status == 401
+        assert_envelope(body, 401, "session_required")
+
+
 async def test_key_calls_count_against_the_key_limit_and_appear_in_its_log(
     client: TestClient[Any, Any],
 ) -> None:

@@ -126,7 +126,15 @@ async def _principal(route: Route, request: web.Request, services: Services) -> 
 async def _merchant_key(token: str, services: Services) -> ApiKeyPrincipal:
     """A key on a route keys may call: only a secret key, and only while its company has
     apiKeyAccess on for the key's mode; any other key is refused as today (decisions 2)."""
-    key = await services.credentials.api_key(token)
+    try:
+        key = await services.credentials.api_key(token)
+    except Unauthenticated as exc:
+        # A key that is not (or no longer) valid is refused as any key was before keys could
+        # call these routes: 401 session_required, whatever the company's setting.
+        raise Unauthenticated(
+            "This route needs a dashboard session; the API key is not valid or was revoked",
+            code="session_required",
+        ) from exc
     if key.may_call_merchant_routes:
         return key
     if key.type != "secret":
