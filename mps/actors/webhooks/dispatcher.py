@@ -3,9 +3,12 @@
 Every endpoint is a lane (a payment's own URL: its origin). A lane has `per_lane` slots, and an
 attempt holds one only while its POST is in flight (its reads before and its record after do not
 count), so a slow or hanging receiver holds only its own slots, never another lane's. Attempts
-beyond that wait for a slot in their lane; when `waiting_per_lane` already wait, the attempt is
-refused (`Full`) and goes back to the broker for a moment instead, so a flooded lane cannot fill
-the consumer's prefetch window and starve every other lane.
+beyond that wait for a slot in their lane, for `patience` seconds at most; one that waited that
+long, or that finds `waiting_per_lane` waiting already, is refused (`Full`) and goes back to the
+broker for a moment instead. So a fast lane takes a flood in memory (its waiters get their
+slots within the patience, and nothing travels round the broker again), while a slow or
+flooded lane cannot hold the consumers' prefetch windows, and so every other lane, for longer
+than the patience.
 
 The actor's turn only counts slots: `Acquire` is answered at once when a slot is free, else when
 a `Release` of its lane hands one on. Nothing else happens in a turn.
@@ -73,10 +76,13 @@ class _Lane:
 class WebhookDispatcher(AsyncioActor):
     expected_errors = (Full,)
 
-    def __init__(self, *, per_lane: int = 8, waiting_per_lane: int = 128) -> None:
+    def __init__(
+        self, *, per_lane: int = 8, waiting_per_lane: int = 4096, patience: float = 2.0
+    ) -> None:
         super().__init__()
         self.per_lane = per_lane
         self.waiting_per_lane = waiting_per_lane
+        self.patience = patience
         self.lanes: dict[str, _Lane] = {}
 
     def can_passivate(self) -> bool:
@@ -89,14 +95,22 @@ class WebhookDispatcher(AsyncioActor):
                 if lane.running < self.per_lane:
                     lane.running += 1
                     return None
+                _forget_ended(lane)
                 if len(lane.waiting) >= self.waiting_per_lane:
                     raise Full(name)
-                turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+                loop = asyncio.get_running_loop()
+                turn: asyncio.Future[None] = loop.create_future()
                 lane.waiting.append(turn)
+                # Waiters end in the order they came, so the ended ones gather at the left,
+                # where the next Acquire or Release drops them.
+                loop.call_later(self.patience, _out_of_patience, turn, name)
                 return Detached(_wait(turn))
             case Room(lane=name):
                 known = self.lanes.get(name)
-                return known is None or len(known.waiting) < self.waiting_per_lane
+                if known is None:
+                    return True
+                _forget_ended(known)
+                return len(known.waiting) < self.waiting_per_lane
             case Release(lane=name):
                 self._release(name)
                 return None
@@ -125,6 +139,16 @@ class WebhookDispatcher(AsyncioActor):
 
 async def _wait(turn: asyncio.Future[None]) -> None:
     await turn
+
+
+def _out_of_patience(turn: asyncio.Future[None], lane: str) -> None:
+    if not turn.done():
+        turn.set_exception(Full(lane))
+
+
+def _forget_ended(lane: _Lane) -> None:
+    while lane.waiting and lane.waiting[0].done():
+        lane.waiting.popleft()
 
 
 @contextlib.asynccontextmanager
