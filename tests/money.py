@@ -11,6 +11,15 @@ from mps.http.keys import SERVICES
 from mps.services import Services
 from tests.helpers import Member, create_payment, pay
 
+# A bank account the payout tests open (decisions 5).
+ACCOUNT = {
+    "accountHolderName": "Acme Ltd",
+    "accountNumber": "000123456789",
+    "bankCode": "110000000",
+    "currency": "USD",
+    "country": "US",
+}
+
 
 def services(client: TestClient[Any, Any]) -> Services:
     found: Services = client.app[SERVICES]

@@ -12,17 +12,9 @@ from aiohttp.test_utils import TestClient
 from mps.actors.company import VoteOnApproval
 from tests.conftest import Clock
 from tests.helpers import Member, add_member, assert_envelope, sign_in, sign_up
-from tests.money import balance, paid_payment, services
+from tests.money import ACCOUNT, balance, paid_payment, services
 
 pytestmark = pytest.mark.both_backends
-
-ACCOUNT = {
-    "accountHolderName": "Acme Ltd",
-    "accountNumber": "000123456789",
-    "bankCode": "110000000",
-    "currency": "USD",
-    "country": "US",
-}
 
 
 async def _policy(

@@ -13,16 +13,9 @@ from mps.http.routes import all_routes
 from mps.http.routes.sandbox import KINDS
 from mps.http.routing import Auth
 from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up
-from tests.money import until
+from tests.money import ACCOUNT, until
 
 SECRET_SCOPES = sorted(KEY_ROUTE_SCOPES | {PING_SCOPE})
-ACCOUNT = {
-    "accountHolderName": "Acme Ltd",
-    "accountNumber": "000123456789",
-    "bankCode": "110000000",
-    "currency": "USD",
-    "country": "US",
-}
 INVOICE = {
     "currency": "USD",
     "customerEmail": "buyer@example.com",

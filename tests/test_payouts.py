@@ -14,17 +14,9 @@ from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
 from tests.helpers import Member, assert_envelope, sign_in, sign_up
-from tests.money import balance, movements, paid_payment, sandbox_key, services, simulate
+from tests.money import ACCOUNT, balance, movements, paid_payment, sandbox_key, services, simulate
 
 pytestmark = pytest.mark.both_backends
-
-ACCOUNT = {
-    "accountHolderName": "Acme Ltd",
-    "accountNumber": "000123456789",
-    "bankCode": "110000000",
-    "currency": "USD",
-    "country": "US",
-}
 
 
 async def _account(client: TestClient[Any, Any], member: Member, **changes: Any) -> dict[str, Any]:
