@@ -610,3 +610,91 @@ async def test_a_long_background_scan_does_not_hold_up_other_reads(database: Dat
     assert not scan.done(), "the scan should still be running"
     assert waited < 0.5
     assert (await scan)[0]["c"] == 3000000
+
+
+def new_user_unless_known(user_id: str, email: str) -> Statement:
+    """Inserts the user unless the email is taken; returns the row's id only when inserted."""
+    return Statement(
+        "INSERT INTO users (id, email, name, created_at) VALUES ($1, $2, NULL, $3) "
+        "ON CONFLICT (email) DO NOTHING RETURNING id",
+        (user_id, email, NOW),
+        keyed_by=0,
+    )
+
+
+def rename_user(user_id: str, name: str) -> Statement:
+    return Statement(
+        "UPDATE users SET name = $1 WHERE id = $2 RETURNING id",
+        (name, user_id),
+        expect_rows=1,
+        keyed_by=1,
+    )
+
+
+def test_a_batch_plan_sends_keyed_statements_of_one_sql_together() -> None:
+    # given two units renaming users, the first three in a row
+    first = [rename_user("usr_a", "A"), rename_user("usr_b", "B"), rename_user("usr_c", "C")]
+    second = [rename_user("usr_d", "D"), new_user("usr_e")]
+
+    # when
+    steps = plan_batch([first, second])
+
+    # then the four renames are one keyed step, apart from the insert
+    order = [[(unit, position) for unit, position, _ in step.members] for step in steps]
+    assert order == [[(0, 0), (0, 1), (0, 2), (1, 0)], [(1, 1)]]
+    assert [(step.keyed, step.many) for step in steps] == [(True, False), (False, False)]
+
+
+async def test_keyed_statements_sent_together_each_get_their_own_rows(database: Database) -> None:
+    # given a user whose email a later insert repeats
+    await database.write([(new_user("usr_a"),)])
+
+    # when three units insert unless the email is known, and one unit inserts two in a row
+    outcomes = await database.write(
+        [
+            (new_user_unless_known("usr_b", "b@example.com"),),
+            (new_user_unless_known("usr_x", "usr_a@example.com"),),
+            (
+                new_user_unless_known("usr_c", "c@example.com"),
+                new_user_unless_known("usr_d", "d@example.com"),
+            ),
+        ]
+    )
+
+    # then each statement got the rows of its own key: none for the one that inserted nothing
+    assert outcomes == [[[{"id": "usr_b"}]], [[]], [[{"id": "usr_c"}], [{"id": "usr_d"}]]]
+    assert await user_ids(database) == ["usr_a", "usr_b", "usr_c", "usr_d"]
+
+
+async def test_a_keyed_statement_matching_no_row_fails_only_its_unit(database: Database) -> None:
+    # given two users
+    await database.write([(new_user("usr_a"),), (new_user("usr_b"),)])
+
+    # when three units rename, the middle one a user that does not exist
+    outcomes = await database.write(
+        [
+            (rename_user("usr_a", "Ann"),),
+            (new_user("usr_c"), rename_user("usr_missing", "Nobody")),
+            (rename_user("usr_b", "Bob"),),
+        ]
+    )
+
+    # then only the middle unit is refused, and rolled back whole
+    assert outcomes[0] == [[{"id": "usr_a"}]] and outcomes[2] == [[{"id": "usr_b"}]]
+    assert isinstance(outcomes[1], StaleWrite)
+    names = await database.fetch("SELECT id, name FROM users ORDER BY id")
+    assert [(r["id"], r["name"]) for r in names] == [("usr_a", "Ann"), ("usr_b", "Bob")]
+
+
+async def test_keyed_statements_naming_one_key_twice_still_get_their_own_rows(
+    database: Database,
+) -> None:
+    await database.write([(new_user("usr_a"),)])
+
+    outcomes = await database.write(
+        [(rename_user("usr_a", "First"),), (rename_user("usr_a", "Second"),)]
+    )
+
+    assert outcomes == [[[{"id": "usr_a"}]], [[{"id": "usr_a"}]]]
+    [row] = await database.fetch("SELECT name FROM users WHERE id = 'usr_a'")
+    assert row["name"] == "Second"

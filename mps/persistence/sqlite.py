@@ -193,7 +193,11 @@ class SqliteDatabase(Database):
         try:
             await self._fence(conn, fences)
             for step in plan_batch(units):
-                if step.many:
+                if step.keyed:
+                    # Round trips cost nothing in process: one statement at a time.
+                    for unit, position, statement in step.members:
+                        outcomes[unit][position] = await self._apply(conn, statement)
+                elif step.many:
                     await self._apply_many(conn, step)
                 else:
                     unit, position, statement = step.members[0]

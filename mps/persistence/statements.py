@@ -31,6 +31,11 @@ class Statement:
     # What a broken uniqueness or key constraint raises instead of IntegrityConflict, when the
     # constraint is a guard the caller handles.
     conflict_error: type[Exception] | None = None
+    # For a statement that returns rows: the position of the parameter its first RETURNING
+    # column echoes (the row's own key), so that it returns only rows of that key. Many such
+    # statements of one SQL then go to the server together, and their rows are told apart by
+    # that column (`Step.keyed`).
+    keyed_by: int | None = None
 
     def stale(self, affected: int) -> StaleWrite:
         return self.stale_error(f"expected {self.expect_rows} row(s), got {affected}")
@@ -45,17 +50,29 @@ class Statement:
         nothing back (no rows, no row count to check)."""
         return self.expect_rows is None and not self.returns_rows
 
+    @property
+    def keyed(self) -> bool:
+        """Whether it returns rows told apart by their key (`keyed_by`)."""
+        return self.keyed_by is not None and self.returns_rows
+
+    @property
+    def key(self) -> Any:
+        assert self.keyed_by is not None
+        return self.params[self.keyed_by]
+
 
 @dataclass(frozen=True, slots=True)
 class Step:
-    """Part of a batch: one statement of one unit, or (`many`) one SQL for several units."""
+    """Part of a batch: one statement of one unit, or several of one SQL: `many` (reporting
+    nothing back: one `executemany`) or `keyed` (each returning the rows of its own key)."""
 
     sql: str
     members: list[tuple[int, int, Statement]]  # (unit, position in the unit, statement)
+    keyed: bool = False
 
     @property
     def many(self) -> bool:
-        return len(self.members) > 1
+        return len(self.members) > 1 and not self.keyed
 
 
 def plan_batch(units: Sequence[WriteUnit]) -> list[Step]:
@@ -65,26 +82,30 @@ def plan_batch(units: Sequence[WriteUnit]) -> list[Step]:
     only the order within a unit matters. Each unit is first cut into runs: consecutive
     statements of the same SQL that report nothing back form one run (a unit writing many rows
     of one table, such as a flush of API-key request logs), any other statement a run of its
-    own. The batch is then taken run by run: every unit's first run, then every second one, and
-    so on; within a position, runs of the same SQL go as one `executemany`, one round trip
-    instead of one per statement. A batch of 64 payment creates thus costs a handful of round
-    trips, not hundreds.
+    own. Statements that return only the rows of their own key (`Statement.keyed`) run together
+    the same way. The batch is then taken run by run: every unit's first run, then every second
+    one, and so on; within a position, runs of the same SQL go as one `executemany` (or, keyed,
+    one `fetchmany`), one round trip instead of one per statement. A batch of 64 payment
+    creates thus costs a handful of round trips, not hundreds.
     """
     steps: list[Step] = []
     runs = [_runs(index, unit) for index, unit in enumerate(units)]
     depth = max((len(unit_runs) for unit_runs in runs), default=0)
     for position in range(depth):
-        groups: dict[str, list[tuple[int, int, Statement]]] = {}
+        groups: dict[tuple[str, bool], list[tuple[int, int, Statement]]] = {}
         for unit_runs in runs:
             if position >= len(unit_runs):
                 continue
             run = unit_runs[position]
             statement = run[0][2]
-            if statement.batchable:
-                groups.setdefault(statement.sql, []).extend(run)
+            if statement.batchable or statement.keyed:
+                groups.setdefault((statement.sql, statement.keyed), []).extend(run)
             else:
                 steps.append(Step(statement.sql, run))
-        steps.extend(Step(sql, members) for sql, members in groups.items())
+        steps.extend(
+            Step(sql, members, keyed=keyed and len(members) > 1)
+            for (sql, keyed), members in groups.items()
+        )
     return steps
 
 
@@ -95,9 +116,8 @@ def _runs(index: int, unit: WriteUnit) -> list[list[tuple[int, int, Statement]]]
         last = runs[-1][-1][2] if runs else None
         if (
             last is not None
-            and statement.batchable
-            and last.batchable
             and last.sql == statement.sql
+            and ((statement.batchable and last.batchable) or (statement.keyed and last.keyed))
         ):
             runs[-1].append((index, position, statement))
         else:

@@ -114,6 +114,7 @@ def delivery_insert(row: Row) -> Statement:
         f"INSERT INTO webhook_deliveries ({columns}) VALUES ({marks}) "
         "ON CONFLICT (event_id, target, origin) DO NOTHING RETURNING id",
         tuple(row.values()),
+        keyed_by=list(row).index("id"),
     )
 
 
@@ -138,6 +139,7 @@ def delivery_outcome(
             "last_attempt_at = $4, last_status_code = $5, last_error = $6, updated_at = $4 "
             "WHERE id = $7 AND attempts = $8 AND status IN ('PENDING', 'RETRYING') RETURNING id",
             (status, attempt, next_attempt_at, at, status_code, error, delivery_id, attempt - 1),
+            keyed_by=6,
         ),
         Statement(
             "INSERT INTO webhook_attempts (delivery_id, attempt, at, status_code, error, "
