@@ -265,7 +265,7 @@ async def test_versioned_update_is_refused_when_the_version_is_stale(
     accepted, refused = await database.write([(first,), (stale,)])
 
     # then
-    assert accepted == [[]]
+    assert accepted == [[{"id": "cmp_a"}]]  # its key, as every versioned update returns
     assert isinstance(refused, StaleWrite)
     row = await database.fetchrow("SELECT version, data FROM companies WHERE id = $1", "cmp_a")
     assert row == {"version": 2, "data": '{"n": 1}'}

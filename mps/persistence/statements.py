@@ -155,8 +155,12 @@ def versioned_update(
     columns = list(changes)
     sets = ", ".join(f"{c} = ${i}" for i, c in enumerate(columns, start=1))
     n = len(columns)
+    # RETURNING the key lets a group commit send the updates of many units to one table
+    # together (`Statement.keyed`), each still checked for its one row.
     sql = (
         f"UPDATE {table} SET {sets}, version = version + 1 "
-        f"WHERE {key} = ${n + 1} AND version = ${n + 2}"
+        f"WHERE {key} = ${n + 1} AND version = ${n + 2} RETURNING {key}"
     )
-    return Statement(sql, (*changes.values(), key_value, expected_version), expect_rows=1)
+    return Statement(
+        sql, (*changes.values(), key_value, expected_version), expect_rows=1, keyed_by=n
+    )
