@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from mps.domain.approvals import ACTIONS as APPROVAL_ACTIONS
 from mps.domain.invoices import INVOICE_STATUSES
 from mps.domain.payments import STATUSES as PAYMENT_STATUSES
 from mps.http.routing import API_PREFIX
@@ -1058,6 +1059,7 @@ PARAMETERS: dict[str, Meaning] = {
 }
 
 _SANDBOX = "/developer/sandbox/{kind}"
+_POLICY = "/team/approvals/policies/{action}"
 _SCALARS = frozenset({"string", "integer", "number", "boolean"})
 
 
@@ -1172,6 +1174,8 @@ def _parameter(parameter: JSON, where: str, template: str, schemas: dict[str, JS
             from mps.http.routes.sandbox import KINDS
 
             schema.setdefault("enum", sorted(KINDS))
+        if template == _POLICY and name == "action":
+            schema.setdefault("enum", sorted(APPROVAL_ACTIONS))
     else:
         meaning = PARAMETERS.get(f"{where}.{name}") or PARAMETERS.get(name)
     if "description" not in parameter:

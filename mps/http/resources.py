@@ -393,7 +393,9 @@ BALANCE_TRANSACTION = named(
                 description="The signed change to available + pending + reserved, in minor units.",
             ),
             "currency": Str(),
-            "sourceId": Str(description="The payment, refund or payout that moved the money."),
+            "sourceId": Str(
+                description="What moved the money: the payment, refund, payout or card."
+            ),
             "changes": Obj(
                 {"availableMinor": _MONEY, "pendingMinor": _MONEY, "reservedMinor": _MONEY},
                 required=["availableMinor", "pendingMinor", "reservedMinor"],
