@@ -267,17 +267,27 @@ ROUTES = [
         Auth.API_KEY,
         body=Obj(
             {
-                "paymentId": Str(max_length=64, description="payment.* kinds"),
-                "refundId": Str(max_length=64, description="refund.* kinds"),
-                "payoutId": Str(max_length=64, description="payout.* kinds"),
-                "invoiceId": Str(max_length=64, description="invoice.* kinds"),
-                "cardId": Str(max_length=64, description="card.authorization"),
-                "amountMinor": Str(max_length=12, description="card.authorization"),
+                "paymentId": Str(
+                    max_length=64, description="The payment the payment.* kinds act on."
+                ),
+                "refundId": Str(max_length=64, description="The refund the refund.* kinds settle."),
+                "payoutId": Str(max_length=64, description="The payout the payout.* kinds settle."),
+                "invoiceId": Str(max_length=64, description="The invoice invoice.overdue marks."),
+                "cardId": Str(max_length=64, description="The card card.authorization charges."),
+                "amountMinor": Str(
+                    max_length=12,
+                    description="What card.authorization asks for, in minor units.",
+                ),
                 "currency": Str(
                     pattern=r"[A-Za-z]{3}", upper=True, message="must be a currency code"
                 ),
-                "merchantName": Str(max_length=200, description="card.authorization"),
-                "merchantCategory": Str(max_length=64, description="card.authorization"),
+                "merchantName": Str(
+                    max_length=200, description="The shop card.authorization names."
+                ),
+                "merchantCategory": Str(
+                    max_length=64,
+                    description="The shop's category, checked against the card's controls.",
+                ),
             }
         ),
         response=resource(
