@@ -92,16 +92,21 @@ KEY_ROUTE_SCOPES = frozenset(
 def unusable_key_scopes(key_type: str, mode: str, scopes: Iterable[str]) -> tuple[list[str], str]:
     """The requested scopes a key of this type and mode could never use, and why (empty when
     every scope can be used)."""
-    usable = {PING_SCOPE}
+    usable: frozenset[str] | set[str]
     if key_type == "secret":
-        usable |= KEY_ROUTE_SCOPES
+        # The sandbox's scopes are among the merchant routes' own.
+        usable = KEY_ROUTE_SCOPES | {PING_SCOPE}
         why = "team and audit routes take a dashboard session only"
+    elif mode == "test":
+        usable = SANDBOX_SCOPES | {PING_SCOPE}
+        why = (
+            "a publishable key can call only /developer/ping (analytics:read) and the sandbox "
+            "(the write scope of what it touches)"
+        )
     else:
-        why = "a publishable key can call only /developer/ping (analytics:read)"
-    if mode == "test":
-        usable |= SANDBOX_SCOPES
-        if key_type != "secret":
-            why += " and the sandbox (the write scope of what it touches)"
-    elif key_type != "secret":
-        why += "; the sandbox takes test keys only"
+        usable = {PING_SCOPE}
+        why = (
+            "a publishable key can call only /developer/ping (analytics:read); the sandbox "
+            "takes test keys only"
+        )
     return [s for s in scopes if s not in usable], why

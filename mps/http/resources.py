@@ -102,11 +102,11 @@ def resource(
         return fields
     if name is not None:
         return named(name, fields, required)
-    named_fields = list(fields) if required is None else required
+    own = list(fields) if required is None else required
     return Obj(
         {**fields, "ok": _OK, "requestId": _REQUEST_ID},
         # A named resource's fields (spread into a variant) carry ok and requestId already.
-        required=["ok", "requestId", *(f for f in named_fields if f not in ("ok", "requestId"))],
+        required=["ok", "requestId", *(f for f in own if f not in ("ok", "requestId"))],
         allow_unknown=True,
     )
 

@@ -7,14 +7,12 @@ else gets the 404 of a route that does not exist.
 
 from __future__ import annotations
 
-import orjson
 from aiohttp import web
 
 from mps.errors import NotFound
-from mps.http.keys import ROUTE_TABLE
-from mps.http.openapi import build_openapi
 from mps.http.pages.explorer import EXPLORER_HTML
 from mps.http.replies import Aggregate
+from mps.http.routes.developer import openapi_document
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
 
@@ -36,10 +34,8 @@ async def explorer_document(call: Call) -> web.Response:
     """The OpenAPI document `GET /api/v1/developer/openapi.json` gives a dashboard session, for
     the explorer to list the operations before anyone signs in (and for a pasted API key, which
     that route refuses). It describes routes, never data, so a loopback developer may read it
-    without a credential; built per request, as that route builds it, so the two never differ."""
-    routes: list[Route] = call.request.app[ROUTE_TABLE]
-    document = build_openapi(routes, call.services.settings.public_url)
-    return web.Response(body=orjson.dumps(document), content_type="application/json")
+    without a credential; built by that route's own code, so the two never differ."""
+    return openapi_document(call)
 
 
 ROUTES = [

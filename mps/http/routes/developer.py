@@ -33,12 +33,17 @@ async def versions(call: Call) -> Resource:
     return Resource({"current": CURRENT, "default": pinned, "versions": VERSIONS})
 
 
-async def openapi(call: Call) -> web.Response:
-    call.session  # noqa: B018 - any dashboard session may read it; this raises otherwise
+def openapi_document(call: Call) -> web.Response:
+    """The document of this app's route table, built per request."""
     # Paths in the document are full (/api/v1/...), so the server is the bare public URL.
     routes: list[Route] = call.request.app[ROUTE_TABLE]
     document = build_openapi(routes, call.services.settings.public_url)
     return web.Response(body=orjson.dumps(document), content_type="application/json")
+
+
+async def openapi(call: Call) -> web.Response:
+    call.session  # noqa: B018 - any dashboard session may read it; this raises otherwise
+    return openapi_document(call)
 
 
 ROUTES = [
