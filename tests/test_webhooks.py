@@ -19,9 +19,11 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from standardwebhooks.webhooks import Webhook
 
+from mps.actors.webhooks.topology import AttemptJob
 from mps.bootstrap import Overrides
 from mps.domain.clock import iso, utcnow
 from mps.http.keys import SERVICES
+from mps.persistence.statements import Statement
 from mps.persistence.webhook_store import delivery_insert
 from mps.webhooks import verify_signature
 from mps.webhooks.signing import secret_key
@@ -298,6 +300,36 @@ async def test_delivery_is_retried_until_the_receiver_recovers(hooked: Hooked) -
     assert len({r.event["id"] for r in requests}) == 1
     detail = await hooked.get(f"/merchant/webhooks/deliveries/{delivery['id']}")
     assert [a["statusCode"] for a in detail["attemptLog"]] == [500, 500, 200]
+
+
+async def test_a_retry_arriving_before_the_previous_attempt_is_recorded_waits_for_it(
+    hooked: Hooked,
+) -> None:
+    # given a delivery made once, whose record is then put back to show no attempt yet (as it
+    # is between the previous attempt's POST and its record: the retry is published first)
+    endpoint = await hooked.endpoint()
+    await create_payment(hooked.client, hooked.member)
+    [delivery] = await hooked.settled(endpoint["id"], 1)
+    services = hooked.client.app[SERVICES]
+    await services.database.write(
+        [
+            (
+                Statement(
+                    "UPDATE webhook_deliveries SET status = 'RETRYING', attempts = 0 WHERE id = $1",
+                    (delivery["id"],),
+                ),
+            )
+        ]
+    )
+    deliveries = services.webhooks.deliveries
+    now_ms = round(utcnow().timestamp() * 1000)
+
+    # when the message for attempt 2 arrives
+    await deliveries.attempt(AttemptJob(delivery["id"], 2, now_ms, endpoint["id"]))
+    await asyncio.sleep(0.3)
+
+    # then nothing is POSTed under the previous attempt's number: the attempt waits
+    assert len(hooked.receiver.received) == 1
 
 
 async def test_delivery_is_dead_after_the_last_attempt_of_the_schedule(hooked: Hooked) -> None:
