@@ -29,6 +29,7 @@ from mps.actors.kyc_desk import KycDesk
 from mps.actors.money import MoneyWork
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
+from mps.actors.recent import RecentPayments
 from mps.actors.reconciliation import Reconciliation
 from mps.actors.runtime import stop
 from mps.actors.shards import CardKey, InvoiceKey, PaymentKey, Shard, ShardRouter
@@ -98,12 +99,17 @@ def _make_shard_factory(
 ) -> Callable[[int, int | None], Shard]:
     companies_per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
     payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
+    recent_per_shard = settings.recent_payments // settings.shard_count
 
     def invoice_link(invoice_id: str) -> str:
         return hosted_url(settings.public_url, invoice_id, keyring.invoice_token(invoice_id))
 
     def make(index: int, epoch: int | None) -> Shard:
-        context = base if epoch is None else replace(base, fence=(index, epoch))
+        context = replace(
+            base,
+            fence=None if epoch is None else (index, epoch),
+            recent=RecentPayments(recent_per_shard),
+        )
         companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
             f"company[{index}]",
             lambda company_id: CompanyActor(
@@ -146,7 +152,7 @@ def _make_shard_factory(
             capacity=payments_per_shard,
             idle_after=settings.actor_idle_after,
         )
-        return Shard(index, companies, payments, invoices, cards, epoch)
+        return Shard(index, companies, payments, invoices, cards, epoch, context.recent)
 
     return make
 

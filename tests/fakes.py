@@ -91,6 +91,29 @@ class GatedDatabase(WrappedDatabase):
         return await self.real.fetch(sql, *params)
 
 
+class LostAcksDatabase(WrappedDatabase):
+    """While `lose_acks` is set, a group commit lands and then fails as if the connection had
+    dropped before its acknowledgement: its writers cannot tell that it landed. Records the SQL
+    of every read."""
+
+    def __init__(self, real: Database) -> None:
+        super().__init__(real)
+        self.lose_acks = False
+        self.reads: list[str] = []
+
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
+        outcomes = await self.real.write(units, fences)
+        if self.lose_acks:
+            raise ConnectionResetError("the connection dropped before the commit was confirmed")
+        return outcomes
+
+    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
+        self.reads.append(sql)
+        return await self.real.fetch(sql, *params)
+
+
 class RecordingDatabase(WrappedDatabase):
     """Records every write unit once its group commit has returned (`units`, in order) and
     every such group commit (`writes`, units per commit)."""

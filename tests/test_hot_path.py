@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
@@ -14,9 +15,17 @@ from aiohttp.test_utils import TestClient
 from mps.bootstrap import Overrides
 from mps.http.keys import SERVICES
 from mps.persistence.database import Database
+from mps.persistence.queries import payments as payments_q
+from mps.representations.payments import payment_json
 from tests.conftest import Clock
-from tests.fakes import GatedDatabase, SlowDatabase, WrappedDatabase, wait_until
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+from tests.fakes import (
+    GatedDatabase,
+    LostAcksDatabase,
+    SlowDatabase,
+    WrappedDatabase,
+    wait_until,
+)
+from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, sign_up
 
 BODY = {"amountMinor": "1500", "currency": "USD"}
 CREATES = 64
@@ -216,3 +225,79 @@ async def test_a_failed_stored_response_lookup_is_503_and_leaves_the_key_usable(
     assert created.status == replayed.status == 201
     assert await created.read() == await replayed.read()
     assert await db.real.fetchval("SELECT COUNT(*) FROM api_keys") == 1
+
+
+async def _read_back(
+    client: TestClient[Any, Any], member: Member, db: LostAcksDatabase, payment_id: str
+) -> tuple[dict[str, Any], list[str]]:
+    """GET the payment: its answer checked against what storage holds, and the reads of the
+    payments table that the GET made."""
+    db.reads.clear()
+    response = await client.get(f"/api/v1/merchant/payments/{payment_id}", headers=member.headers)
+    body = await response.json()
+    assert response.status == 200, body
+    made = [sql for sql in db.reads if " FROM payments " in sql]
+    stored = await payments_q.get_payment(db.real, member.company_id, "test", payment_id)
+    assert stored is not None
+    public_url = client.app[SERVICES].settings.public_url
+    expected = orjson.loads(orjson.dumps(payment_json(stored, public_url)))
+    assert {k: v for k, v in body.items() if k not in ("ok", "requestId")} == expected
+    return body, made
+
+
+@pytest.mark.both_backends
+async def test_a_payment_read_after_its_writes_answers_from_memory_exactly_as_storage_would(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # given a node that owns every shard, and payments written through it in each way a
+    # payment is written: created, cancelled, paid at checkout, and a multi-use link's child
+    client, db = await _served_on(aiohttp_client, make_app, clock, LostAcksDatabase)
+    member = await sign_up(client)
+    created = await create_payment(client, member, customerEmail="Buyer@Example.com")
+    cancelled = await create_payment(client, member)
+    cancel = f"/api/v1/merchant/payments/{cancelled['id']}/cancel"
+    assert (await client.post(cancel, headers=member.headers)).status == 200
+    paid = await create_payment(client, member)
+    assert (await pay(client, paid["reference"], email="a@example.com")).status == 200
+    link = await create_payment(client, member, allowMultiplePayments=True)
+    assert (await pay(client, link["reference"], email="b@example.com")).status == 200
+    [child_id] = [
+        row["id"]
+        for row in await db.real.fetch(
+            "SELECT id FROM payments WHERE link_payment_id = $1", link["id"]
+        )
+    ]
+
+    # when each is read back, then each answer is what storage holds, and none of them needed
+    # a read of the payments table
+    states = {}
+    for payment_id in (created["id"], cancelled["id"], paid["id"], link["id"], child_id):
+        body, reads = await _read_back(client, member, db, payment_id)
+        assert reads == [], payment_id
+        states[payment_id] = body["status"]
+    assert list(states.values()) == ["PENDING", "CANCELLED", "PAID", "PENDING", "PAID"]
+
+
+@pytest.mark.both_backends
+async def test_a_payment_whose_commit_went_unconfirmed_is_read_from_storage(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+) -> None:
+    # given a payment read from memory, and a cancel that lands but whose confirmation is lost
+    client, db = await _served_on(aiohttp_client, make_app, clock, LostAcksDatabase)
+    member = await sign_up(client)
+    payment = await create_payment(client, member)
+    assert (await _read_back(client, member, db, payment["id"]))[1] == []
+    db.lose_acks = True
+    cancel = f"/api/v1/merchant/payments/{payment['id']}/cancel"
+    assert (await client.post(cancel, headers=member.headers)).status == 503
+    db.lose_acks = False
+
+    # when it is read, then the answer comes from storage, which holds the cancel: the node
+    # forgot a snapshot it could no longer vouch for
+    body, reads = await _read_back(client, member, db, payment["id"])
+    assert body["status"] == "CANCELLED"
+    assert len(reads) == 1

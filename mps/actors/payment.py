@@ -221,7 +221,7 @@ class PaymentActor(AsyncioActor):
         self.processors = processors
         self.public_url = public_url
         self.references = references
-        self.payment: Payment | None = None
+        self._payment: Payment | None = None
         # Its PENDING refunds: what they hold is not refundable again.
         self.refunds: dict[str, Refund] = {}
         # A commit's outcome is unknown (the writer missed its deadline): what this actor holds
@@ -230,6 +230,18 @@ class PaymentActor(AsyncioActor):
 
     def __str__(self) -> str:
         return f"PaymentActor({self.payment_id})"
+
+    @property
+    def payment(self) -> Payment | None:
+        """The committed snapshot (loaded, or adopted after its commit)."""
+        return self._payment
+
+    @payment.setter
+    def payment(self, payment: Payment | None) -> None:
+        # Whatever this actor holds is committed, so reads may answer from it (mps.actors.recent).
+        self._payment = payment
+        if payment is not None:
+            self.context.recent.record(payment)
 
     async def on_activate(self) -> None:
         db = self.context.database
@@ -324,16 +336,24 @@ class PaymentActor(AsyncioActor):
             # group commits. Should the child's reference be taken, the same child is planned
             # again under another (from the snapshot of this turn, not whatever is current).
             return Detached(
-                commit_new_payment(
-                    self.context,
-                    (outcome, statements),
-                    lambda r: plan(r)[1:],
-                    self.references,
-                    commit=lambda unit: self._book(credit, unit),
+                self._recorded(
+                    commit_new_payment(
+                        self.context,
+                        (outcome, statements),
+                        lambda r: plan(r)[1:],
+                        self.references,
+                        commit=lambda unit: self._book(credit, unit),
+                    )
                 )
             )
         await self._book(credit, statements)
         self.payment = after
+        self.context.recent.record(paid)
+        return outcome
+
+    async def _recorded(self, committing: Awaitable[Outcome]) -> Outcome:
+        outcome = await committing
+        self.context.recent.record(outcome.payment)
         return outcome
 
     async def _book(
@@ -356,6 +376,7 @@ class PaymentActor(AsyncioActor):
             raise  # refused before writing: nothing landed
         except Unavailable:
             self._stale = True
+            self.context.recent.forget(self.payment_id)
             raise
 
     async def _reverse(self, payment: Payment, idem: IdempotencyRecord | None) -> Outcome:

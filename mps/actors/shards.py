@@ -23,7 +23,9 @@ from mps.actors.company import CompanyActor
 from mps.actors.directory import ActorDirectory
 from mps.actors.invoice import InvoiceActor
 from mps.actors.payment import PaymentActor
+from mps.actors.recent import RecentPayments
 from mps.actors.runtime import ActorDeadError
+from mps.domain.payments import Payment
 from mps.domain.shards import shard_of
 from mps.errors import ShardMoved
 
@@ -61,6 +63,7 @@ class Shard:
         invoices: ActorDirectory[InvoiceKey, InvoiceActor],
         cards: ActorDirectory[CardKey, CardActor],
         epoch: int | None = None,
+        recent: RecentPayments | None = None,
     ) -> None:
         self.index = index
         self.companies = companies
@@ -69,6 +72,8 @@ class Shard:
         self.cards = cards
         # The epoch this node took the shard under; None when it owns every shard alone.
         self.epoch = epoch
+        # What its actors committed lately, which reads may answer from while it is owned here.
+        self.recent = recent if recent is not None else RecentPayments(0)
         self.in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -153,6 +158,17 @@ class ShardRouter:
         shard = await self._settled(company_id)
         shard.enter()
         return shard
+
+    def recent_payment(self, company_id: str, mode: str, payment_id: str) -> Payment | None:
+        """The payment's latest committed snapshot, when this node owns the company's shard
+        (and is not taking or handing it over) and its actors wrote or loaded the payment lately;
+        None otherwise, and storage answers. Only the owner commits a shard's payments, so what
+        it recorded is what storage holds."""
+        index = self.index(company_id)
+        shard = self.owned.get(index)
+        if shard is None or index in self._changing:
+            return None
+        return shard.recent.get(company_id, mode, payment_id)
 
     async def ask_company(self, company_id: str, message: Any) -> Any:
         shard = await self._enter(company_id)

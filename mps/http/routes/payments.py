@@ -151,10 +151,10 @@ async def list_payments(call: Call) -> Page:
 
 
 async def get_payment(call: Call) -> Resource:
-    merchant = call.merchant
-    payment = await q.get_payment(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
+    merchant, payment_id = call.merchant, call.param("id")
+    payment = call.services.shards.recent_payment(
+        merchant.company_id, merchant.mode, payment_id
+    ) or await q.get_payment(call.services.database, merchant.company_id, merchant.mode, payment_id)
     if payment is None:
         raise NotFound("No such payment")
     return Resource(payment_json(payment, call.services.settings.public_url))

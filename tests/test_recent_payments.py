@@ -1,0 +1,73 @@
+"""The committed snapshots a shard's actors record for reads (mps.actors.recent)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mps.actors.recent import RecentPayments
+from mps.domain.payments import Payment
+
+NOW = "2026-11-23T10:00:00.000Z"
+
+
+def _payment(payment_id: str, version: int = 1, **changes: object) -> Payment:
+    base = Payment(
+        id=payment_id,
+        company_id="cmp_a",
+        mode="test",
+        reference=f"PAY-{payment_id}",
+        status="PENDING",
+        amount_minor=1500,
+        currency="USD",
+        created_at=NOW,
+        updated_at=NOW,
+        version=version,
+    )
+    return replace(base, **changes)  # type: ignore[arg-type]
+
+
+def test_an_older_version_never_replaces_a_newer_one() -> None:
+    # given version 2 recorded (an actor loaded the row while the create was being confirmed)
+    recent = RecentPayments(10)
+    recent.record(_payment("pay_1", version=2, status="CANCELLED"))
+
+    # when the create's version 1 is recorded late
+    recent.record(_payment("pay_1", version=1))
+
+    # then version 2 stays
+    kept = recent.get("cmp_a", "test", "pay_1")
+    assert kept is not None and kept.version == 2 and kept.status == "CANCELLED"
+
+
+def test_the_least_recently_recorded_goes_first_at_capacity() -> None:
+    recent = RecentPayments(2)
+    recent.record(_payment("pay_1"))
+    recent.record(_payment("pay_2"))
+    recent.record(_payment("pay_1", version=2))  # recorded again: now the most recent
+
+    recent.record(_payment("pay_3"))
+
+    assert len(recent) == 2
+    assert recent.get("cmp_a", "test", "pay_2") is None
+    assert recent.get("cmp_a", "test", "pay_1") is not None
+    assert recent.get("cmp_a", "test", "pay_3") is not None
+
+
+def test_another_company_or_mode_gets_nothing() -> None:
+    recent = RecentPayments(10)
+    recent.record(_payment("pay_1"))
+
+    assert recent.get("cmp_b", "test", "pay_1") is None
+    assert recent.get("cmp_a", "live", "pay_1") is None
+    assert recent.get("cmp_a", "test", "pay_1") is not None
+
+
+def test_a_forgotten_payment_and_a_zero_capacity_hold_nothing() -> None:
+    recent = RecentPayments(10)
+    recent.record(_payment("pay_1"))
+    recent.forget("pay_1")
+    outside_a_shard = RecentPayments(0)
+    outside_a_shard.record(_payment("pay_1"))
+
+    assert recent.get("cmp_a", "test", "pay_1") is None
+    assert len(outside_a_shard) == 0
