@@ -6,9 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import asdict, fields
 from typing import Any
 
 import asyncpg
+import orjson
 import pytest
 
 from mps.actors.persistence import Commit, PersistenceActor
@@ -18,6 +20,7 @@ from mps.actors.runtime import (
     ask,
     stop,
 )
+from mps.domain.payments import Payment
 from mps.errors import KeyAlreadyStored, StaleWrite, Unavailable
 from mps.persistence.database import (
     Database,
@@ -27,6 +30,7 @@ from mps.persistence.database import (
     open_database,
 )
 from mps.persistence.migrations import load_migrations
+from mps.persistence.payment_store import payment_from_row
 from mps.persistence.postgres import PostgresDatabase
 from mps.persistence.statements import (
     Row,
@@ -698,3 +702,46 @@ async def test_keyed_statements_naming_one_key_twice_still_get_their_own_rows(
     assert outcomes == [[[{"id": "usr_a"}]], [[{"id": "usr_a"}]]]
     [row] = await database.fetch("SELECT name FROM users WHERE id = 'usr_a'")
     assert row["name"] == "Second"
+
+
+def test_a_stored_payment_reads_back_equal_to_the_one_written_in_every_field() -> None:
+    # given a payment with every field set, as storage holds it
+    written = Payment(
+        id="pay_1",
+        company_id="cmp_1",
+        mode="live",
+        reference="PAY-0123456789",
+        status="PARTIAL_REFUND",
+        amount_minor=2500,
+        currency="EUR",
+        created_at="2026-11-23T10:00:00.000Z",
+        updated_at="2026-11-23T11:00:00.000Z",
+        version=4,
+        description="Blue mug",
+        customer_email="buyer@example.com",
+        customer_phone="+2348031234567",
+        customer_id="cus_1",
+        expires_at="2026-11-24T10:00:00.000Z",
+        allow_multiple=True,
+        success_url="https://shop.test/ok",
+        cancel_url="https://shop.test/no",
+        webhook_url="https://shop.test/hook",
+        metadata={"orderId": "A-17", "n": 3},
+        link_payment_id="pay_0",
+        amount_refunded_minor=500,
+        card_brand="visa",
+        card_last4="4242",
+        paid_at="2026-11-23T10:30:00.000Z",
+        declines=("2026-11-23T10:20:00.000Z",),
+    )
+    row = {
+        **asdict(written),
+        "metadata": orjson.dumps(written.metadata).decode(),
+        "declines": orjson.dumps(list(written.declines)).decode(),
+        "allow_multiple": 1,
+    }
+
+    # when it is read back, then it is the same payment, field for field
+    read = payment_from_row(row)
+    assert read == written
+    assert vars(read).keys() == {f.name for f in fields(Payment)}
