@@ -30,6 +30,7 @@ from mps.persistence.database import (
     open_database,
 )
 from mps.persistence.migrations import load_migrations
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.payment_store import payment_from_row
 from mps.persistence.postgres import PostgresDatabase
 from mps.persistence.statements import (
@@ -745,3 +746,84 @@ def test_a_stored_payment_reads_back_equal_to_the_one_written_in_every_field() -
     read = payment_from_row(row)
     assert read == written
     assert vars(read).keys() == {f.name for f in fields(Payment)}
+
+
+def _event(company_id: str, event_type: str, created_at: str = "2026-11-23T10:00:00.000Z") -> Row:
+    return event_row(
+        company_id=company_id, mode="test", event_type=event_type, created_at=created_at, obj={}
+    )
+
+
+def _conditional_event(row: Row, when_user: str) -> Statement:
+    """An event inserted only if the user exists: it may insert nothing."""
+    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    return Statement(
+        f"INSERT INTO events ({', '.join(row)}) SELECT {marks} "
+        f"WHERE EXISTS (SELECT 1 FROM users WHERE id = ${len(row) + 1})",
+        (*row.values(), when_user),
+    )
+
+
+async def _numbers(database: Database, company_id: str) -> list[tuple[str, int]]:
+    rows = await database.fetch(
+        "SELECT type, sequence FROM events WHERE company_id = $1 ORDER BY sequence", company_id
+    )
+    return [(row["type"], row["sequence"]) for row in rows]
+
+
+async def test_events_are_numbered_in_batch_order_as_they_are_inserted_per_company(
+    database: Database,
+) -> None:
+    # given a batch of units writing events of two companies, one unit with two
+    units = [
+        (event_insert(_event("co_a", "a.first")),),
+        (event_insert(_event("co_b", "b.first")),),
+        (event_insert(_event("co_a", "a.second")), event_insert(_event("co_a", "a.third"))),
+    ]
+
+    # when it is written twice
+    await database.write(units)
+    await database.write([(event_insert(_event("co_a", "a.fourth")),)])
+
+    # then each company counts from 1, in the order of the batch, then of the commits
+    assert await _numbers(database, "co_a") == [
+        ("a.first", 1),
+        ("a.second", 2),
+        ("a.third", 3),
+        ("a.fourth", 4),
+    ]
+    assert await _numbers(database, "co_b") == [("b.first", 1)]
+
+
+async def test_a_unit_rolled_back_alone_gives_its_event_numbers_back(database: Database) -> None:
+    # given a batch whose middle unit inserts an event, then fails its guard
+    units = [
+        (event_insert(_event("co_a", "kept.first")),),
+        (event_insert(_event("co_a", "rolled.back")), rename_missing_user()),
+        (event_insert(_event("co_a", "kept.second")),),
+    ]
+
+    # when it is written
+    outcomes = await database.write(units)
+
+    # then the others' events are numbered without a gap
+    assert isinstance(outcomes[1], StaleWrite)
+    assert await _numbers(database, "co_a") == [("kept.first", 1), ("kept.second", 2)]
+
+
+async def test_a_conditional_event_is_numbered_only_when_inserted_and_after_the_others(
+    database: Database,
+) -> None:
+    # given a batch with an event inserted only if its user exists (one does, one does not)
+    await database.write([(new_user("usr_here"),)])
+    units = [
+        (_conditional_event(_event("co_a", "if.here", "2026-11-23T09:00:00.000Z"), "usr_here"),),
+        (event_insert(_event("co_a", "plain")),),
+        (_conditional_event(_event("co_a", "if.missing"), "usr_missing"),),
+    ]
+
+    # when it is written
+    await database.write(units)
+
+    # then the events inserted are numbered once each, without a gap
+    assert await _numbers(database, "co_a") == [("plain", 1), ("if.here", 2)]

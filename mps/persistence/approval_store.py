@@ -14,7 +14,7 @@ import orjson
 from mps.domain.approvals import ApprovalRequest, Policy, Vote
 from mps.errors import StaleWrite
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row, Statement, insert
 from mps.representations.approvals import approval_json
@@ -146,7 +146,7 @@ def event(request: ApprovalRequest, event_type: str, now: str) -> Statement:
         created_at=now,
         obj=approval_json(request),
     )
-    return insert("events", row)
+    return event_insert(row)
 
 
 def _request(row: Row, votes: list[Row]) -> ApprovalRequest:

@@ -13,7 +13,7 @@ import orjson
 from mps.domain.clock import iso
 from mps.domain.issuing import Card, Controls
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 from mps.representations.cards import card_json
 
@@ -150,7 +150,7 @@ def card_events(
         )
         for event_type in types
     ]
-    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
 
 
 async def load_card(db: Database, company_id: str, card_id: str) -> Card | None:

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from mps.errors import StaleWrite, Unavailable
-from mps.persistence.outbox import NUMBERING, inserts_events
+from mps.persistence.outbox import NUMBERING, numbers_late
 from mps.persistence.statements import Row, Statement, WriteUnit
 
 __all__ = ["Database", "Fenced", "Fences", "IntegrityConflict", "UnitOutcome", "open_database"]
@@ -72,10 +72,11 @@ class Database(abc.ABC):
         first tried as one plain transaction; only when a unit fails is it rolled back and run
         again with a savepoint per unit.
 
-        A batch that inserted events ends with the statements that number them
-        (mps.persistence.outbox), in the same transaction.
+        Events are numbered in the same transaction (mps.persistence.outbox): an event's insert
+        is given its number before it runs (`number_events`), and a batch holding a conditional
+        event insert ends with the statements that number that one (`NUMBERING`).
         """
-        finish = NUMBERING if inserts_events(units) else ()
+        finish = NUMBERING if numbers_late(units) else ()
         try:
             return list(await self._write_together(units, fences or {}, finish))
         except (StaleWrite, IntegrityConflict) as exc:

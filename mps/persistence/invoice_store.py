@@ -10,7 +10,7 @@ import orjson
 from mps.domain.ids import new_id
 from mps.domain.invoices import Invoice, LineItem
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -106,7 +106,7 @@ def _events(
         )
         for event_type in types
     ]
-    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
 
 
 def invoice_insert(

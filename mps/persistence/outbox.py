@@ -3,15 +3,23 @@ numbered by the commit that inserts it."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import orjson
 
 from mps.domain.ids import new_id
-from mps.persistence.statements import Statement, WriteUnit
+from mps.persistence.statements import Row, Statement, WriteUnit, insert
 
-__all__ = ["NUMBERING", "event_row", "inserts_events"]
+__all__ = [
+    "NUMBERING",
+    "event_insert",
+    "event_row",
+    "inserts_events",
+    "number_events",
+    "numbers_late",
+]
 
 API_VERSION = "v2"
 
@@ -39,13 +47,77 @@ def event_row(
     }
 
 
-# Run at the end of every transaction that inserted events, after every unit of the batch
-# (mps.persistence.database.Database.write): the counter of each company and mode moves on by
-# the number of its new events, which then take the numbers in between, oldest first. Two
-# statements rather than a numbering per insert, because a group commit runs the same statement
-# of many units together, and a per-insert counter read would see the whole batch's count.
-# The counter row's lock orders two transactions numbering for one company (which fencing
-# already prevents), so the numbers follow commit order.
+def event_insert(row: Row) -> Statement:
+    """The insert of the event `row` (from `event_row`), numbered by the group commit that
+    writes it (`number_events`)."""
+    statement = insert("events", {**row, "sequence": None})
+    return replace(statement, numbers_event=(row["company_id"], row["mode"]))
+
+
+async def number_events(
+    units: Sequence[WriteUnit], apply: Callable[[Statement], Awaitable[list[Row]]]
+) -> Sequence[WriteUnit]:
+    """`units` with each event insert (`event_insert`) given its `sequence`: first, in the
+    transaction that writes them, `apply` moves the counter of each company and mode on by the
+    number of its new events (one statement for the batch), then the events take the numbers in
+    between, in the batch's order. Numbered as they are inserted, an event row is written once:
+    numbering it afterwards rewrote every inserted event, and every index of the table with it.
+
+    The counter row's lock orders two transactions numbering for one company (which fencing
+    already prevents), so the numbers follow commit order. A unit rolled back alone (to its
+    savepoint) must be numbered alone inside it, so that its numbers go back with it."""
+    counts: dict[tuple[str, str], int] = {}
+    for unit in units:
+        for statement in unit:
+            if statement.numbers_event is not None:
+                counts[statement.numbers_event] = counts.get(statement.numbers_event, 0) + 1
+    if not counts:
+        return units
+    rows = await apply(_counter_bump(counts))
+    following = {
+        (row["company_id"], row["mode"]): row["last"] - counts[(row["company_id"], row["mode"])] + 1
+        for row in rows
+    }
+    numbered: list[WriteUnit] = []
+    for unit in units:
+        statements = list(unit)
+        for position, statement in enumerate(statements):
+            if statement.numbers_event is not None:
+                number = following[statement.numbers_event]
+                following[statement.numbers_event] = number + 1
+                statements[position] = replace(statement, params=(*statement.params[:-1], number))
+        numbered.append(statements)
+    return numbered
+
+
+def _counter_bump(counts: dict[tuple[str, str], int]) -> Statement:
+    values = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(counts)))
+    params = tuple(value for (company, mode), n in counts.items() for value in (company, mode, n))
+    return Statement(
+        f"INSERT INTO event_sequences (company_id, mode, last) VALUES {values} "
+        "ON CONFLICT (company_id, mode) DO UPDATE SET last = event_sequences.last + excluded.last "
+        "RETURNING company_id, mode, last",
+        params,
+    )
+
+
+def numbers_late(units: Sequence[WriteUnit]) -> bool:
+    """Whether an event is inserted that `number_events` cannot number in advance: one whose
+    insert is conditional (it may insert nothing, and a number given to it would be a gap).
+    `NUMBERING` then numbers it at the end of the transaction."""
+    return any(
+        st.numbers_event is None and st.sql.startswith("INSERT INTO events ")
+        for unit in units
+        for st in unit
+    )
+
+
+# Run at the end of a transaction that inserted events `number_events` could not number, after
+# every unit of the batch (mps.persistence.database.Database.write): the counter of each company
+# and mode moves on by the number of those events, which then take the numbers in between,
+# oldest first, after the numbers the batch's other events took. Two statements rather than a
+# numbering per insert, because a group commit runs the same statement of many units together,
+# and a per-insert counter read would see the whole batch's count.
 NUMBERING = (
     Statement(
         "INSERT INTO event_sequences (company_id, mode, last) "

@@ -17,7 +17,7 @@ import orjson
 
 from mps.domain.payments import Event, Payment
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 from mps.representations.payments import payment_json
 
@@ -188,4 +188,4 @@ def event_statements(
         )
         for e in events
     ]
-    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]

@@ -10,7 +10,7 @@ import orjson
 
 from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 from mps.representations.money import payout_json
 
@@ -156,7 +156,7 @@ def payout_events(
         )
         for event_type in types
     ]
-    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
 
 
 def schedule_set(company_id: str, mode: str, schedule: str, next_run_at: str | None) -> Statement:

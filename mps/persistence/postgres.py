@@ -18,6 +18,7 @@ import asyncpg
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, Fenced, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
+from mps.persistence.outbox import number_events
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
 __all__ = ["PostgresDatabase"]
@@ -149,6 +150,7 @@ class PostgresDatabase(Database):
         try:
             async with conn.transaction():
                 await self._fence(conn, fences)
+                units = await number_events(units, lambda st: self._apply(conn, st))
                 for step in plan_batch(units):
                     if step.keyed:
                         answers = await self._apply_keyed(conn, step)
@@ -185,7 +187,10 @@ class PostgresDatabase(Database):
                 for unit in units:
                     try:
                         async with conn.transaction():  # nested: a savepoint
-                            outcome: UnitOutcome = [await self._apply(conn, st) for st in unit]
+                            [numbered] = await number_events(
+                                [unit], lambda st: self._apply(conn, st)
+                            )
+                            outcome: UnitOutcome = [await self._apply(conn, st) for st in numbered]
                     except (StaleWrite, IntegrityConflict) as exc:
                         outcome = exc
                     outcomes.append(outcome)

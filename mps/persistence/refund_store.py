@@ -10,7 +10,7 @@ import orjson
 
 from mps.domain.refunds import Refund
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_row
+from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 from mps.representations.money import refund_json
 
@@ -100,4 +100,4 @@ def refund_events(
         )
         for event_type in types
     ]
-    return [insert("events", r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]

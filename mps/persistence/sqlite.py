@@ -24,6 +24,7 @@ import aiosqlite
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
+from mps.persistence.outbox import number_events
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
 __all__ = ["SqliteDatabase"]
@@ -192,6 +193,7 @@ class SqliteDatabase(Database):
         await conn.execute("BEGIN IMMEDIATE")
         try:
             await self._fence(conn, fences)
+            units = await number_events(units, lambda st: self._apply(conn, st))
             for step in plan_batch(units):
                 if step.keyed:
                     # Round trips cost nothing in process: one statement at a time.
@@ -222,7 +224,8 @@ class SqliteDatabase(Database):
             for unit in units:
                 await conn.execute("SAVEPOINT unit")
                 try:
-                    outcome: UnitOutcome = [await self._apply(conn, st) for st in unit]
+                    [numbered] = await number_events([unit], lambda st: self._apply(conn, st))
+                    outcome: UnitOutcome = [await self._apply(conn, st) for st in numbered]
                 except (StaleWrite, IntegrityConflict) as exc:
                     await conn.execute("ROLLBACK TO unit")
                     outcome = exc

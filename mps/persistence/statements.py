@@ -36,6 +36,9 @@ class Statement:
     # statements of one SQL then go to the server together, and their rows are told apart by
     # that column (`Step.keyed`).
     keyed_by: int | None = None
+    # For an event's insert: the (company, mode) it is numbered in. Its last parameter is its
+    # `sequence`, which the group commit fills in (mps.persistence.outbox.number_events).
+    numbers_event: tuple[str, str] | None = None
 
     def stale(self, affected: int) -> StaleWrite:
         return self.stale_error(f"expected {self.expect_rows} row(s), got {affected}")

@@ -20,8 +20,8 @@ from mps.domain.company import Company
 from mps.domain.kyc import KycDocument, Review
 from mps.persistence import kyc_store as store
 from mps.persistence.company_store import company_update
-from mps.persistence.outbox import event_row
-from mps.persistence.statements import Statement, insert
+from mps.persistence.outbox import event_insert, event_row
+from mps.persistence.statements import Statement
 
 __all__ = ["decide", "record_document"]
 
@@ -49,7 +49,7 @@ def _decision(
     statements = [
         store.review_insert(company.id, review, now),
         store.documents_decided(company.id, review, now),
-        insert("events", row),
+        event_insert(row),
     ]
     return decided, statements, orjson.loads(row["data"])
 

@@ -31,8 +31,8 @@ from mps.domain.ids import new_id
 from mps.domain.webhooks import SECRET_PURPOSE
 from mps.errors import Conflict, NotFound, StaleWrite
 from mps.persistence import webhook_store as store
-from mps.persistence.outbox import event_row
-from mps.persistence.statements import Row, Statement, insert
+from mps.persistence.outbox import event_insert, event_row
+from mps.persistence.statements import Row, Statement
 from mps.webhooks.signing import new_secret
 
 __all__ = [
@@ -203,7 +203,7 @@ async def emit_event(state: CompanyState, command: EmitEvent) -> dict[str, Any]:
         obj=command.obj,
     )
     body: dict[str, Any] = orjson.loads(row["data"])
-    statements = [insert("events", row)]
+    statements = [event_insert(row)]
     if command.idempotency is not None:
         statements += command.idempotency.statements(body)
     await state.context.commit(*statements)

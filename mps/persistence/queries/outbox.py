@@ -11,8 +11,8 @@ __all__ = ["oldest_undispatched"]
 
 
 async def oldest_undispatched(db: Database) -> str | None:
-    """`created_at` of the oldest event not yet dispatched, or None when none waits. One row
-    from the `events_undispatched` index (dispatched_at, created_at), however long the outbox."""
+    """`created_at` of the oldest event not yet dispatched, or None when none waits. The first
+    row of the `events_outbox` index (created_at, id), which holds only undispatched events."""
     value = await db.fetchval(
         "SELECT created_at FROM events WHERE dispatched_at IS NULL ORDER BY created_at LIMIT 1"
     )
