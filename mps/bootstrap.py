@@ -99,7 +99,7 @@ def _make_shard_factory(
 ) -> Callable[[int, int | None], Shard]:
     companies_per_shard = max(1, settings.company_actor_capacity // settings.shard_count)
     payments_per_shard = max(1, settings.payment_actor_capacity // settings.shard_count)
-    recent_per_shard = settings.recent_payments // settings.shard_count
+    recent = RecentPayments(settings.recent_payments)
 
     def invoice_link(invoice_id: str) -> str:
         return hosted_url(settings.public_url, invoice_id, keyring.invoice_token(invoice_id))
@@ -108,7 +108,7 @@ def _make_shard_factory(
         context = replace(
             base,
             fence=None if epoch is None else (index, epoch),
-            recent=RecentPayments(recent_per_shard),
+            recent=recent.view(),
         )
         companies: ActorDirectory[str, CompanyActor] = ActorDirectory(
             f"company[{index}]",

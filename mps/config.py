@@ -58,8 +58,8 @@ class Settings:
     company_actor_capacity: int = 10_000
     payment_actor_capacity: int = 100_000
     # Committed snapshots of recently written payments kept for reads (mps.actors.recent), over
-    # all shards: about 1 KiB each.
-    recent_payments: int = 50_000
+    # all shards: about 1.5 KiB each.
+    recent_payments: int = 20_000
     # How often overdue PENDING payments are looked for; expiry lands within this of expiresAt.
     expiry_interval: float = 1.0
     # Money (mps.actors.money): how often due settlements, refunds and payout steps are looked

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pykka import ActorRef
 
 from mps.actors.persistence import Commit, PersistenceActor
-from mps.actors.recent import RecentPayments
+from mps.actors.recent import RecentPayments, ShardView
 from mps.actors.runtime import ask
 from mps.domain.clock import Clock
 from mps.persistence.database import Database
@@ -24,9 +24,9 @@ class ActorContext:
     # (shard, epoch) for the actors of a shard this node took in a cluster: every commit names
     # it, so a commit made after another node took the shard is refused (mps.actors.persistence).
     fence: tuple[int, int] | None = None
-    # The shard's recently committed payments, which its actors record (mps.actors.recent); an
-    # actor outside any shard records nothing.
-    recent: RecentPayments = field(default_factory=lambda: RecentPayments(0))
+    # Where the shard's actors record the payments they committed (mps.actors.recent); an actor
+    # outside any shard records nothing.
+    recent: ShardView = field(default_factory=lambda: RecentPayments(0).view())
 
     async def commit(self, *statements: Statement) -> list[list[Row]]:
         """Write the statements as one unit; returns once they are durable. 503 when the writer

@@ -23,7 +23,7 @@ from mps.actors.company import CompanyActor
 from mps.actors.directory import ActorDirectory
 from mps.actors.invoice import InvoiceActor
 from mps.actors.payment import PaymentActor
-from mps.actors.recent import RecentPayments
+from mps.actors.recent import RecentPayments, ShardView
 from mps.actors.runtime import ActorDeadError
 from mps.domain.payments import Payment
 from mps.domain.shards import shard_of
@@ -63,7 +63,7 @@ class Shard:
         invoices: ActorDirectory[InvoiceKey, InvoiceActor],
         cards: ActorDirectory[CardKey, CardActor],
         epoch: int | None = None,
-        recent: RecentPayments | None = None,
+        recent: ShardView | None = None,
     ) -> None:
         self.index = index
         self.companies = companies
@@ -73,7 +73,7 @@ class Shard:
         # The epoch this node took the shard under; None when it owns every shard alone.
         self.epoch = epoch
         # What its actors committed lately, which reads may answer from while it is owned here.
-        self.recent = recent if recent is not None else RecentPayments(0)
+        self.recent = recent if recent is not None else RecentPayments(0).view()
         self.in_flight = 0
         self._idle = asyncio.Event()
         self._idle.set()
