@@ -33,6 +33,7 @@ from mps.persistence.migrations import load_migrations
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.payment_store import payment_from_row
 from mps.persistence.postgres import PostgresDatabase
+from mps.persistence.queries.idempotency import store_response
 from mps.persistence.statements import (
     Row,
     Statement,
@@ -827,3 +828,62 @@ async def test_a_conditional_event_is_numbered_only_when_inserted_and_after_the_
 
     # then the events inserted are numbered once each, without a gap
     assert await _numbers(database, "co_a") == [("plain", 1), ("if.here", 2)]
+
+
+def _stored_response(company_id: str, key: str, created_at: str, expires_at: str) -> Statement:
+    [statement] = store_response(
+        {
+            "company_id": company_id,
+            "idem_key": key,
+            "fingerprint": f"fp-{company_id}",
+            "status_code": 201,
+            "headers": "{}",
+            "body": "{}",
+            "created_at": created_at,
+            "expires_at": expires_at,
+        }
+    )
+    return statement
+
+
+async def test_a_live_stored_key_refuses_its_unit_alone_and_one_key_of_two_companies_stores_both(
+    database: Database,
+) -> None:
+    # given a key company A stored an hour ago, still live
+    await database.write([(_stored_response("co_a", "k1", "T10", "T99"),)])
+
+    # when one batch stores k1 again for A, k1 for company B, and k2 for A
+    outcomes = await database.write(
+        [
+            (new_user("usr_a"), _stored_response("co_a", "k1", "T11", "T99")),
+            (_stored_response("co_b", "k1", "T11", "T99"),),
+            (_stored_response("co_a", "k2", "T11", "T99"),),
+        ]
+    )
+
+    # then only A's second k1 is refused, and nothing of its unit lands
+    assert isinstance(outcomes[0], KeyAlreadyStored)
+    assert outcomes[1] == [[{"idem_key": "k1"}]] and outcomes[2] == [[{"idem_key": "k2"}]]
+    stored = await database.fetch(
+        "SELECT company_id, idem_key, created_at FROM idempotency_keys "
+        "ORDER BY company_id, idem_key"
+    )
+    assert [tuple(row.values()) for row in stored] == [
+        ("co_a", "k1", "T10"),
+        ("co_a", "k2", "T11"),
+        ("co_b", "k1", "T11"),
+    ]
+    assert await user_ids(database) == []
+
+
+async def test_an_expired_stored_key_is_replaced(database: Database) -> None:
+    # given a key whose stored response expired at T20
+    await database.write([(_stored_response("co_a", "k1", "T10", "T20"),)])
+
+    # when it is stored again at T21
+    [outcome] = await database.write([(_stored_response("co_a", "k1", "T21", "T99"),)])
+
+    # then the new response replaced it
+    assert outcome == [[{"idem_key": "k1"}]]
+    row = await database.fetchrow("SELECT created_at, expires_at FROM idempotency_keys")
+    assert row is not None and (row["created_at"], row["expires_at"]) == ("T21", "T99")

@@ -7,7 +7,7 @@ from typing import Any
 
 from mps.errors import KeyAlreadyStored
 from mps.persistence.database import Database
-from mps.persistence.statements import Row, Statement, insert
+from mps.persistence.statements import Row, Statement
 
 __all__ = ["live_response", "store_response"]
 
@@ -27,20 +27,24 @@ def store_response(row: Mapping[str, Any]) -> list[Statement]:
     """Store the response under its key, replacing only an expired one (housekeeping deletes
     those late).
 
-    When the key still holds a live response the insert breaks the key's uniqueness and the unit
-    fails with `KeyAlreadyStored`: two requests under one key can never both commit what they
-    did. (A plain insert, rather than an upsert whose guard shows only in a row count, so that a
-    batch of them can go to the server as one statement.)
+    When the key still holds a live response the upsert changes nothing and returns no row, and
+    the unit fails with `KeyAlreadyStored`: two requests under one key can never both commit
+    what they did. It returns the key it stored (`keyed_by`), so that a batch of them goes to the
+    server as one statement, each still checked for its one row.
     """
+    columns = tuple(row)
+    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    replaced = ", ".join(
+        f"{c} = excluded.{c}" for c in columns if c not in ("company_id", "idem_key")
+    )
     return [
         Statement(
-            "DELETE FROM idempotency_keys WHERE company_id = $1 AND idem_key = $2 "
-            "AND expires_at <= $3",
-            (row["company_id"], row["idem_key"], row["created_at"]),
-        ),
-        Statement(
-            insert("idempotency_keys", row).sql,
+            f"INSERT INTO idempotency_keys ({', '.join(columns)}) VALUES ({marks}) "
+            f"ON CONFLICT (company_id, idem_key) DO UPDATE SET {replaced} "
+            "WHERE idempotency_keys.expires_at <= excluded.created_at RETURNING idem_key",
             tuple(row.values()),
-            conflict_error=KeyAlreadyStored,
-        ),
+            expect_rows=1,
+            stale_error=KeyAlreadyStored,
+            keyed_by=columns.index("idem_key"),
+        )
     ]
