@@ -22,6 +22,7 @@ from mps.actors.runtime import (
 )
 from mps.domain.payments import Payment
 from mps.errors import KeyAlreadyStored, StaleWrite, Unavailable
+from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.database import (
     Database,
     Fences,
@@ -887,3 +888,56 @@ async def test_an_expired_stored_key_is_replaced(database: Database) -> None:
     assert outcome == [[{"idem_key": "k1"}]]
     row = await database.fetchrow("SELECT created_at, expires_at FROM idempotency_keys")
     assert row is not None and (row["created_at"], row["expires_at"]) == ("T21", "T99")
+
+
+def _created(payment_id: str, currency: str, amount: int) -> Payment:
+    return Payment(
+        id=payment_id,
+        company_id="co_a",
+        mode="test",
+        reference=f"PAY-{payment_id}",
+        status="PENDING",
+        amount_minor=amount,
+        currency=currency,
+        created_at="2026-11-23T10:00:00.000Z",
+        updated_at="2026-11-23T10:00:00.000Z",
+    )
+
+
+def test_a_batch_sums_the_rollup_upserts_of_one_row_into_one() -> None:
+    # given three units creating payments: two in USD, one in EUR, all on one day
+    units = [
+        rollup_statements(None, _created("pay_1", "USD", 100)),
+        rollup_statements(None, _created("pay_2", "EUR", 700)),
+        rollup_statements(None, _created("pay_3", "USD", 250)),
+    ]
+
+    # when the batch is planned
+    [step] = plan_batch(units)
+
+    # then one executemany carries one upsert per row, its counters summed
+    sums = {params[2]: params[4:6] for params in step.params()}
+    assert len(step.members) == 3
+    assert sums == {"USD": (2, 350), "EUR": (1, 700)}
+
+
+async def test_summed_rollups_store_what_the_upserts_one_by_one_would(database: Database) -> None:
+    # given a company's row already counting one USD payment
+    await database.write([(new_company("co_a"),)])
+    await database.write([rollup_statements(None, _created("pay_0", "USD", 50))])
+
+    # when a batch of three creates is written
+    outcomes = await database.write(
+        [
+            rollup_statements(None, _created("pay_1", "USD", 100)),
+            rollup_statements(None, _created("pay_2", "EUR", 700)),
+            rollup_statements(None, _created("pay_3", "USD", 250)),
+        ]
+    )
+
+    # then each row holds every payment once
+    assert all(isinstance(outcome, list) for outcome in outcomes)
+    rows = await database.fetch(
+        "SELECT currency, created_count, created_minor FROM analytics_days ORDER BY currency"
+    )
+    assert [tuple(row.values()) for row in rows] == [("EUR", 1, 700), ("USD", 3, 400)]

@@ -1,7 +1,8 @@
 """The analytics rollups' writes: what a payment's change adds to `analytics_days`, in the
 same unit as the change (mps.domain.analytics says what counts where).
 
-Every delta is the same upsert, so a group commit sends all of a batch's as one `executemany`.
+Every delta is the same upsert, so a group commit sends all of a batch's as one `executemany`,
+the deltas of one row summed into one (`Statement.summed_after`).
 """
 
 from __future__ import annotations
@@ -23,7 +24,11 @@ _UPSERT = (
 
 def _upsert(delta: DayDelta) -> Statement:
     counts = [delta.counts.get(counter, 0) for counter in COUNTERS]
-    return Statement(_UPSERT, (delta.company_id, delta.mode, delta.currency, delta.day, *counts))
+    return Statement(
+        _UPSERT,
+        (delta.company_id, delta.mode, delta.currency, delta.day, *counts),
+        summed_after=len(_KEY),
+    )
 
 
 def rollup_statements(

@@ -216,7 +216,7 @@ class PostgresDatabase(Database):
     @staticmethod
     async def _apply_many(conn: asyncpg.Connection, step: Step) -> None:
         try:
-            await conn.executemany(step.sql, [st.params for _, _, st in step.members])
+            await conn.executemany(step.sql, step.params())
         except asyncpg.IntegrityConstraintViolationError as exc:
             # Which unit broke it is not known here; `write` runs the batch again unit by unit.
             raise IntegrityConflict(str(exc)) from exc

@@ -243,7 +243,7 @@ class SqliteDatabase(Database):
     @staticmethod
     async def _apply_many(conn: aiosqlite.Connection, step: Step) -> None:
         try:
-            await conn.executemany(_sqlite_sql(step.sql), [st.params for _, _, st in step.members])
+            await conn.executemany(_sqlite_sql(step.sql), step.params())
         except sqlite3.IntegrityError as exc:
             # Which unit broke it is not known here; `write` runs the batch again unit by unit.
             raise IntegrityConflict(str(exc)) from exc

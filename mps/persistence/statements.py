@@ -39,6 +39,10 @@ class Statement:
     # For an event's insert: the (company, mode) it is numbered in. Its last parameter is its
     # `sequence`, which the group commit fills in (mps.persistence.outbox.number_events).
     numbers_event: tuple[str, str] | None = None
+    # For an upsert that adds its values to a row's counters: how many leading parameters name
+    # the row (the rest are added). A group commit sums the statements of one SQL and one row
+    # into one before sending them (`Step.params`): one row version per batch, not one each.
+    summed_after: int | None = None
 
     def stale(self, affected: int) -> StaleWrite:
         return self.stale_error(f"expected {self.expect_rows} row(s), got {affected}")
@@ -76,6 +80,22 @@ class Step:
     @property
     def many(self) -> bool:
         return len(self.members) > 1 and not self.keyed
+
+    def params(self) -> list[tuple[Any, ...]]:
+        """The parameters of an `executemany` of the members; those of summing upserts of one
+        row are summed into one (they commit together or not at all, and addition commutes)."""
+        split = self.members[0][2].summed_after
+        if split is None:
+            return [st.params for _, _, st in self.members]
+        sums: dict[tuple[Any, ...], list[Any]] = {}
+        for _, _, statement in self.members:
+            row, values = statement.params[:split], statement.params[split:]
+            known = sums.get(row)
+            if known is None:
+                sums[row] = list(values)
+            else:
+                sums[row] = [a + b for a, b in zip(known, values, strict=True)]
+        return [(*row, *values) for row, values in sums.items()]
 
 
 def plan_batch(units: Sequence[WriteUnit]) -> list[Step]:
