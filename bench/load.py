@@ -700,6 +700,48 @@ async def _prepare(
     return companies, pool, refund_pool
 
 
+# The persistence actor's histograms (mps.metrics), read from the development server's /metrics.
+_COMMIT_SERIES = (
+    "mps_group_commit_units_count",
+    "mps_group_commit_units_sum",
+    "mps_group_commit_seconds_sum",
+)
+
+
+async def _commit_totals(session: aiohttp.ClientSession, base: str) -> dict[str, float] | None:
+    """The group commits so far: how many, their units and seconds in all; None when the
+    service shows no /metrics (a production server given with --url)."""
+    try:
+        async with session.get(f"{base}/metrics") as response:
+            if response.status != 200:
+                return None
+            text = await response.text()
+    except aiohttp.ClientError:
+        return None
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        name, _, value = line.partition(" ")
+        if name in _COMMIT_SERIES:
+            totals[name] = float(value)
+    return totals if len(totals) == len(_COMMIT_SERIES) else None
+
+
+def _report_commits(before: dict[str, float] | None, after: dict[str, float] | None) -> None:
+    """The group commits of the run: what the writer did per batch and per unit. A create's
+    reply waits for its batch's commit, so this is where a commit-bound mix spends its time."""
+    if before is None or after is None:
+        return
+    commits = after["mps_group_commit_units_count"] - before["mps_group_commit_units_count"]
+    units = after["mps_group_commit_units_sum"] - before["mps_group_commit_units_sum"]
+    seconds = after["mps_group_commit_seconds_sum"] - before["mps_group_commit_seconds_sum"]
+    if commits <= 0 or units <= 0:
+        return
+    print(
+        f"  group commits: {commits:,.0f}, {units / commits:.1f} units and "
+        f"{seconds / commits * 1000:.1f} ms each, {seconds / units * 1000:.3f} ms per unit"
+    )
+
+
 def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
     backend = "running service" if args.url else args.backend
     print()
@@ -759,9 +801,12 @@ async def main(args: argparse.Namespace) -> int:
         datafile = args.out / "run.data"
         _write_data(datafile, companies, pool, refund_pool)
         profile = args.out / "profile.svg" if args.profile else None
+        commits_before = await _commit_totals(session, target.base)
         run = await _drive(target, args.mix, args.duration, args, datafile, "run", profile)
+        commits_after = await _commit_totals(session, target.base)
         check.add(run)
         _report(args, run, bare)
+        _report_commits(commits_before, commits_after)
         stored = await _stored_all(session, target.base, companies)
         refunds = (
             await _stored_all(session, target.base, companies, "refunds") if check.refunded else []
