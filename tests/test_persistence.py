@@ -43,6 +43,7 @@ from mps.persistence.statements import (
     plan_batch,
     versioned_update,
 )
+from mps.persistence.webhook_store import endpoint_failing
 from tests.fakes import wait_until
 
 pytestmark = pytest.mark.both_backends
@@ -941,3 +942,26 @@ async def test_summed_rollups_store_what_the_upserts_one_by_one_would(database: 
         "SELECT currency, created_count, created_minor FROM analytics_days ORDER BY currency"
     )
     assert [tuple(row.values()) for row in rows] == [("EUR", 1, 700), ("USD", 3, 400)]
+
+
+def test_a_batch_sends_a_repeatable_statement_once_per_parameters() -> None:
+    # given four deliveries' successes: three to one endpoint, one to another
+    units = [
+        [endpoint_failing(endpoint, False, "2026-11-23T10:00:00.000Z")]
+        for endpoint in ("we_1", "we_1", "we_2", "we_1")
+    ]
+
+    # when the batch is planned
+    [step] = plan_batch(units)
+
+    # then each endpoint's clock is cleared once, in the order first asked
+    assert len(step.members) == 4
+    assert step.params() == [("we_1",), ("we_2",)]
+
+
+def test_statements_that_are_neither_repeatable_nor_summed_are_all_sent() -> None:
+    units = [[new_user("usr_a")], [new_user("usr_a")]]
+
+    [step] = plan_batch(units)
+
+    assert len(step.params()) == 2

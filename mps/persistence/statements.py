@@ -43,6 +43,9 @@ class Statement:
     # the row (the rest are added). A group commit sums the statements of one SQL and one row
     # into one before sending them (`Step.params`): one row version per batch, not one each.
     summed_after: int | None = None
+    # Running it twice is running it once (it sets a row to a value, whatever it held): a group
+    # commit sends one of the statements of one SQL with the same parameters (`Step.params`).
+    repeatable: bool = False
 
     def stale(self, affected: int) -> StaleWrite:
         return self.stale_error(f"expected {self.expect_rows} row(s), got {affected}")
@@ -82,9 +85,13 @@ class Step:
         return len(self.members) > 1 and not self.keyed
 
     def params(self) -> list[tuple[Any, ...]]:
-        """The parameters of an `executemany` of the members; those of summing upserts of one
-        row are summed into one (they commit together or not at all, and addition commutes)."""
-        split = self.members[0][2].summed_after
+        """The parameters of an `executemany` of the members: repeatable statements of the same
+        parameters sent once, and summing upserts of one row summed into one (the members commit
+        together or not at all, and addition commutes)."""
+        first = self.members[0][2]
+        if first.repeatable:
+            return list(dict.fromkeys(st.params for _, _, st in self.members))
+        split = first.summed_after
         if split is None:
             return [st.params for _, _, st in self.members]
         sums: dict[tuple[Any, ...], list[Any]] = {}

@@ -76,10 +76,12 @@ def endpoint_failing(endpoint_id: str, failed: bool, now: str) -> Statement:
             "WHERE id = $2 AND failing_since IS NULL",
             (now, endpoint_id),
         )
+    # A batch of successes to one endpoint clears its clock once (`repeatable`).
     return Statement(
         "UPDATE webhook_endpoints SET failing_since = NULL "
         "WHERE id = $1 AND failing_since IS NOT NULL",
         (endpoint_id,),
+        repeatable=True,
     )
 
 
