@@ -336,24 +336,17 @@ class PaymentActor(AsyncioActor):
             # group commits. Should the child's reference be taken, the same child is planned
             # again under another (from the snapshot of this turn, not whatever is current).
             return Detached(
-                self._recorded(
-                    commit_new_payment(
-                        self.context,
-                        (outcome, statements),
-                        lambda r: plan(r)[1:],
-                        self.references,
-                        commit=lambda unit: self._book(credit, unit),
-                    )
+                commit_new_payment(
+                    self.context,
+                    (outcome, statements),
+                    lambda r: plan(r)[1:],
+                    self.references,
+                    commit=lambda unit: self._book(credit, unit),
                 )
             )
         await self._book(credit, statements)
         self.payment = after
         self.context.recent.record(paid)
-        return outcome
-
-    async def _recorded(self, committing: Awaitable[Outcome]) -> Outcome:
-        outcome = await committing
-        self.context.recent.record(outcome.payment)
         return outcome
 
     async def _book(

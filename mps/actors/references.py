@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from mps.actors.context import ActorContext
+from mps.domain.payments import Payment
 from mps.persistence.payment_store import ReferenceTaken
 from mps.persistence.statements import Statement
 
@@ -30,7 +31,15 @@ REFERENCE_ATTEMPTS = 3
 # Draws a fresh payment reference (mps.domain.ids.payment_reference; tests pass their own).
 References = Callable[[], str]
 
-T = TypeVar("T")
+
+class NewPaymentReply(Protocol):
+    """A reply naming the payment its unit creates."""
+
+    @property
+    def payment(self) -> Payment: ...
+
+
+T = TypeVar("T", bound=NewPaymentReply)
 Planned = tuple[T, Sequence[Statement]]
 
 logger = logging.getLogger(__name__)
@@ -69,8 +78,14 @@ async def commit_new_payment(
                 REFERENCE_ATTEMPTS,
             )
         else:
-            return reply
+            return _recorded(context, reply)
         reply, statements = plan(references())
     # The last attempt: a taken reference now goes to the caller.
     await commit(statements)
+    return _recorded(context, reply)
+
+
+def _recorded(context: ActorContext, reply: T) -> T:
+    # Committed: a read of the new payment on this node need not go to storage (mps.actors.recent).
+    context.recent.record(reply.payment)
     return reply

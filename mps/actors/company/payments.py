@@ -67,12 +67,6 @@ def create_payment(state: CompanyState, command: CreatePayment) -> Detached:
             statements += command.idempotency.statements(outcome)
         return outcome, statements
 
-    async def commit() -> Outcome:
-        outcome = await commit_new_payment(
-            state.context, plan(state.references()), plan, state.references
-        )
-        # Committed: a read of the new payment on this node need not go to storage.
-        state.context.recent.record(outcome.payment)
-        return outcome
-
-    return Detached(commit())
+    return Detached(
+        commit_new_payment(state.context, plan(state.references()), plan, state.references)
+    )
