@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any, TypeVar
 
 import orjson
@@ -13,6 +14,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import Overrides
+from mps.config import Settings
 from mps.http.keys import SERVICES
 from mps.persistence.database import Database
 from mps.persistence.queries import payments as payments_q
@@ -64,18 +66,12 @@ async def _served_on(
         wrapped.append(wrapper(real))
         return wrapped[0]
 
-    # The background passes (expiry, money's due work, approvals, overdue invoices, the
-    # reconciliation) read storage on their own schedule: slowed here, after their first pass at
-    # start, so the reads a test counts are the requests' own.
-    slow = 3600.0
-    app = make_app(
-        Overrides(clock=clock, wrap_database=wrap),
-        expiry_interval=slow,
-        money_interval=slow,
-        approval_interval=slow,
-        invoice_overdue_interval=slow,
-        reconciliation_interval=slow,
-    )
+    # The background passes (expiry, money's due work, approvals, overdue invoices, KYC reviews,
+    # the reconciliation, housekeeping) read storage on their own schedule: every one of them is
+    # slowed here, after its first pass at start, so the reads a test counts are the requests'
+    # own. Taken from the settings so that a pass added later is slowed too.
+    slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
+    app = make_app(Overrides(clock=clock, wrap_database=wrap), **slow)
     client = await aiohttp_client(app)
     return client, wrapped[0]
 
