@@ -275,6 +275,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
                 shards,
                 prefix=settings.cluster_name,
                 retry_scale=settings.webhook_retry_scale,
+                concurrency=settings.webhook_concurrency,
                 allow_private=settings.development,
                 mailer=mailer,
             )

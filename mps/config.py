@@ -21,6 +21,9 @@ import orjson
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
+# More POSTs at once than this to one receiver is a flood, not a delivery.
+MAX_WEBHOOK_CONCURRENCY = 256
+
 
 class ConfigError(Exception):
     """The service cannot start with this configuration; the message says what to set."""
@@ -48,6 +51,9 @@ class Settings:
     # Keys customer ids, which name stored rows, so it is never rotated; empty: the session secret.
     id_key: bytes = field(default=b"", repr=False)
     webhook_retry_scale: float = 1.0
+    # How many POSTs this node has in flight to one webhook endpoint at most (its lane's slots,
+    # mps.actors.webhooks.dispatcher). In a cluster, each node has its own.
+    webhook_concurrency: int = 16
     # Multiplies every request rate limit (decisions 15); 0 turns limiting off (load tests).
     rate_limit_scale: float = 1.0
     smtp_url: str | None = None
@@ -218,6 +224,15 @@ def _scale(value: float | str | None, name: str) -> float:
     return scale
 
 
+def _webhook_concurrency(value: str | None) -> int:
+    if not value:
+        return Settings.webhook_concurrency
+    if not value.isdigit() or not 1 <= int(value) <= MAX_WEBHOOK_CONCURRENCY:
+        msg = f"MPS_WEBHOOK_CONCURRENCY must be a whole number from 1 to {MAX_WEBHOOK_CONCURRENCY}"
+        raise ConfigError(msg)
+    return int(value)
+
+
 def _metrics_port(value: str | None, service_port: int) -> int | None:
     if not value:
         return None
@@ -309,6 +324,7 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         encryption_key_previous=encryption_key_previous,
         id_key=id_key or b"",
         webhook_retry_scale=float(env.get("MPS_WEBHOOK_RETRY_SCALE") or 1),
+        webhook_concurrency=_webhook_concurrency(env.get("MPS_WEBHOOK_CONCURRENCY")),
         rate_limit_scale=_scale(
             args.rate_limit_scale
             if args.rate_limit_scale is not None

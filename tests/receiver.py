@@ -52,6 +52,9 @@ class Receiver:
         self.otherwise: Reply = Reply()
         # Per path, instead of the above (several endpoints on one receiver).
         self.by_path: dict[str, Callable[[], Reply]] = {}
+        # Requests being answered now, and the most there ever were at once.
+        self.in_flight = 0
+        self.most_in_flight = 0
         self._runner: web.AppRunner | None = None
         self.port = 0
         self._arrived = asyncio.Event()
@@ -89,7 +92,12 @@ class Receiver:
         else:
             reply = self.otherwise
         if reply.delay:
-            await asyncio.sleep(reply.delay)
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                await asyncio.sleep(reply.delay)
+            finally:
+                self.in_flight -= 1
         return web.Response(status=reply.status, headers=reply.headers, text="ok")
 
     def at(self, path: str) -> list[Received]:

@@ -98,6 +98,21 @@ def test_rate_limit_scale_must_be_a_number_zero_or_more(tmp_path: Path, value: s
         load_settings([], {"MPS_DATA_DIR": str(tmp_path), "MPS_RATE_LIMIT_SCALE": value})
 
 
+def test_webhook_concurrency_per_endpoint_comes_from_the_environment(tmp_path: Path) -> None:
+    env = {"MPS_DATA_DIR": str(tmp_path), "MPS_WEBHOOK_CONCURRENCY": "4"}
+
+    assert load_settings([], {"MPS_DATA_DIR": str(tmp_path)}).webhook_concurrency == 16
+    assert load_settings([], env).webhook_concurrency == 4
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "2.5", "many", "257"])
+def test_webhook_concurrency_must_be_a_whole_number_from_1_to_256(
+    tmp_path: Path, value: str
+) -> None:
+    with pytest.raises(ConfigError, match="MPS_WEBHOOK_CONCURRENCY"):
+        load_settings([], {"MPS_DATA_DIR": str(tmp_path), "MPS_WEBHOOK_CONCURRENCY": value})
+
+
 @pytest.fixture
 def common_umask() -> Iterator[None]:
     """The usual 022 umask, under which a file is world-readable (0644) unless made otherwise."""

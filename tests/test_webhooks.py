@@ -21,6 +21,7 @@ from standardwebhooks.webhooks import Webhook
 
 from mps.actors.webhooks.topology import AttemptJob
 from mps.bootstrap import Overrides
+from mps.config import Settings
 from mps.domain.clock import iso, utcnow
 from mps.http.keys import SERVICES
 from mps.persistence.statements import Statement
@@ -33,6 +34,7 @@ from tests.receiver import Receiver, Reply
 
 # 1 min -> 6 ms ... 24 h -> 8.6 s: the whole schedule in about 13 s.
 SCALE = 0.0001
+DEFAULT_CONCURRENCY = Settings.webhook_concurrency
 
 
 @dataclass
@@ -219,6 +221,26 @@ async def test_delivery_is_signed_so_an_independent_hmac_and_standard_webhooks_v
     assert abs(int(timestamp[2:]) - time.time()) < 60
     [delivery] = await hooked.settled(endpoint["id"], 1)
     assert delivery["status"] == "SUCCEEDED" and delivery["attempts"] == 1
+
+
+async def test_a_cookie_a_receiver_sets_is_never_sent_back(hooked: Hooked) -> None:
+    # given a receiver, known by a name (cookies of a bare address are never kept anyway),
+    # that answers its first delivery by setting a cookie
+    response = await hooked.post(
+        "/merchant/webhooks",
+        {"url": f"http://localhost:{hooked.receiver.port}/hooks", "events": ["*"]},
+    )
+    assert response.status == 201, await response.text()
+    hooked.receiver.answers = [Reply(200, headers={"Set-Cookie": "session=abc; Path=/"})]
+
+    # when two events are delivered
+    await create_payment(hooked.client, hooked.member)
+    await hooked.receiver.wait_for(1)
+    await create_payment(hooked.client, hooked.member)
+
+    # then the second delivery carries no cookie
+    arrived = await hooked.receiver.wait_for(2)
+    assert "Cookie" not in arrived[1].headers
 
 
 async def test_endpoint_receives_only_the_event_types_it_subscribed_to(hooked: Hooked) -> None:
@@ -413,7 +435,26 @@ async def test_slow_endpoint_does_not_delay_another(hooked: Hooked) -> None:
     # then the quick endpoint has all 20 long before the slow one could have taken them
     quick = await hooked.receiver.wait_for(20, path="/quick", within=10)
     assert quick[-1].at - started < 2.5, [round(q.at - started, 2) for q in quick]
-    assert len(hooked.receiver.at("/slow")) <= 8
+    assert len(hooked.receiver.at("/slow")) <= DEFAULT_CONCURRENCY
+
+
+async def test_an_endpoint_gets_at_most_the_configured_number_of_posts_at_once(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> None:
+    # given a node that sends at most 3 POSTs at once to one endpoint, and a slow receiver
+    async with Receiver() as receiver:
+        app = make_app(Overrides(clock=utcnow), webhook_retry_scale=SCALE, webhook_concurrency=3)
+        hooked = Hooked(client := await aiohttp_client(app), await sign_up(client), receiver)
+        await hooked.endpoint("/slow")
+        receiver.by_path["/slow"] = lambda: Reply(200, delay=0.3)
+
+        # when 9 events are delivered to it
+        for _ in range(9):
+            await create_payment(hooked.client, hooked.member)
+
+        # then all arrive, never more than 3 of them at once
+        await receiver.wait_for(9, path="/slow", within=10)
+        assert receiver.most_in_flight == 3
 
 
 # -- replay and recovery ------------------------------------------------------------------------

@@ -73,6 +73,7 @@ class Webhooks:
         prefix: str,
         retry_scale: float,
         allow_private: bool,
+        concurrency: int = 16,
         mailer: Mailer | None = None,
     ) -> None:
         self.topology = Topology(prefix)
@@ -82,6 +83,7 @@ class Webhooks:
             context, broker, self.topology, keyring, self.sender, retry_scale, self._tell_owners
         )
         self._mailer = mailer
+        self._concurrency = concurrency
         self.relay = OutboxRelay(
             context,
             broker,
@@ -103,7 +105,7 @@ class Webhooks:
 
     async def start(self) -> None:
         await self.sender.start()
-        self.dispatcher = WebhookDispatcher.start()
+        self.dispatcher = WebhookDispatcher.start(per_lane=self._concurrency)
         self.deliveries.dispatcher = self.dispatcher
         topology = self.topology
         await self.broker.declare(f"{topology.dead}", topology.dead)

@@ -53,6 +53,9 @@ class Sender:
             # nothing about, or follow a redirect (decisions 10).
             auto_decompress=False,
             skip_auto_headers=("Accept-Encoding",),
+            # A receiver's cookies are never kept: one session serves every company, so a
+            # cookie set by one merchant's receiver would ride on another's deliveries.
+            cookie_jar=aiohttp.DummyCookieJar(),
         )
 
     async def close(self) -> None:
