@@ -227,7 +227,7 @@ def _scale(value: float | str | None, name: str) -> float:
 def _webhook_concurrency(value: str | None) -> int:
     if not value:
         return Settings.webhook_concurrency
-    if not value.isdigit() or not 1 <= int(value) <= MAX_WEBHOOK_CONCURRENCY:
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_WEBHOOK_CONCURRENCY:
         msg = f"MPS_WEBHOOK_CONCURRENCY must be a whole number from 1 to {MAX_WEBHOOK_CONCURRENCY}"
         raise ConfigError(msg)
     return int(value)

@@ -65,8 +65,8 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
         # headers), so at the default threshold (700) the young generation is collected about
         # every request, and each of those promotes survivors that later cost full collections
         # of 30-40 ms. At 10,000 the collector took 13-15% of the CPU of a create or a delivery
-        # before and about 3-7% after, with no full collection in a run (bench/RESULTS.md, "The
-        # collector's threshold").
+        # before and 1-7% after, with no full collection in a run (bench/RESULTS.md, "16 POSTs
+        # in flight per endpoint, and the collector's threshold").
         gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
         await stop.wait()
         logger.info("stopping")

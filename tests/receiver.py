@@ -91,13 +91,13 @@ class Receiver:
             reply = answer if isinstance(answer, Reply) else Reply(answer)
         else:
             reply = self.otherwise
-        if reply.delay:
-            self.in_flight += 1
-            self.most_in_flight = max(self.most_in_flight, self.in_flight)
-            try:
+        self.in_flight += 1
+        self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        try:
+            if reply.delay:
                 await asyncio.sleep(reply.delay)
-            finally:
-                self.in_flight -= 1
+        finally:
+            self.in_flight -= 1
         return web.Response(status=reply.status, headers=reply.headers, text="ok")
 
     def at(self, path: str) -> list[Received]:

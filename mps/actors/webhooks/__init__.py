@@ -73,7 +73,7 @@ class Webhooks:
         prefix: str,
         retry_scale: float,
         allow_private: bool,
-        concurrency: int = 16,
+        concurrency: int,
         mailer: Mailer | None = None,
     ) -> None:
         self.topology = Topology(prefix)

@@ -77,7 +77,7 @@ class WebhookDispatcher(AsyncioActor):
     expected_errors = (Full,)
 
     def __init__(
-        self, *, per_lane: int = 16, waiting_per_lane: int = 4096, patience: float = 2.0
+        self, *, per_lane: int, waiting_per_lane: int = 4096, patience: float = 2.0
     ) -> None:
         super().__init__()
         self.per_lane = per_lane
