@@ -3,14 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient
 
+from mps.bootstrap import Overrides
 from mps.http.keys import SERVICES
+from mps.persistence.database import Database
 from tests.conftest import Clock
-from tests.helpers import TEST_CARD, assert_envelope, create_payment, sign_in, sign_up
+from tests.fakes import RecordingDatabase
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    add_member,
+    assert_envelope,
+    create_payment,
+    sign_in,
+    sign_up,
+)
+from tests.money import ACCOUNT, paid_payment
 
 pytestmark = pytest.mark.both_backends
 
@@ -237,3 +251,174 @@ async def test_a_key_past_its_day_serves_a_new_request_before_housekeeping_delet
     assert (await again.json())["amountMinor"] == other["amountMinor"]
     assert replay.headers.get("Idempotent-Replayed") == "true"
     assert await replay.read() == await again.read()
+
+
+# Every change a key covers commits in the unit that stores the key's response (decisions 16):
+# a crash between two commits could otherwise leave the change without the key, and a retry
+# would then meet the change (409) instead of its replay.
+
+
+@pytest.fixture
+async def recorded(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> tuple[TestClient[Any, Any], RecordingDatabase]:
+    databases: list[RecordingDatabase] = []
+
+    def wrap(real: Database) -> Database:
+        databases.append(RecordingDatabase(real))
+        return databases[0]
+
+    client: TestClient[Any, Any] = await aiohttp_client(
+        make_app(Overrides(clock=clock, wrap_database=wrap))
+    )
+    return client, databases[0]
+
+
+def _unit_storing(db: RecordingDatabase, key: str) -> list[str]:
+    """The SQL of the one unit that stored `key`'s response."""
+    [unit] = [
+        u
+        for u in db.units
+        if any(st.sql.startswith("INSERT INTO idempotency_keys") and key in st.params for st in u)
+    ]
+    return [st.sql for st in unit]
+
+
+def _writes(sqls: list[str], prefix: str) -> bool:
+    return any(sql.startswith(prefix) for sql in sqls)
+
+
+async def _twice(
+    client: TestClient[Any, Any], path: str, member: Member, key: str
+) -> tuple[ClientResponse, ClientResponse]:
+    headers = {**member.headers, "Idempotency-Key": key}
+    first = await client.post(path, json={}, headers=headers)
+    again = await client.post(path, json={}, headers=headers)
+    assert first.status == 200, await first.text()
+    assert again.headers.get("Idempotent-Replayed") == "true"
+    assert await again.read() == await first.read()
+    return first, again
+
+
+async def test_revoking_an_invitation_stores_its_key_with_the_revocation(
+    recorded: tuple[TestClient[Any, Any], RecordingDatabase],
+) -> None:
+    client, db = recorded
+    owner = await sign_up(client)
+    invited = await client.post(
+        "/api/v1/team/invitations",
+        json={"email": "new@example.com", "roleId": "role_finance"},
+        headers=owner.headers,
+    )
+    path = f"/api/v1/team/invitations/{(await invited.json())['id']}/revoke"
+
+    first, _ = await _twice(client, path, owner, "revoke-1")
+
+    assert (await first.json())["status"] == "REVOKED"
+    assert _writes(_unit_storing(db, "revoke-1"), "UPDATE invitations SET status")
+
+
+async def _held_payout(
+    client: TestClient[Any, Any], required: int, amount: str = "5000"
+) -> tuple[Member, Member, str]:
+    """An owner, an admin, and the id of the owner's payout held for `required` approvals."""
+    owner = await sign_up(client)
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    await paid_payment(client, owner, "10000")
+    account = await client.post(
+        "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
+    )
+    policy = await client.put(
+        "/api/v1/team/approvals/policies/payout.create",
+        json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": required},
+        headers=owner.headers,
+    )
+    assert policy.status == 200
+    held = await client.post(
+        "/api/v1/merchant/payouts",
+        json={
+            "amountMinor": amount,
+            "currency": "USD",
+            "bankAccountId": (await account.json())["id"],
+        },
+        headers=owner.headers,
+    )
+    assert held.status == 202, await held.text()
+    return owner, admin, (await held.json())["approvalRequest"]["id"]
+
+
+async def test_cancelling_an_approval_request_stores_its_key_with_the_cancellation(
+    recorded: tuple[TestClient[Any, Any], RecordingDatabase],
+) -> None:
+    client, db = recorded
+    owner, _, request_id = await _held_payout(client, 1)
+
+    path = f"/api/v1/team/approvals/requests/{request_id}/cancel"
+    first, _ = await _twice(client, path, owner, "cancel-1")
+
+    assert (await first.json())["status"] == "CANCELLED"
+    assert _writes(_unit_storing(db, "cancel-1"), "UPDATE approval_requests SET status")
+
+
+@pytest.mark.parametrize(("decision", "required", "status"), [
+    ("reject", 1, "REJECTED"),
+    ("approve", 2, "PENDING"),
+])  # fmt: skip
+async def test_a_vote_that_does_not_approve_stores_its_key_with_the_vote(
+    recorded: tuple[TestClient[Any, Any], RecordingDatabase],
+    decision: str,
+    required: int,
+    status: str,
+) -> None:
+    client, db = recorded
+    _, admin, request_id = await _held_payout(client, required)
+
+    path = f"/api/v1/team/approvals/requests/{request_id}/{decision}"
+    first, _ = await _twice(client, path, admin, "vote-1")
+
+    assert (await first.json())["status"] == status
+    assert _writes(_unit_storing(db, "vote-1"), "INSERT INTO approval_votes")
+
+
+async def test_the_approving_vote_stores_its_key_with_the_action_it_ran(
+    recorded: tuple[TestClient[Any, Any], RecordingDatabase],
+) -> None:
+    client, db = recorded
+    owner, admin, request_id = await _held_payout(client, 1)
+
+    path = f"/api/v1/team/approvals/requests/{request_id}/approve"
+    first, _ = await _twice(client, path, admin, "vote-1")
+
+    # then the replay shows the request as its action left it, and the key's unit is the
+    # action's: the payout and the request EXECUTED
+    assert (await first.json())["status"] == "EXECUTED"
+    unit = _unit_storing(db, "vote-1")
+    assert _writes(unit, "INSERT INTO payouts")
+    assert _writes(unit, "UPDATE approval_requests SET status")
+    payouts = await client.get("/api/v1/merchant/payouts", headers=owner.headers)
+    assert len((await payouts.json())["data"]) == 1
+
+
+async def test_an_approving_vote_whose_action_is_refused_stores_its_key_with_the_failure(
+    recorded: tuple[TestClient[Any, Any], RecordingDatabase],
+) -> None:
+    client, db = recorded
+    owner, admin, request_id = await _held_payout(client, 1, amount="9500")
+    # the balance no longer covers it by the time it is approved (10,000 paid, 1,000 paid out)
+    [account] = (
+        await (await client.get("/api/v1/merchant/bank-accounts", headers=owner.headers)).json()
+    )["data"]
+    small = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "1000", "currency": "USD", "bankAccountId": account["id"]},
+        headers=owner.headers,
+    )
+    assert small.status == 201
+
+    path = f"/api/v1/team/approvals/requests/{request_id}/approve"
+    first, _ = await _twice(client, path, admin, "vote-1")
+
+    assert (await first.json())["status"] == "FAILED"
+    unit = _unit_storing(db, "vote-1")
+    assert _writes(unit, "UPDATE approval_requests SET status")
+    assert not _writes(unit, "INSERT INTO payouts")

@@ -85,6 +85,9 @@ class StoresReference:
             }
         )
 
+    def discard(self) -> None:
+        self.presented.pop()
+
 
 @pytest.fixture
 async def context(database: Database, clock: Clock) -> AsyncIterator[ActorContext]:

@@ -29,6 +29,7 @@ from mps.actors.company import (
     ForgetApproval,
     IssueCard,
 )
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.payment import CreateRefund
 from mps.actors.periodic import Periodic
 from mps.actors.shards import ShardElsewhere, ShardRouter
@@ -52,11 +53,18 @@ BATCH = 200
 
 class ApprovalGuard:
     """The statements an approved action's unit carries (an IdempotencyRecord, as the commands
-    take one): the request EXECUTED with the action's result, and its approval.executed event."""
+    take one): the request EXECUTED with the action's result, its approval.executed event, and
+    the approving vote's Idempotency-Key with that request as its response, when it had one."""
 
-    def __init__(self, request: ApprovalRequest, clock: Clock) -> None:
+    def __init__(
+        self,
+        request: ApprovalRequest,
+        clock: Clock,
+        idempotency: IdempotencyRecord | None = None,
+    ) -> None:
         self.request = request
         self.clock = clock
+        self.idempotency = idempotency
         self.executed: ApprovalRequest | None = None
 
     def statements(self, result: Any) -> list[Statement]:
@@ -64,10 +72,18 @@ class ApprovalGuard:
         now = iso(self.clock())
         after = replace(self.request, status="EXECUTED", result=shown, decided_at=now)
         self.executed = after
-        return [
+        statements = [
             store.finished(self.request.company_id, self.request.id, now, result=shown),
             store.event(after, "approval.executed", now),
         ]
+        if self.idempotency is not None:
+            statements += self.idempotency.statements(after)
+        return statements
+
+    def discard(self) -> None:
+        self.executed = None
+        if self.idempotency is not None:
+            self.idempotency.discard()
 
 
 def _shown(action: str, result: Any) -> dict[str, Any]:
@@ -88,9 +104,14 @@ class Approvals(Periodic):
         self._shards = shards
         self._clock = clock
 
-    async def execute(self, request: ApprovalRequest) -> ApprovalRequest:
-        """Run an APPROVED request's action; the request as it ends (EXECUTED or FAILED)."""
-        guard = ApprovalGuard(request, self._clock)
+    async def execute(
+        self, request: ApprovalRequest, idempotency: IdempotencyRecord | None = None
+    ) -> ApprovalRequest:
+        """Run an APPROVED request's action; the request as it ends (EXECUTED or FAILED).
+        `idempotency` is the approving vote's key, stored with whichever unit ends the request;
+        when another run ended it first, nothing of this one committed and the key is not
+        stored here."""
+        guard = ApprovalGuard(request, self._clock, idempotency)
         payload = request.payload
         # A secret key may ask too (decisions 2, "Server-to-server keys"); its id says so.
         kind = "api_key" if request.requested_by.startswith("key_") else "user"
@@ -130,18 +151,23 @@ class Approvals(Periodic):
                 command = FundCard(request.mode, int(payload["amountMinor"]), guard)
                 await self._shards.ask_card(request.company_id, payload["cardId"], command)
         except store.NotApproved:
+            guard.discard()
             return await self._stored(request)
         except Unavailable:
             # Not the action's answer (a database fault, a shard moving): the request stays
             # APPROVED and the next pass runs it again.
+            guard.discard()
             raise
         except ServiceError as refused:
+            guard.discard()
             error = {"code": refused.code, "message": str(refused), "statusCode": refused.status}
             try:
                 failed: ApprovalRequest = await self._shards.ask_company(
-                    request.company_id, FailApproval(request.id, error)
+                    request.company_id, FailApproval(request.id, error, idempotency)
                 )
             except (store.NotApproved, Conflict):
+                if idempotency is not None:
+                    idempotency.discard()
                 return await self._stored(request)
             return failed
         await self._shards.ask_company(request.company_id, ForgetApproval(request.id))

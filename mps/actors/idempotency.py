@@ -19,3 +19,8 @@ class IdempotencyRecord(Protocol):
     def statements(self, result: Any) -> list[Statement]:
         """The writes that store the response this result will be rendered as."""
         ...
+
+    def discard(self) -> None:
+        """The unit given the last statements did not commit, and its caller answers anyway
+        (an approved action another run executed first): what they stored is no response."""
+        ...

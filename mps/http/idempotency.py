@@ -86,6 +86,9 @@ class Claim:
         assert self.present is not None, "the handler did not say how to present the result"
         return self.record(self.present(result))
 
+    def discard(self) -> None:
+        self.stored = None
+
     def record(self, reply: Reply) -> list[Statement]:
         status, body = reply_body(reply, self.request_id)
         raw = orjson.dumps(apply_transforms(body, self.version))

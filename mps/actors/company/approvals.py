@@ -115,6 +115,10 @@ async def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Appr
         )
     if after.status == "REJECTED":
         statements.append(store.event(after, "approval.rejected", now))
+    if command.idempotency is not None and after.status != "APPROVED":
+        # An approving vote's response is the request as its action leaves it, stored in the
+        # action's own unit (mps.actors.approvals.ApprovalGuard).
+        statements += command.idempotency.statements(after)
     action = "approval.approved" if command.decision == "approve" else "approval.rejected"
     audit = entry(
         state, command.audit, action, ("approval_request", before.id),
@@ -134,12 +138,11 @@ async def cancel_approval(state: CompanyState, command: CancelApproval) -> Appro
     before = _open(state, command.mode, command.request_id)
     now = iso(state.context.clock())
     after = rules.cancel(before, command.user_id, now)
+    statements = [store.status_change(state.company_id, before.id, "PENDING", "CANCELLED", now)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(after)
     audit = entry(state, command.audit, "approval.cancelled", ("approval_request", before.id))
-    await commit_audited(
-        state,
-        [store.status_change(state.company_id, before.id, "PENDING", "CANCELLED", now)],
-        [audit],
-    )
+    await commit_audited(state, statements, [audit])
     del state.approvals[before.id]
     return after
 
@@ -172,6 +175,8 @@ async def fail_approval(state: CompanyState, command: FailApproval) -> ApprovalR
         store.finished(state.company_id, request.id, now, error=command.error),
         store.event(after, "approval.executed", now),
     ]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(after)
     audit = entry(
         state, SYSTEM, "approval.failed", ("approval_request", request.id), error=command.error
     )

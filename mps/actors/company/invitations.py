@@ -102,11 +102,13 @@ async def decide_invitation(state: CompanyState, command: DecideInvitation) -> I
     invitation = command.invitation
     now = iso(state.context.clock())
     action = "invitation.rejected" if command.status == "REJECTED" else "invitation.revoked"
+    after = replace(invitation, status=command.status, decided_at=now)
+    statements = [store.decide(state.company_id, invitation.id, command.status, now)]
+    if command.idempotency is not None:
+        statements += command.idempotency.statements(after)
     audit = entry(state, command.audit, action, ("invitation", invitation.id))
     try:
-        await commit_audited(
-            state, [store.decide(state.company_id, invitation.id, command.status, now)], [audit]
-        )
+        await commit_audited(state, statements, [audit])
     except store.InvitationClosed as exc:
         raise Conflict("The invitation is no longer open", code="invalid_state") from exc
-    return replace(invitation, status=command.status, decided_at=now)
+    return after

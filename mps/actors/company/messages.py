@@ -450,6 +450,7 @@ class DecideInvitation:
     invitation: Invitation
     status: str
     audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -486,6 +487,9 @@ class VoteOnApproval:
     decision: str  # approve | reject
     comment: str | None = None
     audit: AuditContext = SYSTEM
+    # Stored with the vote unless the vote approves: the response is then the request as the
+    # action leaves it, stored in the action's unit (mps.actors.approvals.ApprovalGuard).
+    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -496,6 +500,7 @@ class CancelApproval:
     request_id: str
     user_id: str
     audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -511,6 +516,8 @@ class FailApproval:
 
     request_id: str
     error: dict[str, Any]
+    # The approving vote's key: its response is this FAILED request.
+    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)

@@ -84,18 +84,23 @@ async def get_request(call: Call) -> Resource:
     return Resource(approval_json(found))
 
 
+def _shown(request: ApprovalRequest) -> Resource:
+    return Resource(approval_json(request))
+
+
 async def _vote(call: Call, decision: str) -> Resource:
     session = call.session
+    idem = call.idempotent(_shown)
     after: ApprovalRequest = await call.services.shards.ask_company(
         session.company_id,
         VoteOnApproval(
             session.mode, call.param("id"), session.user_id, session.scopes, decision,
-            call.body.get("comment"), call.audit(),
+            call.body.get("comment"), call.audit(), idem,
         ),
     )  # fmt: skip
     if after.status == "APPROVED":
-        after = await call.services.approvals.execute(after)
-    return Resource(approval_json(after))
+        after = await call.services.approvals.execute(after, idem)
+    return _shown(after)
 
 
 async def approve(call: Call) -> Resource:
@@ -110,9 +115,11 @@ async def cancel(call: Call) -> Resource:
     session = call.session
     after: ApprovalRequest = await call.services.shards.ask_company(
         session.company_id,
-        CancelApproval(session.mode, call.param("id"), session.user_id, call.audit()),
+        CancelApproval(
+            session.mode, call.param("id"), session.user_id, call.audit(), call.idempotent(_shown)
+        ),
     )
-    return Resource(approval_json(after))
+    return _shown(after)
 
 
 VOTE_BODY = Obj({"comment": Str(max_length=1000)})

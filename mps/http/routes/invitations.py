@@ -98,10 +98,15 @@ async def revoke_invitation(call: Call) -> Resource:
     )
     if invitation is None:
         raise NotFound("No such invitation")
+
+    def present(after: Invitation) -> Resource:
+        return Resource(_view(call, after))
+
     after = await call.services.shards.ask_company(
-        session.company_id, DecideInvitation(invitation, "REVOKED", call.audit())
+        session.company_id,
+        DecideInvitation(invitation, "REVOKED", call.audit(), call.idempotent(present)),
     )
-    return Resource(_view(call, after))
+    return present(after)
 
 
 async def _by_token(call: Call) -> Invitation:
