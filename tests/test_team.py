@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.persistence.statements import Statement
 from tests.helpers import Member, add_member, assert_envelope, create_payment, sign_up
+from tests.log_guard import remember
 from tests.money import services
 
 pytestmark = pytest.mark.both_backends
@@ -108,6 +109,33 @@ async def test_a_role_held_by_a_member_cannot_be_deleted(client: TestClient[Any,
     assert_envelope(await held.json(), 409, "role_in_use")
     assert freed.status == 200 and (await freed.json())["deleted"] is True
     assert builtin.status == 409
+
+
+async def test_deleting_a_role_revokes_the_invitations_that_offer_it(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a custom role offered by a pending invitation, and another for a built-in role
+    owner = await sign_up(client)
+    role = await _role(client, owner, "Readers", "payments:read")
+    offered = await _call(client, owner, "POST", "/team/invitations", email="a@example.com",
+                          roleId=role["id"])  # fmt: skip
+    other = await _call(client, owner, "POST", "/team/invitations", email="b@example.com",
+                        roleId="role_viewer")  # fmt: skip
+    mail = await client.get("/api/v1/dev/mailbox", params={"to": "a@example.com"})
+    token = (await mail.json())["data"][0]["link"].rsplit("/", 1)[1]
+    remember(token)
+
+    # when the role is deleted
+    deleted = await _call(client, owner, "DELETE", f"/team/roles/{role['id']}")
+
+    # then its invitation is REVOKED and its link refused; the other stays PENDING
+    assert deleted.status == 200
+    listed = await _call(client, owner, "GET", "/team/invitations")
+    status = {i["id"]: i["status"] for i in (await listed.json())["data"]}
+    assert status[(await offered.json())["id"]] == "REVOKED"
+    assert status[(await other.json())["id"]] == "PENDING"
+    accepted = await client.post(f"/api/v1/team/invitations/token/{token}/accept")
+    assert accepted.status == 409
 
 
 async def test_role_names_are_unique_and_scopes_known(client: TestClient[Any, Any]) -> None:

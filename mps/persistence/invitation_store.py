@@ -17,6 +17,7 @@ __all__ = [
     "invitation_from_row",
     "invitation_insert",
     "list_invitations",
+    "revoke_for_role",
 ]
 
 
@@ -66,6 +67,16 @@ def decide(company_id: str, invitation_id: str, status: str, now: str) -> Statem
         (status, now, invitation_id, company_id),
         expect_rows=1,
         stale_error=InvitationClosed,
+    )
+
+
+def revoke_for_role(company_id: str, role_id: str, now: str) -> Statement:
+    """Every PENDING invitation offering the role REVOKED (the role is being deleted): the link
+    could never be accepted, and the list should not show it open."""
+    return Statement(
+        "UPDATE invitations SET status = 'REVOKED', decided_at = $1 "
+        "WHERE company_id = $2 AND role_id = $3 AND status = 'PENDING'",
+        (now, company_id, role_id),
     )
 
 

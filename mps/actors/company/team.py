@@ -30,6 +30,7 @@ from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import Conflict, NotFound
+from mps.persistence import invitation_store
 from mps.persistence import team_store as store
 from mps.persistence.statements import Statement
 
@@ -153,7 +154,14 @@ def delete_role(state: CompanyState, command: DeleteRole) -> Detached:
     def undo() -> None:
         state.roles[role.id] = role
 
-    return _commit(state, [store.role_delete(state.company_id, role.id)], [audit], role, undo)
+    # Its pending invitations go with it, in the same unit: the actor holds no invitations to
+    # refuse on, and a link to a role that is gone could never be accepted.
+    now = iso(state.context.clock())
+    statements = [
+        store.role_delete(state.company_id, role.id),
+        invitation_store.revoke_for_role(state.company_id, role.id, now),
+    ]
+    return _commit(state, statements, [audit], role, undo)
 
 
 def change_member_role(state: CompanyState, command: ChangeMemberRole) -> Detached:
