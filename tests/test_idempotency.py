@@ -318,66 +318,62 @@ async def test_revoking_an_invitation_stores_its_key_with_the_revocation(
     assert _writes(_unit_storing(db, "revoke-1"), "UPDATE invitations SET status")
 
 
+async def _payout(client: TestClient[Any, Any], owner: Member, amount: str) -> ClientResponse:
+    """A payout of `amount` USD to the owner's one bank account (made on first use)."""
+    listed = await client.get("/api/v1/merchant/bank-accounts", headers=owner.headers)
+    accounts = (await listed.json())["data"]
+    if not accounts:
+        made = await client.post(
+            "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
+        )
+        accounts = [await made.json()]
+    return await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": amount, "currency": "USD", "bankAccountId": accounts[0]["id"]},
+        headers=owner.headers,
+    )
+
+
 async def _held_payout(
     client: TestClient[Any, Any], required: int, amount: str = "5000"
 ) -> tuple[Member, Member, str]:
-    """An owner, an admin, and the id of the owner's payout held for `required` approvals."""
+    """An owner with 10,000 paid in, an admin, and the id of the request that holds the owner's
+    payout of `amount` for `required` approvals (the threshold is 1,000)."""
     owner = await sign_up(client)
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
     await paid_payment(client, owner, "10000")
-    account = await client.post(
-        "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
-    )
     policy = await client.put(
         "/api/v1/team/approvals/policies/payout.create",
         json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": required},
         headers=owner.headers,
     )
     assert policy.status == 200
-    held = await client.post(
-        "/api/v1/merchant/payouts",
-        json={
-            "amountMinor": amount,
-            "currency": "USD",
-            "bankAccountId": (await account.json())["id"],
-        },
-        headers=owner.headers,
-    )
+    held = await _payout(client, owner, amount)
     assert held.status == 202, await held.text()
     return owner, admin, (await held.json())["approvalRequest"]["id"]
 
 
-async def test_cancelling_an_approval_request_stores_its_key_with_the_cancellation(
-    recorded: tuple[TestClient[Any, Any], RecordingDatabase],
-) -> None:
-    client, db = recorded
-    owner, _, request_id = await _held_payout(client, 1)
-
-    path = f"/api/v1/team/approvals/requests/{request_id}/cancel"
-    first, _ = await _twice(client, path, owner, "cancel-1")
-
-    assert (await first.json())["status"] == "CANCELLED"
-    assert _writes(_unit_storing(db, "cancel-1"), "UPDATE approval_requests SET status")
-
-
-@pytest.mark.parametrize(("decision", "required", "status"), [
-    ("reject", 1, "REJECTED"),
-    ("approve", 2, "PENDING"),
+@pytest.mark.parametrize(("by", "route", "required", "status", "written"), [
+    ("owner", "cancel", 1, "CANCELLED", "UPDATE approval_requests SET status"),
+    ("admin", "reject", 1, "REJECTED", "INSERT INTO approval_votes"),
+    ("admin", "approve", 2, "PENDING", "INSERT INTO approval_votes"),
 ])  # fmt: skip
-async def test_a_vote_that_does_not_approve_stores_its_key_with_the_vote(
+async def test_a_cancel_or_a_vote_that_does_not_approve_stores_its_key_with_its_change(
     recorded: tuple[TestClient[Any, Any], RecordingDatabase],
-    decision: str,
+    by: str,
+    route: str,
     required: int,
     status: str,
+    written: str,
 ) -> None:
     client, db = recorded
-    _, admin, request_id = await _held_payout(client, required)
+    owner, admin, request_id = await _held_payout(client, required)
 
-    path = f"/api/v1/team/approvals/requests/{request_id}/{decision}"
-    first, _ = await _twice(client, path, admin, "vote-1")
+    path = f"/api/v1/team/approvals/requests/{request_id}/{route}"
+    first, _ = await _twice(client, path, owner if by == "owner" else admin, "key-1")
 
     assert (await first.json())["status"] == status
-    assert _writes(_unit_storing(db, "vote-1"), "INSERT INTO approval_votes")
+    assert _writes(_unit_storing(db, "key-1"), written)
 
 
 async def test_the_approving_vote_stores_its_key_with_the_action_it_ran(
@@ -405,15 +401,7 @@ async def test_an_approving_vote_whose_action_is_refused_stores_its_key_with_the
     client, db = recorded
     owner, admin, request_id = await _held_payout(client, 1, amount="9500")
     # the balance no longer covers it by the time it is approved (10,000 paid, 1,000 paid out)
-    [account] = (
-        await (await client.get("/api/v1/merchant/bank-accounts", headers=owner.headers)).json()
-    )["data"]
-    small = await client.post(
-        "/api/v1/merchant/payouts",
-        json={"amountMinor": "1000", "currency": "USD", "bankAccountId": account["id"]},
-        headers=owner.headers,
-    )
-    assert small.status == 201
+    assert (await _payout(client, owner, "1000")).status == 201
 
     path = f"/api/v1/team/approvals/requests/{request_id}/approve"
     first, _ = await _twice(client, path, admin, "vote-1")

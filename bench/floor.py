@@ -1,0 +1,225 @@
+"""The least a durable create costs in this stack: the ceiling for the service's create.
+
+    .venv/bin/python bench/floor.py --duration 10
+    .venv/bin/python bench/floor.py --duration 10 --tables 1
+
+A server of a few dozen lines (this file, with --serve) answers `POST /api/v1/merchant/payments`
+doing only what any durable create must: read and parse the JSON body, check its two fields,
+make an id and a timestamp, write rows in a group commit on one asyncpg connection (every
+request that arrived while the previous transaction ran, in one transaction, one executemany
+per table) and answer 201 with the payment once its transaction has committed. `--tables 3`
+(the default) writes what the service writes for a create: the payment, its outbox event and
+its Idempotency-Key's stored response; `--tables 1` only the payment. There is no
+authentication, no actor, no idempotency claim, no event relay, no metrics and no middleware.
+
+The same wrk script and settings as bench/load.py drive it and the bare endpoint (bench/bare.py)
+in the same run, and the figures are printed as multiples of the bare endpoint's. A create in
+the service cannot do better than this server does; the gap between the two is what the
+service's own work costs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import secrets
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench import load
+
+TABLES = {
+    "payments": (
+        "CREATE TABLE payments (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, mode TEXT NOT NULL,"
+        " status TEXT NOT NULL, amount_minor BIGINT NOT NULL, currency TEXT NOT NULL,"
+        " description TEXT, reference TEXT NOT NULL UNIQUE, created_at TEXT NOT NULL,"
+        " updated_at TEXT NOT NULL, expires_at TEXT NOT NULL)",
+        "INSERT INTO payments VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)",
+    ),
+    "events": (
+        "CREATE TABLE events (id TEXT PRIMARY KEY, company_id TEXT NOT NULL, mode TEXT NOT NULL,"
+        " type TEXT NOT NULL, created_at TEXT NOT NULL, data TEXT NOT NULL)",
+        "INSERT INTO events VALUES ($1, $2, $3, $4, $5, $6)",
+    ),
+    "idempotency_keys": (
+        "CREATE TABLE idempotency_keys (company_id TEXT NOT NULL, idem_key TEXT NOT NULL,"
+        " status_code INT NOT NULL, body TEXT NOT NULL, created_at TEXT NOT NULL,"
+        " PRIMARY KEY (company_id, idem_key))",
+        "INSERT INTO idempotency_keys VALUES ($1, $2, $3, $4, $5)",
+    ),
+}
+
+
+class GroupCommit:
+    """One writer connection; whatever queued while a transaction ran goes in the next one."""
+
+    def __init__(self, conn: Any, tables: list[str]) -> None:
+        self.conn = conn
+        self.tables = tables
+        self.queue: list[tuple[tuple[tuple[Any, ...], ...], asyncio.Future[None]]] = []
+        self.wake = asyncio.Event()
+
+    def submit(self, rows: tuple[tuple[Any, ...], ...]) -> asyncio.Future[None]:
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.queue.append((rows, done))
+        self.wake.set()
+        return done
+
+    async def run(self) -> None:
+        while True:
+            await self.wake.wait()
+            self.wake.clear()
+            batch, self.queue = self.queue, []
+            try:
+                async with self.conn.transaction():
+                    for position, table in enumerate(self.tables):
+                        await self.conn.executemany(
+                            TABLES[table][1], [rows[position] for rows, _ in batch]
+                        )
+            except Exception as exc:
+                for _, done in batch:
+                    done.set_exception(exc)
+            else:
+                for _, done in batch:
+                    done.set_result(None)
+
+
+def _serve(args: argparse.Namespace) -> None:
+    import asyncpg
+    from aiohttp import web
+
+    tables = list(TABLES)[: args.tables]
+
+    async def create(request: web.Request) -> web.Response:
+        if not request.headers.get("Authorization", "").startswith("Bearer "):
+            return web.Response(status=401)
+        body = orjson.loads(await request.read())
+        amount, currency = body.get("amountMinor"), body.get("currency")
+        if not (isinstance(amount, str) and amount.isdigit()) or not (
+            isinstance(currency, str) and len(currency) == 3
+        ):
+            return web.Response(status=400)
+        now = datetime.now(UTC).isoformat()
+        payment_id = "pay_" + secrets.token_urlsafe(16)
+        payment = {
+            "id": payment_id,
+            "status": "PENDING",
+            "amountMinor": amount,
+            "currency": currency,
+            "description": body.get("description"),
+            "reference": secrets.token_urlsafe(9),
+            "createdAt": now,
+        }
+        raw = orjson.dumps(payment)
+        rows = (
+            (payment_id, "co_floor", "test", "PENDING", int(amount), currency,
+             payment["description"], payment["reference"], now, now, now),
+            ("evt_" + secrets.token_urlsafe(16), "co_floor", "test", "payment.created", now,
+             raw.decode()),
+            ("co_floor", request.headers.get("Idempotency-Key", payment_id), 201, raw.decode(),
+             now),
+        )  # fmt: skip
+        await app["commits"].submit(rows[: len(tables)])
+        return web.Response(status=201, body=raw, content_type="application/json")
+
+    async def up(_request: web.Request) -> web.Response:
+        return web.Response(text="ok")
+
+    async def start(app: web.Application) -> None:
+        conn = await asyncpg.connect(args.pg_url)
+        await conn.execute(f'CREATE SCHEMA "{args.schema}"')
+        await conn.execute(f'SET search_path TO "{args.schema}"')
+        for table in tables:
+            await conn.execute(TABLES[table][0])
+        app["conn"] = conn
+        app["commits"] = GroupCommit(conn, tables)
+        app["writer"] = asyncio.get_running_loop().create_task(app["commits"].run())
+
+    async def stop(app: web.Application) -> None:
+        app["writer"].cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await app["writer"]
+        await app["conn"].execute(f'DROP SCHEMA "{args.schema}" CASCADE')
+        await app["conn"].close()
+
+    app = web.Application()
+    app.router.add_post("/api/v1/merchant/payments", create)
+    app.router.add_get("/{tail:.*}", up)
+    app.on_startup.append(start)
+    app.on_cleanup.append(stop)
+    loop = _event_loop()
+    asyncio.set_event_loop(loop)
+    web.run_app(app, host="127.0.0.1", port=args.port, print=None, access_log=None, loop=loop)
+
+
+def _event_loop() -> asyncio.AbstractEventLoop:
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+async def _measure(args: argparse.Namespace) -> None:
+    args.out.mkdir(parents=True, exist_ok=True)
+    bare_data = args.out / "bare.data"
+    bare_data.write_text("")
+    bare = await load._bare(args, bare_data)
+    port = load._free_port()
+    schema = f"floor_{args.nonce}"
+    command = [
+        sys.executable, __file__, "--serve", "--port", str(port), "--pg-url", args.pg_url,
+        "--schema", schema, "--tables", str(args.tables),
+    ]  # fmt: skip
+    async with load._process(command, args.out / "floor.log", dict(os.environ)) as process:
+        target = load.Target(f"http://127.0.0.1:{port}", process.pid)
+        await load._wait_up(target.base, "/", process)
+        datafile = args.out / "run.data"
+        datafile.write_text("T floor\n")
+        run = await load._drive(target, "create", args.duration, args, datafile, "run")
+    args.url = None
+    args.backend = f"the floor server ({args.tables} tables)"
+    load._report(args, run, bare)
+    print(f"files: {args.out}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
+    parser.add_argument("--schema", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--tables", type=int, choices=[1, 2, 3], default=3)
+    parser.add_argument("--duration", type=float, default=10, help="seconds (10)")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--wrk", default="wrk")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    if args.serve:
+        _serve(args)
+        return
+    args.nonce = secrets.token_hex(4)
+    args.out = args.out or load.ROOT / "var" / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}-floor"
+    # What bench/load.py's helpers read from its own arguments.
+    args.mix, args.companies, args.weights = "create", 1, load.DEFAULT_WEIGHTS
+    args.no_bare, args.bare_loop, args.bare_duration, args.nonblocking = (
+        False,
+        "uvloop",
+        None,
+        False,
+    )
+    asyncio.run(_measure(args))
+
+
+if __name__ == "__main__":
+    main()
