@@ -57,6 +57,10 @@ def main(argv: list[str]) -> int:
         from mps.operator import main as operator_main
 
         return operator_main(argv[1:])
+    if argv[:1] == ["reseal"]:
+        from mps.reseal import main as reseal_main
+
+        return reseal_main(argv[1:])
     log_format = (os.environ.get("MPS_LOG_FORMAT") or "text").lower()
     if log_format not in ("text", "json"):
         print("run.py: MPS_LOG_FORMAT must be text or json", file=sys.stderr)

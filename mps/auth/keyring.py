@@ -155,6 +155,20 @@ class Keyring:
                 raise
             return _cipher(self.encryption_key_previous, purpose).decrypt(nonce, sealed, aad)
 
+    def reseal(self, token: str, purpose: str) -> str | None:
+        """`token` sealed afresh with the current key when only the previous key opens it; None
+        when the current key opens it already. `InvalidTag` when neither does."""
+        raw = base64.b64decode(token.removeprefix("v1:"))
+        nonce, sealed, aad = raw[:12], raw[12:], purpose.encode()
+        try:
+            _cipher(self.encryption_key, purpose).decrypt(nonce, sealed, aad)
+        except InvalidTag:
+            if not self.encryption_key_previous:
+                raise
+            plain = _cipher(self.encryption_key_previous, purpose).decrypt(nonce, sealed, aad)
+            return self.seal(plain, purpose)
+        return None
+
     def hash_api_key(self, key: str) -> str:
         """The hash a new API key is stored as."""
         return _hash(self.session_secret, "api-key", key)

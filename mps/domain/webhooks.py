@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from mps.auth import purposes
+
 __all__ = [
     "DELIVERY_STATES",
     "EVENT_TYPES",
@@ -30,7 +32,7 @@ __all__ = [
 DELIVERY_STATES = ("PENDING", "SUCCEEDED", "RETRYING", "DEAD")
 
 # The keyring purpose signing secrets are sealed under at rest (a name, not a secret).
-SECRET_PURPOSE = "webhook-secret"  # noqa: S105
+SECRET_PURPOSE = purposes.WEBHOOK_SECRET
 
 # The wait before each attempt after the first, from the previous attempt: +1 min, +5 min,
 # +30 min, +2 h, +6 h, +12 h, +24 h; eight attempts in all, then DEAD.

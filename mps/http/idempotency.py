@@ -33,6 +33,7 @@ from aiohttp import web
 
 from mps.actors.company import ClaimKey, ReleaseKey
 from mps.actors.shards import ShardElsewhere
+from mps.auth import purposes
 from mps.auth.keyring import Keyring
 from mps.domain.clock import iso
 from mps.errors import BadRequest, KeyAlreadyStored, ServiceError, Unavailable, Unprocessable
@@ -46,7 +47,7 @@ from mps.services import Services
 __all__ = ["Claim", "fingerprint", "run_idempotent", "validate_key"]
 
 KEY_TTL = timedelta(hours=24)
-SEAL_PURPOSE = "idempotent-response"
+SEAL_PURPOSE = purposes.IDEMPOTENT_RESPONSE
 _PRINTABLE = re.compile(r"[\x20-\x7e]{1,255}")
 # A duplicate waits this long for the first request before giving up with 503.
 WAIT_LIMIT = 30.0

@@ -16,6 +16,7 @@ from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.messages import IssueCard, IssuedCard, RequestApproval
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
+from mps.auth import purposes
 from mps.domain import issuing as rules
 from mps.domain.approvals import needs_approval
 from mps.domain.cards import brand_of
@@ -31,8 +32,8 @@ __all__ = ["CARD_CVC_PURPOSE", "CARD_NUMBER_PURPOSE", "issue_card"]
 
 NUMBER_ATTEMPTS = 3
 # Sealing purposes (mps.auth.keyring): a sealed number opens only as a card number.
-CARD_NUMBER_PURPOSE = "card-number"
-CARD_CVC_PURPOSE = "card-cvc"
+CARD_NUMBER_PURPOSE = purposes.CARD_NUMBER
+CARD_CVC_PURPOSE = purposes.CARD_CVC
 
 
 def _random_digits(count: int) -> str:

@@ -31,6 +31,7 @@ from mps.actors.company.messages import (
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
+from mps.auth import purposes
 from mps.domain import payouts as rules
 from mps.domain.approvals import needs_approval
 from mps.domain.audit import AuditEntry
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 # The sealing purpose of account numbers (mps.auth.keyring): a sealed number opens only as one.
-BANK_ACCOUNT_NUMBER_PURPOSE = "bank-account-number"
+BANK_ACCOUNT_NUMBER_PURPOSE = purposes.BANK_ACCOUNT_NUMBER
 
 
 def _require_verified(state: CompanyState, mode: str, what: str) -> None:

@@ -17,6 +17,7 @@ from aiohttp import BodyPartReader, MultipartReader, web
 
 from mps.actors.company import RecordAudit, RecordKycDocument
 from mps.actors.shards import ShardElsewhere
+from mps.auth import purposes
 from mps.domain.clock import iso
 from mps.domain.file_types import ALLOWED, EXTENSIONS, detect
 from mps.domain.ids import new_id
@@ -46,7 +47,7 @@ __all__ = ["ROUTES"]
 
 # Enough of the file's start for any of the accepted formats to show what it is.
 SNIFF_BYTES = 8192
-SEALED_KEY_PURPOSE = "kyc-document"
+SEALED_KEY_PURPOSE = purposes.KYC_DOCUMENT_KEY
 _FILE_NAME = re.compile(r"[^A-Za-z0-9 ._()-]")
 
 
