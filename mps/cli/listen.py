@@ -55,7 +55,8 @@ class Relay:
     """The receiver's handler: verify, forward, answer with the target's status.
 
     Runs on the listen command's event loop; deliveries are handled concurrently (the service
-    sends up to 8 at once to one endpoint), each line written whole.
+    sends up to MPS_WEBHOOK_CONCURRENCY, 16 by default, at once to one endpoint), each line
+    written whole.
     """
 
     def __init__(self, routing: Routing, out: TextIO, err: TextIO) -> None:
