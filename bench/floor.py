@@ -36,6 +36,7 @@ import orjson
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench import load
+from mps.domain.ids import new_id
 
 TABLES = {
     "payments": (
@@ -109,7 +110,7 @@ def _serve(args: argparse.Namespace) -> None:
         ):
             return web.Response(status=400)
         now = datetime.now(UTC).isoformat()
-        payment_id = "pay_" + secrets.token_urlsafe(16)
+        payment_id = new_id("pay")
         payment = {
             "id": payment_id,
             "status": "PENDING",
@@ -123,7 +124,7 @@ def _serve(args: argparse.Namespace) -> None:
         rows = (
             (payment_id, "co_floor", "test", "PENDING", int(amount), currency,
              payment["description"], payment["reference"], now, now, now),
-            ("evt_" + secrets.token_urlsafe(16), "co_floor", "test", "payment.created", now,
+            (new_id("evt"), "co_floor", "test", "payment.created", now,
              raw.decode()),
             ("co_floor", request.headers.get("Idempotency-Key", payment_id), 201, raw.decode(),
              now),
