@@ -25,6 +25,7 @@ from mps.errors import KeyAlreadyStored, StaleWrite, Unavailable
 from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.database import (
     Database,
+    Fenced,
     Fences,
     IntegrityConflict,
     UnitOutcome,
@@ -796,6 +797,35 @@ async def test_events_are_numbered_in_batch_order_as_they_are_inserted_per_compa
         ("a.fourth", 4),
     ]
     assert await _numbers(database, "co_b") == [("b.first", 1)]
+
+
+async def _take_shard(database: Database, shard: int, epoch: int) -> None:
+    await database.write(
+        [[Statement(
+            "INSERT INTO shard_epochs (shard, epoch, node, taken_at) VALUES ($1, $2, 'n', 't') "
+            "ON CONFLICT (shard) DO UPDATE SET epoch = excluded.epoch",
+            (shard, epoch),
+        )]]
+    )  # fmt: skip
+
+
+async def test_a_batch_under_a_former_epoch_commits_nothing_and_numbers_nothing(
+    database: Database,
+) -> None:
+    # given shards 1 and 2 taken at epochs 5 and 7, and a batch of events written for both
+    await _take_shard(database, 1, 5)
+    await _take_shard(database, 2, 7)
+    units = [(event_insert(_event("co_a", "a.first")),), (event_insert(_event("co_b", "b")),)]
+
+    # when it is written under epoch 4 of shard 1, then under the current epochs
+    with pytest.raises(Fenced) as fenced:
+        await database.write(units, {1: 4, 2: 7})
+    await database.write(units, {1: 5, 2: 7})
+
+    # then the first write committed nothing, not even a number, and only shard 1 was lost
+    assert fenced.value.lost == frozenset({1})
+    assert await _numbers(database, "co_a") == [("a.first", 1)]
+    assert await _numbers(database, "co_b") == [("b", 1)]
 
 
 async def test_a_unit_rolled_back_alone_gives_its_event_numbers_back(database: Database) -> None:

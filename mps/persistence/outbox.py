@@ -14,10 +14,13 @@ from mps.persistence.statements import Row, Statement, WriteUnit, insert
 
 __all__ = [
     "NUMBERING",
+    "counter_bump",
+    "event_counts",
     "event_insert",
     "event_row",
     "inserts_events",
     "number_events",
+    "numbered",
     "numbers_late",
 ]
 
@@ -65,20 +68,35 @@ async def number_events(
 
     The counter row's lock orders two transactions numbering for one company (which fencing
     already prevents), so the numbers follow commit order. A unit rolled back alone (to its
-    savepoint) must be numbered alone inside it, so that its numbers go back with it."""
+    savepoint) must be numbered alone inside it, so that its numbers go back with it.
+
+    A backend that sends the counters' statement together with another (`counter_bump`) numbers
+    with what it returned (`numbered`)."""
+    counts = event_counts(units)
+    if not counts:
+        return units
+    return numbered(units, counts, await apply(counter_bump(counts)))
+
+
+def event_counts(units: Sequence[WriteUnit]) -> dict[tuple[str, str], int]:
+    """How many events the units insert, by company and mode."""
     counts: dict[tuple[str, str], int] = {}
     for unit in units:
         for statement in unit:
             if statement.numbers_event is not None:
                 counts[statement.numbers_event] = counts.get(statement.numbers_event, 0) + 1
-    if not counts:
-        return units
-    rows = await apply(_counter_bump(counts))
+    return counts
+
+
+def numbered(
+    units: Sequence[WriteUnit], counts: dict[tuple[str, str], int], rows: Sequence[Row]
+) -> list[WriteUnit]:
+    """`units` numbered from `rows`, what `counter_bump(counts)` returned."""
     following = {
         (row["company_id"], row["mode"]): row["last"] - counts[(row["company_id"], row["mode"])] + 1
         for row in rows
     }
-    numbered: list[WriteUnit] = []
+    result: list[WriteUnit] = []
     for unit in units:
         statements = list(unit)
         for position, statement in enumerate(statements):
@@ -86,11 +104,12 @@ async def number_events(
                 number = following[statement.numbers_event]
                 following[statement.numbers_event] = number + 1
                 statements[position] = replace(statement, params=(*statement.params[:-1], number))
-        numbered.append(statements)
-    return numbered
+        result.append(statements)
+    return result
 
 
-def _counter_bump(counts: dict[tuple[str, str], int]) -> Statement:
+def counter_bump(counts: dict[tuple[str, str], int]) -> Statement:
+    """Each company and mode's counter moved on by its count; returns `company_id, mode, last`."""
     values = ", ".join(f"(${3 * i + 1}, ${3 * i + 2}, ${3 * i + 3})" for i in range(len(counts)))
     params = tuple(value for (company, mode), n in counts.items() for value in (company, mode, n))
     return Statement(

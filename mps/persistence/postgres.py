@@ -18,13 +18,20 @@ import asyncpg
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, Fenced, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
-from mps.persistence.outbox import number_events
+from mps.persistence.outbox import counter_bump, event_counts, number_events, numbered
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
 __all__ = ["PostgresDatabase"]
 
 # Any constant works; it only has to be the same on every node.
 _MIGRATION_LOCK = 7_311_052_001
+
+
+def _fence_sql(param: int) -> str:
+    """The epochs of the shards listed in parameter `param`. FOR SHARE: a node taking one of
+    them (an UPDATE of its row) waits until this transaction ends, so no batch under the old
+    epoch commits after the new one is taken."""
+    return f"SELECT shard, epoch FROM shard_epochs WHERE shard = ANY(${param}::int[]) FOR SHARE"
 
 
 def _split_schema(url: str) -> tuple[str, str | None]:
@@ -134,13 +141,32 @@ class PostgresDatabase(Database):
     async def _fence(self, conn: asyncpg.Connection, fences: Fences) -> None:
         if not fences:
             return
-        # FOR SHARE: a node taking one of these shards (an UPDATE of its row) waits until this
-        # transaction ends, so no batch under the old epoch commits after the new one is taken.
-        rows = await conn.fetch(
-            "SELECT shard, epoch FROM shard_epochs WHERE shard = ANY($1::int[]) FOR SHARE",
-            list(fences),
-        )
+        rows = await conn.fetch(_fence_sql(1), list(fences))
         self._check_fences(fences, {r["shard"]: r["epoch"] for r in rows})
+
+    async def _fence_and_number(
+        self, conn: asyncpg.Connection, fences: Fences, units: Sequence[WriteUnit]
+    ) -> Sequence[WriteUnit]:
+        """`_fence`, then `number_events`, in one round trip when the batch needs both.
+
+        Each round trip of the writer waits for a turn of the busy event loop (several
+        milliseconds under load), and a group commit's time is what a create waits for."""
+        counts = event_counts(units)
+        if not fences or not counts:
+            await self._fence(conn, fences)
+            return await number_events(units, lambda st: self._apply(conn, st))
+        bump = counter_bump(counts)
+        # One statement: the fence's rows (shard, epoch), then the counters' (company_id, mode,
+        # last). Both queries run whole, as the outer query reads every row of each.
+        sql = (
+            f"WITH fence AS ({_fence_sql(len(bump.params) + 1)}), bump AS ({bump.sql}) "
+            "SELECT shard, epoch, NULL::text AS company_id, NULL::text AS mode, "
+            "NULL::bigint AS last FROM fence "
+            "UNION ALL SELECT NULL, NULL, company_id, mode, last FROM bump"
+        )
+        rows = await self._apply(conn, Statement(sql, (*bump.params, list(fences))))
+        self._check_fences(fences, {r["shard"]: r["epoch"] for r in rows if r["shard"] is not None})
+        return numbered(units, counts, [r for r in rows if r["company_id"] is not None])
 
     async def _write_together(
         self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
@@ -149,8 +175,7 @@ class PostgresDatabase(Database):
         outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
         try:
             async with conn.transaction():
-                await self._fence(conn, fences)
-                units = await number_events(units, lambda st: self._apply(conn, st))
+                units = await self._fence_and_number(conn, fences, units)
                 for step in plan_batch(units):
                     if step.keyed:
                         answers = await self._apply_keyed(conn, step)
