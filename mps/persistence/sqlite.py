@@ -15,7 +15,7 @@ import functools
 import os
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -24,7 +24,7 @@ import aiosqlite
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.migrations import load_migrations
-from mps.persistence.outbox import number_events
+from mps.persistence.outbox import counter_bump, event_counts, numbered
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
 __all__ = ["SqliteDatabase"]
@@ -173,92 +173,32 @@ class SqliteDatabase(Database):
                 raise
             await conn.execute("COMMIT")
 
-    async def _fence(self, conn: aiosqlite.Connection, fences: Fences) -> None:
-        if not fences:
-            return
-        # BEGIN IMMEDIATE holds the file's write lock, so no other node bumps an epoch until
-        # this transaction ends: a plain read is enough.
-        marks = ", ".join("?" for _ in fences)
-        cursor = await conn.execute(
-            f"SELECT shard, epoch FROM shard_epochs WHERE shard IN ({marks})",
-            tuple(fences),
-        )
-        self._check_fences(fences, {row[0]: row[1] for row in await cursor.fetchall()})
+    # A group commit runs whole on the writer connection's thread, in one call: a call per
+    # statement costs a thread hop and a turn of the busy event loop each, and a batch of 32
+    # creates made about 80 of them. aiosqlite has no public way to run a function on its
+    # thread; `_execute` and `_conn` are its own, and the version is pinned in pyproject.toml.
 
     async def _write_together(
         self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[list[list[Row]]]:
-        conn = self._w
-        outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            await self._fence(conn, fences)
-            units = await number_events(units, lambda st: self._apply(conn, st))
-            for step in plan_batch(units):
-                if step.keyed:
-                    # Round trips cost nothing in process: one statement at a time.
-                    for unit, position, statement in step.members:
-                        outcomes[unit][position] = await self._apply(conn, statement)
-                elif step.many:
-                    await self._apply_many(conn, step)
-                else:
-                    unit, position, statement = step.members[0]
-                    outcomes[unit][position] = await self._apply(conn, statement)
-            for statement in finish:
-                await self._apply(conn, statement)
-            await conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                await conn.execute("ROLLBACK")
-            raise
+        outcomes: list[list[list[Row]]] = await self._on_writer_thread(
+            _write_together, units, fences, finish, self._check_fences
+        )
         return outcomes
 
     async def _write_isolated(
         self, units: Sequence[WriteUnit], fences: Fences, finish: Sequence[Statement]
     ) -> list[UnitOutcome]:
-        conn = self._w
-        outcomes: list[UnitOutcome] = []
-        await conn.execute("BEGIN IMMEDIATE")
-        try:
-            await self._fence(conn, fences)
-            for unit in units:
-                await conn.execute("SAVEPOINT unit")
-                try:
-                    [numbered] = await number_events([unit], lambda st: self._apply(conn, st))
-                    outcome: UnitOutcome = [await self._apply(conn, st) for st in numbered]
-                except (StaleWrite, IntegrityConflict) as exc:
-                    await conn.execute("ROLLBACK TO unit")
-                    outcome = exc
-                await conn.execute("RELEASE unit")
-                outcomes.append(outcome)
-            for statement in finish:
-                await self._apply(conn, statement)
-            await conn.execute("COMMIT")
-        except BaseException:
-            if conn.in_transaction:
-                await conn.execute("ROLLBACK")
-            raise
+        outcomes: list[UnitOutcome] = await self._on_writer_thread(
+            _write_isolated, units, fences, finish, self._check_fences
+        )
         return outcomes
 
-    @staticmethod
-    async def _apply_many(conn: aiosqlite.Connection, step: Step) -> None:
-        try:
-            await conn.executemany(_sqlite_sql(step.sql), step.params())
-        except sqlite3.IntegrityError as exc:
-            # Which unit broke it is not known here; `write` runs the batch again unit by unit.
-            raise IntegrityConflict(str(exc)) from exc
-
-    @staticmethod
-    async def _apply(conn: aiosqlite.Connection, statement: Statement) -> list[Row]:
-        try:
-            cursor = await conn.execute(_sqlite_sql(statement.sql), statement.params)
-        except sqlite3.IntegrityError as exc:
-            raise (statement.conflict_error or IntegrityConflict)(str(exc)) from exc
-        rows = [dict(row) for row in await cursor.fetchall()] if statement.returns_rows else []
-        affected = len(rows) if statement.returns_rows else cursor.rowcount
-        if statement.expect_rows is not None and affected != statement.expect_rows:
-            raise statement.stale(affected)
-        return rows
+    async def _on_writer_thread(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """`fn(connection, *args)` on the writer connection's own thread, in one call."""
+        writer = self._w
+        run: Callable[..., Awaitable[Any]] = writer._execute  # untyped in aiosqlite
+        return await run(fn, writer._conn, *args)
 
     def scans(self) -> Database:
         if self.path == ":memory:":
@@ -288,6 +228,107 @@ class SqliteDatabase(Database):
         # checkout's 404 for a payment answered 201 a moment before).
         rows = await self._reader.execute_fetchall(_sqlite_sql(sql), params)
         return [dict(row) for row in rows]
+
+
+CheckFences = Callable[[Fences, Mapping[int, int]], None]
+
+
+def _fence(conn: sqlite3.Connection, fences: Fences, check: CheckFences) -> None:
+    if not fences:
+        return
+    # BEGIN IMMEDIATE holds the file's write lock, so no other node bumps an epoch until this
+    # transaction ends: a plain read is enough.
+    marks = ", ".join("?" for _ in fences)
+    cursor = conn.execute(
+        f"SELECT shard, epoch FROM shard_epochs WHERE shard IN ({marks})", tuple(fences)
+    )
+    check(fences, {row[0]: row[1] for row in cursor.fetchall()})
+
+
+def _number(conn: sqlite3.Connection, units: Sequence[WriteUnit]) -> Sequence[WriteUnit]:
+    """`units` with their events numbered (mps.persistence.outbox.number_events)."""
+    counts = event_counts(units)
+    if not counts:
+        return units
+    return numbered(units, counts, _apply(conn, counter_bump(counts)))
+
+
+def _write_together(
+    conn: sqlite3.Connection,
+    units: Sequence[WriteUnit],
+    fences: Fences,
+    finish: Sequence[Statement],
+    check: CheckFences,
+) -> list[list[list[Row]]]:
+    outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _fence(conn, fences, check)
+        for step in plan_batch(_number(conn, units)):
+            if step.many and not step.keyed:
+                _apply_many(conn, step)
+                continue
+            for unit, position, statement in step.members:
+                outcomes[unit][position] = _apply(conn, statement)
+        for statement in finish:
+            _apply(conn, statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+def _write_isolated(
+    conn: sqlite3.Connection,
+    units: Sequence[WriteUnit],
+    fences: Fences,
+    finish: Sequence[Statement],
+    check: CheckFences,
+) -> list[UnitOutcome]:
+    outcomes: list[UnitOutcome] = []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _fence(conn, fences, check)
+        for unit in units:
+            conn.execute("SAVEPOINT unit")
+            try:
+                [numbered_unit] = _number(conn, [unit])
+                outcome: UnitOutcome = [_apply(conn, st) for st in numbered_unit]
+            except (StaleWrite, IntegrityConflict) as exc:
+                conn.execute("ROLLBACK TO unit")
+                outcome = exc
+            conn.execute("RELEASE unit")
+            outcomes.append(outcome)
+        for statement in finish:
+            _apply(conn, statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+    return outcomes
+
+
+def _apply_many(conn: sqlite3.Connection, step: Step) -> None:
+    try:
+        conn.executemany(_sqlite_sql(step.sql), step.params())
+    except sqlite3.IntegrityError as exc:
+        # Which unit broke it is not known here; `write` runs the batch again unit by unit.
+        raise IntegrityConflict(str(exc)) from exc
+
+
+def _apply(conn: sqlite3.Connection, statement: Statement) -> list[Row]:
+    try:
+        cursor = conn.execute(_sqlite_sql(statement.sql), statement.params)
+    except sqlite3.IntegrityError as exc:
+        raise (statement.conflict_error or IntegrityConflict)(str(exc)) from exc
+    rows = [dict(row) for row in cursor.fetchall()] if statement.returns_rows else []
+    affected = len(rows) if statement.returns_rows else cursor.rowcount
+    if statement.expect_rows is not None and affected != statement.expect_rows:
+        raise statement.stale(affected)
+    return rows
 
 
 class _ScanReads(Database):
