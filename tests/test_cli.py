@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import stat
 import sys
 import time
@@ -392,6 +393,47 @@ async def test_listen_forwards_a_signed_event_and_deletes_its_endpoint_when_stop
     assert status == 0, listening.err
     assert await service.endpoints() == []
     assert any(f"Deleted endpoint {listening.endpoint_id}" in line for line in listening.err)
+
+
+async def test_listen_deletes_the_endpoints_relays_killed_outright_left_behind(
+    service: Service, receivers: tuple[Receiver, Receiver]
+) -> None:
+    # given the endpoints of two relays on this host: one whose process is gone (killed
+    # outright), one whose process still runs; and one of a relay on another host
+    receiver, _ = receivers
+    await service.login()
+    ended = await asyncio.create_subprocess_exec(sys.executable, "-c", "pass")
+    await ended.wait()
+    host = socket.gethostname()
+    left = {
+        description: (
+            await service.api(
+                "POST",
+                "/merchant/webhooks",
+                {
+                    "url": "http://127.0.0.1:9/mps-listen",
+                    "events": ["*"],
+                    "description": description,
+                },
+            )
+        )["id"]
+        for description in (
+            f"mps listen on {host} (pid {ended.pid})",
+            f"mps listen on {host} (pid {os.getpid()})",
+            f"mps listen on elsewhere.example (pid {ended.pid})",
+        )
+    }
+
+    # when listen starts
+    async with Listening(service, ("--forward-to", receiver.url())) as listening:
+        kept = {e["id"] for e in await service.endpoints()}
+
+    # then only the dead relay's endpoint on this host is gone, and listen said so
+    gone = left[f"mps listen on {host} (pid {ended.pid})"]
+    assert kept == {*left.values(), listening.endpoint_id} - {gone}
+    assert any(
+        f"Deleted endpoint {gone} (left by pid {ended.pid}" in line for line in listening.err
+    )
 
 
 async def test_listen_routes_event_types_to_their_targets_first_match_winning(

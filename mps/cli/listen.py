@@ -14,8 +14,10 @@ target's status (and `Retry-After`, `webhook-delivery`), so a failing target is 
 service's schedule, and replays and recoveries reach the target as they would in production.
 
 On SIGINT or SIGTERM the endpoint is deleted. A relay killed outright (SIGKILL) leaves its
-endpoint behind, failing: delete it with `DELETE /merchant/webhooks/:id`, or let the service
-disable it after five days of failures.
+endpoint behind, failing; the next `listen` on this machine deletes it before registering its
+own: an endpoint whose description names a relay on this host whose process is gone. Until then
+(or when the relay ran on another host) it can be deleted with `DELETE /merchant/webhooks/:id`,
+and the service disables it after five days of failures.
 """
 
 from __future__ import annotations
@@ -181,14 +183,11 @@ async def listen(
         await site.start()
         url = f"http://127.0.0.1:{sock.getsockname()[1]}{_PATH}"
         stop = _stop_on_signals()
+        await _delete_left_behind(api, err)
         endpoint = await api.call(
             "POST",
             "/merchant/webhooks",
-            body={
-                "url": url,
-                "events": routing.subscription(),
-                "description": f"mps listen on {socket.gethostname()} (pid {os.getpid()})",
-            },
+            body={"url": url, "events": routing.subscription(), "description": _description()},
         )
         relay.know_secret(endpoint["secret"])
         try:
@@ -209,6 +208,41 @@ async def listen(
     return 0
 
 
+def _description() -> str:
+    """What names a relay's endpoint: this host and the relay's process."""
+    return f"{_on_this_host()}{os.getpid()})"
+
+
+def _on_this_host() -> str:
+    return f"mps listen on {socket.gethostname()} (pid "
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False  # a process of another user: alive
+    return False
+
+
+async def _delete_left_behind(api: Api, err: TextIO) -> None:
+    """Delete the endpoints of relays on this host whose process is gone (killed outright)."""
+    prefix = _on_this_host()
+    query: dict[str, str] = {"limit": "100"}
+    while True:
+        page = await api.call("GET", "/merchant/webhooks", query=query)
+        for endpoint in page["data"]:
+            described = endpoint.get("description") or ""
+            pid = described.removeprefix(prefix).removesuffix(")")
+            if described.startswith(prefix) and pid.isdigit() and _gone(int(pid)):
+                await _delete(api, endpoint["id"], err, why=f" (left by pid {pid}, which is gone)")
+        if not page.get("nextCursor"):
+            return
+        query = {**query, "cursor": page["nextCursor"]}
+
+
 def _stop_on_signals() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -217,12 +251,12 @@ def _stop_on_signals() -> asyncio.Event:
     return stop
 
 
-async def _delete(api: Api, endpoint_id: str, err: TextIO) -> None:
+async def _delete(api: Api, endpoint_id: str, err: TextIO, why: str = "") -> None:
     try:
         await api.call("DELETE", f"/merchant/webhooks/{endpoint_id}")
     except CliError as exc:
         # Raised again so the command exits non-zero, after saying what is left behind.
         err.write(f"mps listen: could not delete endpoint {endpoint_id}: {exc}\n")
         raise
-    err.write(f"Deleted endpoint {endpoint_id}.\n")
+    err.write(f"Deleted endpoint {endpoint_id}{why}.\n")
     err.flush()
