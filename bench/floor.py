@@ -1,7 +1,8 @@
-"""The least a durable create costs in this stack: the ceiling for the service's create.
+"""The least a durable create (or a list) costs in this stack: the ceiling for the service's.
 
     .venv/bin/python bench/floor.py --duration 10
     .venv/bin/python bench/floor.py --duration 10 --tables 1
+    .venv/bin/python bench/floor.py --duration 10 --mix list
 
 A server of a few dozen lines (this file, with --serve) answers `POST /api/v1/merchant/payments`
 doing only what any durable create must: read and parse the JSON body, check its two fields,
@@ -11,11 +12,14 @@ per table) and answer 201 with the payment once its transaction has committed. `
 (the default) writes what the service writes for a create: the payment, its outbox event and
 its Idempotency-Key's stored response; `--tables 1` only the payment. There is no
 authentication, no actor, no idempotency claim, no event relay, no metrics and no middleware.
+With `--mix list` it answers `GET /api/v1/merchant/payments?limit=20` instead: 20 of the 1,000
+payments it seeds at start, newest first, read on a pool of ten connections and encoded as they
+come from the table.
 
 The same wrk script and settings as bench/load.py drive it and the bare endpoint (bench/bare.py)
-in the same run, and the figures are printed as multiples of the bare endpoint's. A create in
-the service cannot do better than this server does; the gap between the two is what the
-service's own work costs.
+in the same run, and the figures are printed as multiples of the bare endpoint's. A create or a
+list in the service cannot do better than this server does; the gap between the two is what
+the service's own work costs.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import os
 import secrets
 import sys
 import time
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,6 +136,25 @@ def _serve(args: argparse.Namespace) -> None:
         await app["commits"].submit(rows[: len(tables)])
         return web.Response(status=201, body=raw, content_type="application/json")
 
+    async def listed(request: web.Request) -> web.Response:
+        if not request.headers.get("Authorization", "").startswith("Bearer "):
+            return web.Response(status=401)
+        limit = request.query.get("limit", "10")
+        if not limit.isdigit() or not 1 <= int(limit) <= 100:
+            return web.Response(status=400)
+        async with app["readers"].acquire() as conn:
+            rows = await conn.fetch(
+                "SELECT * FROM payments WHERE company_id = $1 AND mode = $2 "
+                "ORDER BY created_at DESC, id DESC LIMIT $3",
+                "co_floor",
+                "test",
+                int(limit) + 1,
+            )
+        page = [dict(row) for row in rows[: int(limit)]]
+        more = len(rows) > int(limit)
+        body = {"data": page, "nextCursor": page[-1]["id"] if more else None}
+        return web.Response(body=orjson.dumps(body), content_type="application/json")
+
     async def up(_request: web.Request) -> web.Response:
         return web.Response(text="ok")
 
@@ -141,11 +164,32 @@ def _serve(args: argparse.Namespace) -> None:
         await conn.execute(f'SET search_path TO "{args.schema}"')
         for table in tables:
             await conn.execute(TABLES[table][0])
+        await conn.execute(
+            "CREATE INDEX payments_by_company ON payments (company_id, mode, created_at, id)"
+        )
+        # What a list reads: as many payments as the service's list mix seeds (1,000).
+        now = datetime.now(UTC)
+        await conn.executemany(
+            TABLES["payments"][1],
+            [
+                (new_id("pay"), "co_floor", "test", "PENDING", 1500, "USD", "load",
+                 secrets.token_urlsafe(9), (now + timedelta(microseconds=i)).isoformat(),
+                 now.isoformat(), now.isoformat())
+                for i in range(1000)
+            ],
+        )  # fmt: skip
         app["conn"] = conn
+        app["readers"] = await asyncpg.create_pool(
+            args.pg_url,
+            min_size=10,
+            max_size=10,
+            server_settings={"search_path": args.schema},
+        )
         app["commits"] = GroupCommit(conn, tables)
         app["writer"] = asyncio.get_running_loop().create_task(app["commits"].run())
 
     async def stop(app: web.Application) -> None:
+        await app["readers"].close()
         app["writer"].cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await app["writer"]
@@ -154,6 +198,7 @@ def _serve(args: argparse.Namespace) -> None:
 
     app = web.Application()
     app.router.add_post("/api/v1/merchant/payments", create)
+    app.router.add_get("/api/v1/merchant/payments", listed)
     app.router.add_get("/{tail:.*}", up)
     app.on_startup.append(start)
     app.on_cleanup.append(stop)
@@ -186,7 +231,7 @@ async def _measure(args: argparse.Namespace) -> None:
         await load._wait_up(target.base, "/", process)
         datafile = args.out / "run.data"
         datafile.write_text("T floor\n")
-        run = await load._drive(target, "create", args.duration, args, datafile, "run")
+        run = await load._drive(target, args.mix, args.duration, args, datafile, "run")
     args.url = None
     args.backend = f"the floor server ({args.tables} tables)"
     load._report(args, run, bare)
@@ -198,6 +243,12 @@ def main() -> None:
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--schema", default="", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--mix",
+        choices=["create", "list"],
+        default="create",
+        help="creates, or lists of 20 of the 1,000 payments the server seeds",
+    )
     parser.add_argument("--tables", type=int, choices=[1, 2, 3], default=3)
     parser.add_argument("--duration", type=float, default=10, help="seconds (10)")
     parser.add_argument("--connections", type=int, default=64)
@@ -212,7 +263,7 @@ def main() -> None:
     args.nonce = secrets.token_hex(4)
     args.out = args.out or load.ROOT / "var" / "bench" / f"{time.strftime('%Y%m%d-%H%M%S')}-floor"
     # What bench/load.py's helpers read from its own arguments.
-    args.mix, args.companies, args.weights = "create", 1, load.DEFAULT_WEIGHTS
+    args.companies, args.weights = 1, load.DEFAULT_WEIGHTS
     args.no_bare, args.bare_loop, args.bare_duration, args.nonblocking = (
         False,
         "uvloop",
