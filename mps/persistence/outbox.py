@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from mps.domain.ids import new_id
-from mps.persistence.statements import Row, Statement, WriteUnit, insert
+from mps.persistence.statements import Row, Statement, WriteUnit, insert_sql
 
 __all__ = [
     "NUMBERING",
@@ -53,8 +53,12 @@ def event_row(
 def event_insert(row: Row) -> Statement:
     """The insert of the event `row` (from `event_row`), numbered by the group commit that
     writes it (`number_events`)."""
-    statement = insert("events", {**row, "sequence": None})
-    return replace(statement, numbers_event=(row["company_id"], row["mode"]))
+    columns = (*row, "sequence")
+    return Statement(
+        insert_sql("events", columns),
+        (*row.values(), None),
+        numbers_event=(row["company_id"], row["mode"]),
+    )
 
 
 async def number_events(

@@ -14,7 +14,16 @@ from typing import Any
 
 from mps.errors import StaleWrite
 
-__all__ = ["Row", "Statement", "Step", "WriteUnit", "insert", "plan_batch", "versioned_update"]
+__all__ = [
+    "Row",
+    "Statement",
+    "Step",
+    "WriteUnit",
+    "insert",
+    "insert_sql",
+    "plan_batch",
+    "versioned_update",
+]
 
 Row = dict[str, Any]
 
@@ -165,11 +174,11 @@ def _returns_rows(sql: str) -> bool:
 
 
 def insert(table: str, row: Mapping[str, Any]) -> Statement:
-    return Statement(_insert_sql(table, tuple(row)), tuple(row.values()))
+    return Statement(insert_sql(table, tuple(row)), tuple(row.values()))
 
 
 @functools.lru_cache(maxsize=512)
-def _insert_sql(table: str, columns: tuple[str, ...]) -> str:
+def insert_sql(table: str, columns: tuple[str, ...]) -> str:
     marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,18 +34,26 @@ def store_response(row: Mapping[str, Any]) -> list[Statement]:
     server as one statement, each still checked for its one row.
     """
     columns = tuple(row)
-    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
-    replaced = ", ".join(
-        f"{c} = excluded.{c}" for c in columns if c not in ("company_id", "idem_key")
-    )
     return [
         Statement(
-            f"INSERT INTO idempotency_keys ({', '.join(columns)}) VALUES ({marks}) "
-            f"ON CONFLICT (company_id, idem_key) DO UPDATE SET {replaced} "
-            "WHERE idempotency_keys.expires_at <= excluded.created_at RETURNING idem_key",
+            _store_sql(columns),
             tuple(row.values()),
             expect_rows=1,
             stale_error=KeyAlreadyStored,
             keyed_by=columns.index("idem_key"),
         )
     ]
+
+
+@functools.lru_cache(maxsize=16)
+def _store_sql(columns: tuple[str, ...]) -> str:
+    # Made for every request under a key, always from the same columns: built once.
+    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    replaced = ", ".join(
+        f"{c} = excluded.{c}" for c in columns if c not in ("company_id", "idem_key")
+    )
+    return (
+        f"INSERT INTO idempotency_keys ({', '.join(columns)}) VALUES ({marks}) "
+        f"ON CONFLICT (company_id, idem_key) DO UPDATE SET {replaced} "
+        "WHERE idempotency_keys.expires_at <= excluded.created_at RETURNING idem_key"
+    )
