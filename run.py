@@ -3,6 +3,7 @@
     python run.py                 development mode: SQLite under ./var, in-process broker
     python run.py --mode production --database-url postgresql://… --broker-url amqp://…
     python run.py kyc pending | review co_… --approve | --reject --reason …   (mps.operator)
+    python run.py reseal [--check]   after rotating MPS_ENCRYPTION_KEY (mps.reseal, SECURITY.md)
 
 Every option is also an environment variable (MPS_PORT, MPS_DATABASE_URL, …); see README.
 `MPS_ACCESS_LOG=off` turns the access log off (load tests, or a proxy that logs already), and
