@@ -3,6 +3,7 @@
     .venv/bin/python bench/floor.py --duration 10
     .venv/bin/python bench/floor.py --duration 10 --tables 1
     .venv/bin/python bench/floor.py --duration 10 --mix list
+    .venv/bin/python bench/floor.py --duration 10 --backend sqlite
 
 A server of a few dozen lines (this file, with --serve) answers `POST /api/v1/merchant/payments`
 doing only what any durable create must: read and parse the JSON body, check its two fields,
@@ -12,9 +13,11 @@ per table) and answer 201 with the payment once its transaction has committed. `
 (the default) writes what the service writes for a create: the payment, its outbox event and
 its Idempotency-Key's stored response; `--tables 1` only the payment. There is no
 authentication, no actor, no idempotency claim, no event relay, no metrics and no middleware.
-With `--mix list` it answers `GET /api/v1/merchant/payments?limit=20` instead: 20 of the 1,000
-payments it seeds at start, newest first, read on a pool of ten connections and encoded as they
-come from the table.
+`--backend sqlite` commits to a SQLite file instead (WAL, `synchronous=FULL`, each group
+commit run whole on the connection's thread in one call, as the service's writer does). With
+`--mix list` (Postgres only) it answers `GET /api/v1/merchant/payments?limit=20` instead: 20
+of the 1,000 payments it seeds at start, newest first, read on a pool of ten connections and
+encoded as they come from the table.
 
 The same wrk script and settings as bench/load.py drive it and the bare endpoint (bench/bare.py)
 in the same run, and the figures are printed as multiples of the bare endpoint's. A create or a
@@ -28,9 +31,12 @@ import argparse
 import asyncio
 import contextlib
 import os
+import re
 import secrets
+import sqlite3
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -85,17 +91,44 @@ class GroupCommit:
             self.wake.clear()
             batch, self.queue = self.queue, []
             try:
-                async with self.conn.transaction():
-                    for position, table in enumerate(self.tables):
-                        await self.conn.executemany(
-                            TABLES[table][1], [rows[position] for rows, _ in batch]
-                        )
+                await self.commit([rows for rows, _ in batch])
             except Exception as exc:
                 for _, done in batch:
                     done.set_exception(exc)
             else:
                 for _, done in batch:
                     done.set_result(None)
+
+    async def commit(self, batch: list[tuple[tuple[Any, ...], ...]]) -> None:
+        async with self.conn.transaction():
+            for position, table in enumerate(self.tables):
+                await self.conn.executemany(TABLES[table][1], [rows[position] for rows in batch])
+
+
+class SqliteGroupCommit(GroupCommit):
+    """The same on SQLite (WAL, synchronous=FULL, as the service), the transaction run whole on
+    the connection's own thread in one call, as the service's writer does."""
+
+    def __init__(self, conn: Any, tables: list[str]) -> None:
+        super().__init__(conn, tables)
+        self.thread = ThreadPoolExecutor(max_workers=1)
+
+    async def commit(self, batch: list[tuple[tuple[Any, ...], ...]]) -> None:
+        await asyncio.get_running_loop().run_in_executor(self.thread, self._commit, batch)
+
+    def _commit(self, batch: list[tuple[tuple[Any, ...], ...]]) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for position, table in enumerate(self.tables):
+                self.conn.executemany(_qmarks(TABLES[table][1]), [rows[position] for rows in batch])
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+
+def _qmarks(sql: str) -> str:
+    return re.sub(r"\$(\d+)", r"?\1", sql)
 
 
 def _serve(args: argparse.Namespace) -> None:
@@ -159,6 +192,9 @@ def _serve(args: argparse.Namespace) -> None:
         return web.Response(text="ok")
 
     async def start(app: web.Application) -> None:
+        if args.backend == "sqlite":
+            await start_sqlite(app)
+            return
         conn = await asyncpg.connect(args.pg_url)
         await conn.execute(f'CREATE SCHEMA "{args.schema}"')
         await conn.execute(f'SET search_path TO "{args.schema}"')
@@ -188,7 +224,23 @@ def _serve(args: argparse.Namespace) -> None:
         app["commits"] = GroupCommit(conn, tables)
         app["writer"] = asyncio.get_running_loop().create_task(app["commits"].run())
 
+    async def start_sqlite(app: web.Application) -> None:
+        conn = sqlite3.connect(args.schema, check_same_thread=False, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        for table in tables:
+            conn.execute(TABLES[table][0])
+        app["sqlite"] = conn
+        app["commits"] = SqliteGroupCommit(conn, tables)
+        app["writer"] = asyncio.get_running_loop().create_task(app["commits"].run())
+
     async def stop(app: web.Application) -> None:
+        if args.backend == "sqlite":
+            app["writer"].cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await app["writer"]
+            app["sqlite"].close()
+            return
         await app["readers"].close()
         app["writer"].cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -222,9 +274,12 @@ async def _measure(args: argparse.Namespace) -> None:
     bare = await load._bare(args, bare_data)
     port = load._free_port()
     schema = f"floor_{args.nonce}"
+    if args.backend == "sqlite":
+        # A file of its own, in the run's directory: what --schema names for SQLite.
+        schema = str(args.out / "floor.db")
     command = [
         sys.executable, __file__, "--serve", "--port", str(port), "--pg-url", args.pg_url,
-        "--schema", schema, "--tables", str(args.tables),
+        "--schema", schema, "--tables", str(args.tables), "--backend", args.backend,
     ]  # fmt: skip
     async with load._process(command, args.out / "floor.log", dict(os.environ)) as process:
         target = load.Target(f"http://127.0.0.1:{port}", process.pid)
@@ -233,7 +288,7 @@ async def _measure(args: argparse.Namespace) -> None:
         datafile.write_text("T floor\n")
         run = await load._drive(target, args.mix, args.duration, args, datafile, "run")
     args.url = None
-    args.backend = f"the floor server ({args.tables} tables)"
+    args.backend = f"the floor server ({args.backend}, {args.tables} tables)"
     load._report(args, run, bare)
     print(f"files: {args.out}")
 
@@ -249,6 +304,7 @@ def main() -> None:
         default="create",
         help="creates, or lists of 20 of the 1,000 payments the server seeds",
     )
+    parser.add_argument("--backend", choices=["postgres", "sqlite"], default="postgres")
     parser.add_argument("--tables", type=int, choices=[1, 2, 3], default=3)
     parser.add_argument("--duration", type=float, default=10, help="seconds (10)")
     parser.add_argument("--connections", type=int, default=64)
@@ -257,6 +313,8 @@ def main() -> None:
     parser.add_argument("--wrk", default="wrk")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.backend == "sqlite" and args.mix == "list":
+        parser.error("--mix list is measured on postgres only")
     if args.serve:
         _serve(args)
         return
