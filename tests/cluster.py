@@ -86,9 +86,12 @@ class LocalCluster:
         tb: TracebackType | None,
     ) -> None:
         for node in self.nodes:
-            if node._process is not None and node.process.poll() is None:
+            if node._process is None:
+                continue
+            if node.process.poll() is None:
                 node.process.send_signal(signal.SIGCONT)
-                node.kill()
+            # Reaped even when it ended by itself, so its log is closed.
+            node.kill()
         delete_cluster_queues(self.amqp_url, self.name)
 
     def urls(self) -> list[str]:

@@ -83,12 +83,23 @@ async def pay(
     )
 
 
+# Every port `free_port` has handed out in this process. A port is free again as soon as the
+# probe closes it, so the kernel may offer it twice before the first server binds it: two nodes
+# of one cluster were once given the same port, and the second's readiness check was answered
+# by the first.
+_HANDED_OUT: set[int] = set()
+
+
 def free_port() -> int:
-    """A loopback port nothing listens on right now, for a server a test starts itself."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    """A loopback port nothing listens on right now and no other caller in this process was
+    given, for a server a test starts itself."""
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port: int = sock.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
 
 
 async def sign_in(client: TestClient[Any, Any], member: Member) -> Member:

@@ -39,13 +39,40 @@ def server_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
     return {**inherited, **(extra or {})}
 
 
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether process `pid` holds the socket listening on loopback `port` (Linux's /proc): an
+    answer on the port proves nothing when another process took it first."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                inodes.add(f"socket:[{inode}]")
+    try:
+        descriptors = os.listdir(f"/proc/{pid}/fd")
+    except OSError:
+        return False
+    for descriptor in descriptors:
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{descriptor}") in inodes:
+                return True
+        except OSError:
+            continue
+    return False
+
+
 class RunningServer:
     """`run.py args…` on a free loopback port (or `port`, to restart on the same one), with
     its data in `folder/var` and its whole output appended to `folder/server.log`.
 
     As a context manager it is started on entry and stopped on exit; `start` returns only once
-    `/api/v1/health/live` answers, and fails with the log's end if the process exits or does not
-    answer within `ready_within` seconds.
+    `/api/v1/health/live` answers and this process holds the port, and fails with the log's end
+    if the process exits or does not answer within `ready_within` seconds.
     """
 
     def __init__(
@@ -92,7 +119,7 @@ class RunningServer:
             self._log.close()
             raise
         deadline = time.monotonic() + self._ready_within
-        while not self._is_live():
+        while not (self._is_live() and _listens_on(self._process.pid, self.port)):
             if self._process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
                 msg = f"run.py did not start (exit {self._process.returncode}):\n{self._tail()}"
