@@ -146,28 +146,25 @@ class Keyring:
     def unseal(self, token: str, purpose: str) -> bytes:
         """Open a sealed value with the current key, else the previous one while it is set;
         `cryptography.exceptions.InvalidTag` when neither opens it."""
-        raw = base64.b64decode(token.removeprefix("v1:"))
-        nonce, sealed, aad = raw[:12], raw[12:], purpose.encode()
-        try:
-            return _cipher(self.encryption_key, purpose).decrypt(nonce, sealed, aad)
-        except InvalidTag:
-            if not self.encryption_key_previous:
-                raise
-            return _cipher(self.encryption_key_previous, purpose).decrypt(nonce, sealed, aad)
+        return self._open(token, purpose)[0]
 
     def reseal(self, token: str, purpose: str) -> str | None:
         """`token` sealed afresh with the current key when only the previous key opens it; None
         when the current key opens it already. `InvalidTag` when neither does."""
+        plain, current = self._open(token, purpose)
+        return None if current else self.seal(plain, purpose)
+
+    def _open(self, token: str, purpose: str) -> tuple[bytes, bool]:
+        """The plaintext, and whether the current key (rather than the previous) opened it."""
         raw = base64.b64decode(token.removeprefix("v1:"))
         nonce, sealed, aad = raw[:12], raw[12:], purpose.encode()
         try:
-            _cipher(self.encryption_key, purpose).decrypt(nonce, sealed, aad)
+            return _cipher(self.encryption_key, purpose).decrypt(nonce, sealed, aad), True
         except InvalidTag:
             if not self.encryption_key_previous:
                 raise
-            plain = _cipher(self.encryption_key_previous, purpose).decrypt(nonce, sealed, aad)
-            return self.seal(plain, purpose)
-        return None
+            previous = _cipher(self.encryption_key_previous, purpose)
+            return previous.decrypt(nonce, sealed, aad), False
 
     def hash_api_key(self, key: str) -> str:
         """The hash a new API key is stored as."""

@@ -15,7 +15,8 @@ import functools
 import os
 import re
 import sqlite3
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -253,6 +254,25 @@ def _number(conn: sqlite3.Connection, units: Sequence[WriteUnit]) -> Sequence[Wr
     return numbered(units, counts, _apply(conn, counter_bump(counts)))
 
 
+@contextmanager
+def _batch(
+    conn: sqlite3.Connection, fences: Fences, finish: Sequence[Statement], check: CheckFences
+) -> Iterator[None]:
+    """The batch's transaction: BEGIN IMMEDIATE and the fence, then the body, `finish` and
+    COMMIT; ROLLBACK if anything fails."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        _fence(conn, fences, check)
+        yield
+        for statement in finish:
+            _apply(conn, statement)
+        conn.execute("COMMIT")
+    except BaseException:
+        if conn.in_transaction:
+            conn.execute("ROLLBACK")
+        raise
+
+
 def _write_together(
     conn: sqlite3.Connection,
     units: Sequence[WriteUnit],
@@ -261,22 +281,13 @@ def _write_together(
     check: CheckFences,
 ) -> list[list[list[Row]]]:
     outcomes: list[list[list[Row]]] = [[[] for _ in unit] for unit in units]
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        _fence(conn, fences, check)
+    with _batch(conn, fences, finish, check):
         for step in plan_batch(_number(conn, units)):
             if step.many and not step.keyed:
                 _apply_many(conn, step)
                 continue
             for unit, position, statement in step.members:
                 outcomes[unit][position] = _apply(conn, statement)
-        for statement in finish:
-            _apply(conn, statement)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return outcomes
 
 
@@ -288,9 +299,7 @@ def _write_isolated(
     check: CheckFences,
 ) -> list[UnitOutcome]:
     outcomes: list[UnitOutcome] = []
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        _fence(conn, fences, check)
+    with _batch(conn, fences, finish, check):
         for unit in units:
             conn.execute("SAVEPOINT unit")
             try:
@@ -301,13 +310,6 @@ def _write_isolated(
                 outcome = exc
             conn.execute("RELEASE unit")
             outcomes.append(outcome)
-        for statement in finish:
-            _apply(conn, statement)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
     return outcomes
 
 
