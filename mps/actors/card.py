@@ -9,12 +9,12 @@ moves through the company actor's ledger (`Book`), committed with the card's own
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.messages import Book, RequestApproval
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
@@ -27,7 +27,7 @@ from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id
 from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Books, Movement
-from mps.errors import Conflict, NotFound, ShardMoved, Unavailable
+from mps.errors import Conflict, NotFound
 from mps.persistence import card_store as store
 from mps.persistence.approval_store import NotApproved
 from mps.persistence.statements import Statement
@@ -208,7 +208,7 @@ class CardActor(AsyncioActor):
             )
             outcome = CardOutcome(card, self.balance, bodies, authorization)
             statements = [row, *events, *_idem(command.idempotency, outcome)]
-            with self._unknown_outcome_reloads():
+            with undo_on_failure(stale=self._mark_stale):
                 await self.context.commit(*statements)
             return outcome
         amount = command.amount_minor
@@ -314,7 +314,7 @@ class CardActor(AsyncioActor):
 
             await self._book(decide, statements)
         else:
-            with self._unknown_outcome_reloads():
+            with undo_on_failure(stale=self._mark_stale):
                 await self.context.commit(*statements)
         self.card, self.balance = after, balance
         return outcome
@@ -325,21 +325,15 @@ class CardActor(AsyncioActor):
         statements: Sequence[Statement],
     ) -> list[Movement]:
         card = self._require(None)
-        with self._unknown_outcome_reloads():
+        with undo_on_failure(stale=self._mark_stale):
             moved: list[Movement] = await self.company(
                 Book(card.mode, decide, lambda _movements: statements)
             )
         return moved
 
-    @contextlib.contextmanager
-    def _unknown_outcome_reloads(self) -> Iterator[None]:
-        try:
-            yield
-        except ShardMoved:
-            raise
-        except Unavailable:
-            self._stale = True
-            raise
+    def _mark_stale(self) -> None:
+        # A commit of unknown outcome: the next message goes to a fresh incarnation.
+        self._stale = True
 
 
 def _idem(record: IdempotencyRecord | None, outcome: CardOutcome) -> list[Statement]:

@@ -9,18 +9,18 @@ ledger.
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import AsyncioActor, Reload
 from mps.domain import invoices as rules
 from mps.domain.invoices import Invoice
-from mps.errors import NotFound, ShardMoved, Unavailable
+from mps.errors import NotFound
 from mps.persistence.invoice_store import invoice_changes, load_invoice
 from mps.representations.invoices import invoice_json
 
@@ -146,17 +146,11 @@ class InvoiceActor(AsyncioActor):
         outcome = InvoiceOutcome(after, bodies)
         if idempotency is not None:
             statements += idempotency.statements(outcome)
-        with self._unknown_outcome_reloads():
+        with undo_on_failure(stale=self._mark_stale):
             await self.context.commit(*statements)
         self.invoice = after
         return outcome
 
-    @contextlib.contextmanager
-    def _unknown_outcome_reloads(self) -> Iterator[None]:
-        try:
-            yield
-        except ShardMoved:
-            raise
-        except Unavailable:
-            self._stale = True
-            raise
+    def _mark_stale(self) -> None:
+        # A commit of unknown outcome: the next message goes to a fresh incarnation.
+        self._stale = True

@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.messages import RecordAudit
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
 from mps.domain.audit import AuditContext, AuditEntry, link
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.errors import ShardMoved, Unavailable
 from mps.persistence.audit_store import entry_insert
 from mps.persistence.statements import Row, Statement
 
@@ -57,13 +57,8 @@ async def commit_audited(
     async with state.audit_lock:
         linked, head = link(entries, state.audit_head)
         rows_of = [entry_insert(state.company_id, e) for e in linked]
-        try:
+        with undo_on_failure(stale=state.mark_stale):
             rows = await state.context.commit(*statements, *rows_of)
-        except ShardMoved:
-            raise
-        except Unavailable:
-            state.stale = True
-            raise
         state.audit_head = head
     return rows[: len(statements)]
 

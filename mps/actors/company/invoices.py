@@ -8,15 +8,18 @@ automatic one, that number counts as used and the create moves on to the followi
 unique index on (company, mode, number) is the final guard: no two invoices ever share one.
 
 A commit of unknown outcome (a database fault) may have used its number or not: the actor is
-marked stale and reloads the last number from storage before the next create.
+marked stale and reloads the last number from storage before the next create
+(mps.actors.commits).
 """
 
 from __future__ import annotations
 
+import functools
 import heapq
 import logging
 from collections.abc import Callable
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import CreateInvoice
 from mps.actors.company.state import CompanyState
@@ -25,7 +28,7 @@ from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.invoices import Invoice, TimelineEntry, automatic_number
 from mps.domain.money import MAX_AMOUNT_MINOR
-from mps.errors import Conflict, FieldError, ShardMoved, Unavailable, ValidationFailed
+from mps.errors import Conflict, FieldError, ValidationFailed
 from mps.persistence.invoice_store import NumberTaken, invoice_insert
 from mps.persistence.statements import Statement
 from mps.representations.invoices import hosted_url as link_for
@@ -126,19 +129,13 @@ async def _commit_numbered(state: CompanyState, mode: str, plan: Plan, first: in
         if attempt:
             sequence = _take(state, mode)
         invoice, statements = plan(automatic_number(sequence), sequence)
-        try:
-            await state.context.commit(*statements)
-        except NumberTaken:
-            # A number of the merchant's own holds it: it is used, so no gap; take the next.
-            continue
-        except ShardMoved:
-            raise
-        except Unavailable:
-            state.stale = True
-            raise
-        except BaseException:
-            _give_back(state, mode, sequence)
-            raise
+        give_back = functools.partial(_give_back, state, mode, sequence)
+        with undo_on_failure(undo=give_back, stale=state.mark_stale):
+            try:
+                await state.context.commit(*statements)
+            except NumberTaken:
+                # A number of the merchant's own holds it: it is used, so no gap; take the next.
+                continue
         return invoice
     msg = "Too many of the next invoice numbers are taken by numbers given by hand"
     raise Conflict(msg, code="duplicate")

@@ -10,9 +10,11 @@ command is decided while it is in flight, against books that already count its r
 
 Payment actors ask this actor; this actor never asks a payment actor (that could deadlock).
 
-A commit whose outcome is unknown (the writer missed its deadline, the database went away
-mid-commit) leaves the books possibly wrong: they are marked stale, money commands answer 503
-until the commits in flight have ended, and the next one then reloads the actor from storage.
+A commit that fails gives its reservations back (mps.actors.commits). One whose outcome is
+unknown (the writer missed its deadline, the database went away mid-commit) also leaves the
+books possibly wrong: they are marked stale, money commands answer 503 until the commits in
+flight have ended, and the next one then reloads the actor from storage. A refused one (a
+same-key retry whose key was stored first) leaves them as they were: nobody else notices.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited
 from mps.actors.company.messages import Balances, Book, Settle
 from mps.actors.company.state import CompanyState
@@ -28,7 +31,7 @@ from mps.actors.runtime import Detached, Reload
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ledger import Balance, Movement
-from mps.errors import ShardMoved, StaleWrite, Unavailable
+from mps.errors import StaleWrite, Unavailable
 from mps.persistence.ledger_store import movement_statements
 from mps.persistence.statements import Statement
 
@@ -66,18 +69,13 @@ def commit_movements(
     unit = [*statements, *movement_statements(state.company_id, movements)]
     state.books.begin(movements)
 
+    def undo() -> None:
+        state.books.settle(movements, committed=False)
+
     async def commit() -> Any:
-        committed = False
-        try:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
             await commit_audited(state, unit, audit)
-            committed = True
-        except ShardMoved:
-            raise  # refused before writing: nothing landed, and the shard is gone anyway
-        except Unavailable:
-            state.stale = True
-            raise
-        finally:
-            state.books.settle(movements, committed=committed)
+        state.books.settle(movements, committed=True)
         return reply
 
     return Detached(commit())

@@ -4,9 +4,10 @@ as the payout's change.
 
 Every command decides from memory and the commits are detached. A payout's new state is held
 from the moment it is decided, so the next command for it (a cancel racing the bank) is decided
-against it; should the commit fail, memory may no longer match storage, and the books are
-marked stale so the next money command reloads the actor (mps.actors.company.ledger). A bank
-account is held once its insert has landed; a deleted one is dropped at once.
+against it; should the commit fail, the payout's state before is put back, and when the
+outcome is unknown the books are marked stale too, so the next money command reloads the actor
+(mps.actors.commits, mps.actors.company.ledger). A bank account is held once its insert has
+landed; a deleted one is dropped at once.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Coroutine, Sequence
 from datetime import timedelta
 from typing import Any
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.approvals import request_approval
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import commit_movements, require_fresh
@@ -41,7 +43,6 @@ from mps.domain.ledger import Movement
 from mps.domain.payouts import BankAccount, Payout
 from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import payout_store as store
-from mps.persistence.approval_store import NotApproved
 from mps.persistence.statements import Statement
 
 __all__ = [
@@ -125,12 +126,12 @@ def delete_bank_account(state: CompanyState, command: DeleteBankAccount) -> Deta
     # Gone from memory at once, so no payout is created to it while the delete commits.
     del state.bank_accounts[account.id]
 
+    def undo() -> None:
+        state.bank_accounts[account.id] = account
+
     async def commit() -> BankAccount:
-        try:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
             await commit_audited(state, [statement], [audit])
-        except BaseException:
-            state.bank_accounts[account.id] = account
-            raise
         return account
 
     return Detached(commit())
@@ -224,17 +225,17 @@ def run_payout_schedule(state: CompanyState, command: RunPayoutSchedule) -> Deta
         )
         work.append(create_payout(state, request, [] if work else [advance]).work)
 
+    def undo() -> None:
+        # The schedule did not move on: the next pass must be free to run it again.
+        if state.schedule_runs.get(command.mode) == command.due_at:
+            del state.schedule_runs[command.mode]
+
     async def run() -> list[PayoutOutcome]:
-        try:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
             if not work:
                 await state.context.commit(advance)
                 return []
             return list(await asyncio.gather(*work))
-        except BaseException:
-            # The schedule did not move on: the next pass must be free to run it again.
-            if state.schedule_runs.get(command.mode) == command.due_at:
-                del state.schedule_runs[command.mode]
-            raise
 
     return Detached(run())
 
@@ -310,9 +311,10 @@ def _commit(
     audit: Sequence[AuditEntry] = (),
 ) -> Detached:
     """Commit the payout's change with its movements (and audit entries), holding its new
-    state from now on. A unit refused whole (a guard it carries: an approved request run twice)
-    gives the payout back its state before; any other failure leaves what the actor holds in
-    doubt, and it reloads before the next decision."""
+    state from now on. Should the commit fail, the payout gets its state before back
+    (mps.actors.commits): a unit refused whole (its key stored by an earlier try, an approved
+    request run twice) leaves nothing else behind; one of unknown outcome also has the actor
+    reload before its next money decision."""
     before = state.payouts.get(payout.id)
     if payout.status in rules.OPEN:
         state.payouts[payout.id] = payout
@@ -320,18 +322,15 @@ def _commit(
         state.payouts.pop(payout.id, None)
     detached = commit_movements(state, movements, statements, outcome, audit)
 
+    def undo() -> None:
+        if before is None:
+            state.payouts.pop(payout.id, None)
+        else:
+            state.payouts[payout.id] = before
+
     async def commit() -> PayoutOutcome:
-        try:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
             result: PayoutOutcome = await detached.work
-        except NotApproved:
-            if before is None:
-                state.payouts.pop(payout.id, None)
-            else:
-                state.payouts[payout.id] = before
-            raise
-        except BaseException:
-            state.stale = True
-            raise
         return result
 
     return Detached(commit())

@@ -73,6 +73,10 @@ class CompanyState:
     payout_transit_after: float = 2.0
     payout_arrival_after: float = 2.0
 
+    def mark_stale(self) -> None:
+        """A commit's outcome is unknown (mps.actors.commits): reload before deciding again."""
+        self.stale = True
+
     def require(self) -> Company:
         if self.company is None:
             raise NotFound("No such company")

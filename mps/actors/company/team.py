@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, TypeVar
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import (
@@ -54,14 +55,14 @@ def _commit(
     undo: Callable[[], None],
     conflict: Callable[[Exception], Exception | None] = lambda _exc: None,
 ) -> Detached:
-    """Commit detached; on failure undo what the turn changed in memory when the unit was
-    refused, or mark the actor stale when its outcome is unknown (commit_audited does)."""
+    """Commit detached; on failure undo what the turn changed in memory, and mark the actor
+    stale when the outcome is unknown (mps.actors.commits)."""
 
     async def work() -> T:
         try:
-            await commit_audited(state, statements, entries)
+            with undo_on_failure(undo=undo, stale=state.mark_stale):
+                await commit_audited(state, statements, entries)
         except Exception as exc:
-            undo()
             translated = conflict(exc)
             if translated is not None:
                 raise translated from exc
