@@ -21,33 +21,76 @@ __all__ = [
     "endpoint_disable",
     "endpoint_failing",
     "endpoint_insert",
+    "endpoint_insert_within",
+    "endpoint_rotate",
     "endpoint_update",
     "events_dispatched",
 ]
+
+# What an endpoint's writes return: the row as the unit left it (as mps.persistence.queries.
+# webhooks reads it), so a caller presents what was committed, not the copy it read before.
+_ENDPOINT_RETURNING = (
+    "RETURNING id, company_id, mode, url, description, events, secret, previous_secret, "
+    "previous_secret_expires_at, status, disabled_reason, created_at, updated_at"
+)
 
 
 def endpoint_insert(row: Row) -> Statement:
     return insert("webhook_endpoints", row)
 
 
+def endpoint_insert_within(row: Row, limit: int) -> Statement:
+    """Insert the endpoint only while its company has fewer than `limit` in its mode; returns
+    its id when it did. The count is the database's at the insert, not one read earlier."""
+    columns = ", ".join(row)
+    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    n = len(row)
+    return Statement(
+        f"INSERT INTO webhook_endpoints ({columns}) SELECT {marks} WHERE (SELECT COUNT(*) FROM "
+        f"webhook_endpoints WHERE company_id = ${n + 1} AND mode = ${n + 2}) < ${n + 3} "
+        "RETURNING id",
+        (*row.values(), row["company_id"], row["mode"], limit),
+    )
+
+
 def endpoint_update(
     company_id: str, mode: str, endpoint_id: str, changes: Mapping[str, Any]
 ) -> Statement:
-    """Set `changes` on the endpoint; returns its row, none when it is gone."""
+    """Set `changes` on the endpoint (each named column to its value, whatever it held: a
+    PATCH); returns the row after, none when it is gone."""
     columns = list(changes)
     sets = ", ".join(f"{c} = ${i}" for i, c in enumerate(columns, start=1))
     n = len(columns)
     return Statement(
         f"UPDATE webhook_endpoints SET {sets} "
-        f"WHERE id = ${n + 1} AND company_id = ${n + 2} AND mode = ${n + 3} RETURNING id",
+        f"WHERE id = ${n + 1} AND company_id = ${n + 2} AND mode = ${n + 3} " + _ENDPOINT_RETURNING,
         (*changes.values(), endpoint_id, company_id, mode),
     )
 
 
+def endpoint_rotate(
+    company_id: str, mode: str, endpoint_id: str, sealed: str, previous_until: str, now: str
+) -> Statement:
+    """Make `sealed` the endpoint's secret and the secret it holds *now* the previous one,
+    signing until `previous_until`; returns the row after, none when it is gone.
+
+    The previous secret is taken by the database from the row as this statement finds it, not
+    from a copy read before: of two rotations racing, the second to commit keeps the first's
+    secret as its previous (Postgres re-reads a row it waited to lock; SQLite has one writer).
+    """
+    return Statement(
+        "UPDATE webhook_endpoints SET previous_secret = secret, secret = $1, "
+        "previous_secret_expires_at = $2, updated_at = $3 "
+        "WHERE id = $4 AND company_id = $5 AND mode = $6 " + _ENDPOINT_RETURNING,
+        (sealed, previous_until, now, endpoint_id, company_id, mode),
+    )
+
+
 def endpoint_delete(company_id: str, mode: str, endpoint_id: str) -> Statement:
+    """Delete the endpoint; returns the row as it was, none when it was gone already."""
     return Statement(
         "DELETE FROM webhook_endpoints WHERE id = $1 AND company_id = $2 AND mode = $3 "
-        "RETURNING id",
+        + _ENDPOINT_RETURNING,
         (endpoint_id, company_id, mode),
     )
 

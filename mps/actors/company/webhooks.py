@@ -1,9 +1,27 @@
 """Webhook endpoints (decisions 10): create (the secret shown once), change, delete, rotate the
 secret; and the writes that make replayed deliveries or emit a company event.
 
-The caller reads the endpoint before asking (404 before the turn), so a turn holds no read. The
-company's endpoint count per mode is learnt from the first caller's read and then kept here, so
-the cap holds under concurrent creates.
+The caller reads the endpoint before asking (404 before the turn), so a turn holds no read. That
+copy may be old by the time the turn commits: another request changed the endpoint meanwhile,
+the dispatcher disabled it, `run.py reseal` re-sealed its secrets. So no write here is built
+from it: each names only the columns it sets, anything it derives from what the row holds is
+derived by the database as the statement finds the row, and its reply is the row the statement
+returns. The endpoint copy serves only to name the row, and for the audit entry.
+
+Rotation thus moves the secret stored *at commit* to `previous_secret` (`endpoint_rotate`), not
+the one the caller read. Of several rotations racing, every one succeeds, in the order the actor
+takes them (one turn at a time, each committed before the next), and the endpoint ends with the
+secret returned by the last as current and the one returned by the one before it as previous,
+for its overlap; the older ones are superseded as if the rotations had been sent one after the
+other. That is what a client of a Stripe-class API expects of a retried or doubled "roll
+secret": no 409 to handle, and whichever answer it kept last is a secret that still verifies.
+A conditional write (`WHERE secret = <read>`) with a re-read on mismatch would reach the same
+end at the cost of a retry loop in the route, and would spuriously miss after a reseal.
+
+The company's endpoint count per mode is learnt from the first caller's read and then kept here,
+so a create past the cap is refused without a write; the insert itself also counts in the
+database (`endpoint_insert_within`), so a count read before a write elsewhere (an earlier
+incarnation of this actor, on this node or another) cannot take the company past the cap.
 """
 
 from __future__ import annotations
@@ -61,8 +79,7 @@ async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple
     state.require()
     count = state.endpoint_counts.setdefault(command.mode, command.stored_count)
     if count >= MAX_ENDPOINTS:
-        msg = f"A company can have at most {MAX_ENDPOINTS} webhook endpoints per mode"
-        raise Conflict(msg, code="limit_reached")
+        raise _limit_reached()
     secret = new_secret()
     now = iso(state.context.clock())
     row: Row = {
@@ -81,19 +98,41 @@ async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple
         "updated_at": now,
     }
     result = (row, secret)
-    statements = [store.endpoint_insert(row)]
+    statements = [
+        replace(
+            store.endpoint_insert_within(row, MAX_ENDPOINTS),
+            expect_rows=1,
+            stale_error=_LimitReached,
+        )
+    ]
     if command.idempotency is not None:
         statements += command.idempotency.statements(result)
     audit = entry(
         state, command.audit, "webhook_endpoint.created", ("webhook_endpoint", row["id"]),
         url=command.url, mode=command.mode, events=list(command.events),
     )  # fmt: skip
-    await commit_audited(state, statements, [audit])
+    try:
+        await commit_audited(state, statements, [audit])
+    except _LimitReached as exc:
+        # The count learnt from a read was low: storage holds the cap already.
+        state.endpoint_counts[command.mode] = MAX_ENDPOINTS
+        raise _limit_reached() from exc
     state.endpoint_counts[command.mode] = count + 1
     return result
 
 
+def _limit_reached() -> Conflict:
+    msg = f"A company can have at most {MAX_ENDPOINTS} webhook endpoints per mode"
+    return Conflict(msg, code="limit_reached")
+
+
+class _LimitReached(StaleWrite):
+    """The insert found the company's mode at the cap already: its unit is rolled back."""
+
+
 async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
+    """Set the named fields, whatever the endpoint holds now (a PATCH: a concurrent change to
+    other fields stays); the reply is the row as committed."""
     require_fresh(state)
     before = command.endpoint
     changes: dict[str, Any] = dict(command.changes)
@@ -112,28 +151,34 @@ async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
 
 
 async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> tuple[Row, str]:
+    """A new secret; the one stored when this commits becomes the previous (module docstring).
+
+    The reply is the row as committed. A stored idempotent response is rendered before the
+    commit, from the caller's copy with this rotation's columns: the same secret and expiry,
+    though a field another request changed meanwhile shows its value as read."""
     require_fresh(state)
     before = command.endpoint
     secret = new_secret()
+    sealed = _seal(state, secret)
     now = state.context.clock()
-    changes = {
-        "secret": _seal(state, secret),
-        "previous_secret": before["secret"],
-        "previous_secret_expires_at": iso(now + ROTATION_OVERLAP),
-        "updated_at": iso(now),
-    }
-    after = {**before, **changes}
-    result = (after, secret)
-    statements = [
-        _existing(store.endpoint_update(state.company_id, before["mode"], before["id"], changes))
-    ]
+    until, at = iso(now + ROTATION_OVERLAP), iso(now)
+    rotate = store.endpoint_rotate(
+        state.company_id, before["mode"], before["id"], sealed, until, at
+    )
+    statements = [_existing(rotate)]
     if command.idempotency is not None:
-        statements += command.idempotency.statements(result)
+        rendered = {
+            **before,
+            "secret": sealed,
+            "previous_secret_expires_at": until,
+            "updated_at": at,
+        }
+        statements += command.idempotency.statements((rendered, secret))
     audit = entry(
         state, command.audit, "webhook_endpoint.secret_rotated", ("webhook_endpoint", before["id"])
     )
-    await _commit_existing(state, statements, audit)
-    return result
+    [after] = await _commit_existing(state, statements, audit)
+    return after, secret
 
 
 class _EndpointGone(StaleWrite):
@@ -147,27 +192,30 @@ def _existing(statement: Statement) -> Statement:
 
 async def _commit_existing(
     state: CompanyState, statements: list[Statement], audit: AuditEntry
-) -> None:
+) -> list[Row]:
+    """Commit a unit whose first statement writes the endpoint; the row it returned."""
     try:
-        await commit_audited(state, statements, [audit])
+        rows = await commit_audited(state, statements, [audit])
     except _EndpointGone as exc:
         raise NotFound("No such webhook endpoint") from exc
+    return rows[0]
 
 
 async def _change(
     state: CompanyState, before: Row, changes: dict[str, Any], idempotency: Any, audit: AuditEntry
 ) -> Row:
-    after = {**before, **changes}
     statements = [
         _existing(store.endpoint_update(state.company_id, before["mode"], before["id"], changes))
     ]
     if idempotency is not None:
-        statements += idempotency.statements(after)
-    await _commit_existing(state, statements, audit)
+        # Rendered before the commit, so from the caller's copy (as rotate_secret's).
+        statements += idempotency.statements({**before, **changes})
+    [after] = await _commit_existing(state, statements, audit)
     return after
 
 
 async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
+    """Delete the endpoint; the reply is the row as it was when deleted."""
     require_fresh(state)
     endpoint = command.endpoint
     audit = entry(
@@ -175,11 +223,11 @@ async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
         url=endpoint["url"],
     )  # fmt: skip
     statement = store.endpoint_delete(state.company_id, endpoint["mode"], endpoint["id"])
-    await _commit_existing(state, [_existing(statement)], audit)
+    [deleted] = await _commit_existing(state, [_existing(statement)], audit)
     mode = endpoint["mode"]
     if mode in state.endpoint_counts:
         state.endpoint_counts[mode] = max(0, state.endpoint_counts[mode] - 1)
-    return endpoint
+    return deleted
 
 
 async def record_deliveries(state: CompanyState, command: RecordDeliveries) -> list[Row]:

@@ -61,6 +61,10 @@ def _rotated(result: tuple[Row, str]) -> Resource:
 
 
 async def _endpoint(call: Call) -> Row:
+    """The endpoint as stored now, or 404. A change sent to the company actor carries this copy
+    to name the row and for its audit entry only: another request may change the endpoint before
+    the actor's turn, so the actor builds no write from it and answers with the row as
+    committed (mps.actors.company.webhooks)."""
     session = call.session
     row = await q.endpoint(
         call.services.database, session.company_id, session.mode, call.param("id")
