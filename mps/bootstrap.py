@@ -72,6 +72,8 @@ class Overrides:
     clock: Clock = field(default=utcnow)
     mailer: Mailer | None = None
     live_processor: Processor | None = None
+    # Test mode's processor instead of the simulator (a test's gated or counting processor).
+    test_processor: Processor | None = None
     # Wraps the opened database: a test's way to add latency or faults to every round trip.
     wrap_database: Callable[[Database], Database] | None = None
 
@@ -81,7 +83,7 @@ def _processors(settings: Settings, extra: Overrides) -> dict[str, Processor | N
     and in production needs a real adapter (none ships yet, so live checkout answers 503)."""
     simulator = SimulatorProcessor()
     live = extra.live_processor or (simulator if settings.development else None)
-    return {"test": simulator, "live": live}
+    return {"test": extra.test_processor or simulator, "live": live}
 
 
 def _banks(settings: Settings) -> dict[str, Bank | None]:

@@ -5,18 +5,24 @@ actor an `Expire`; the actor re-checks under its own serialization, so a checkou
 got there first simply wins. A pass that found a full batch is followed by another at once, so
 a backlog does not drift past the 5 s promise. Because the loop reads storage, payments whose
 expiry passed while the service was down are expired on the first passes after start.
+
+Each pass also wakes the actors of payments holding a checkout attempt IN_FLIGHT for longer than
+any authorization takes (`SETTLE_AFTER`): a fault left its answer unbooked and no shopper came
+back, and the actor's activation settles it (mps.actors.attempts).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from datetime import timedelta
 
-from mps.actors.payment import Expire
+from mps.actors.payment import PROCESSOR_DEADLINE, Expire, SettleAttempts
 from mps.actors.periodic import Periodic
 from mps.actors.shards import ShardRouter
 from mps.domain.clock import Clock, iso
 from mps.errors import ServiceError
+from mps.persistence.attempt_store import unsettled_payments
 from mps.persistence.database import Database
 from mps.persistence.queries import payments as payment_queries
 
@@ -24,6 +30,9 @@ __all__ = ["PaymentExpiry"]
 
 logger = logging.getLogger(__name__)
 BATCH = 500
+# An attempt IN_FLIGHT this long is no authorization still being asked for (those end within
+# the processor's deadline) but one a fault left behind.
+SETTLE_AFTER = timedelta(seconds=3 * PROCESSOR_DEADLINE)
 
 
 class PaymentExpiry(Periodic):
@@ -44,10 +53,30 @@ class PaymentExpiry(Periodic):
 
     async def tick(self) -> bool:
         before = self.expired
+        await self.settle_stuck_attempts()
         found = await self.run_once()
         # Straight on only while passes fill up and make progress: a batch of rows that keep
         # failing must not turn this into a busy loop.
         return found == self._batch and self.expired > before
+
+    async def settle_stuck_attempts(self) -> int:
+        """Wake the actors of (up to a batch of) payments with an attempt stuck IN_FLIGHT;
+        returns how many were found."""
+        cutoff = iso(self._clock() - SETTLE_AFTER)
+        rows = await unsettled_payments(self._database, cutoff, self._batch)
+        mine = [r for r in rows if self._shards.owns(r["company_id"])]
+        results = await asyncio.gather(
+            *(
+                self._shards.ask_payment(r["company_id"], r["payment_id"], SettleAttempts())
+                for r in mine
+            ),
+            return_exceptions=True,
+        )
+        for row, result in zip(mine, results, strict=True):
+            if isinstance(result, BaseException):
+                logger.warning("settling %s's checkout attempts failed", row["payment_id"],
+                               exc_info=result)  # fmt: skip
+        return len(rows)
 
     async def run_once(self) -> int:
         """Expire up to one batch of what is overdue now; returns how many overdue payments it

@@ -6,36 +6,56 @@ it no longer PENDING and answer 409. Each transition commits the payment, the cu
 and its events in one unit before the actor adopts the new state and replies. A multi-use link's
 checkout creates a child payment, whose random reference is drawn again should another payment
 hold it already (mps.actors.references).
+
+A checkout asks the card processor outside the actor's turn (mps.actors.attempts): the turn
+reserves the attempt, detached work commits it IN_FLIGHT and asks the processor under the
+attempt's idempotency key, and the answer comes back as a message whose turn books it. While an
+authorization is in flight, cancel and a forced expiry are refused 409, the scheduler's expiry
+waits, and a single-use payment's second checkout joins the same attempt or is refused 409; a
+multi-use link's other shoppers start attempts of their own. An attempt left IN_FLIGHT by a
+fault is settled from the processor's memory when the actor next activates, so an approval is
+booked exactly once and a retry never charges the card again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
+from mps.actors.attempts import Abandoned, Answered, Attempt, SettleAttempts, Settles, retry_key
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.messages import Book, RequestApproval
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.references import References, commit_new_payment
-from mps.actors.runtime import AsyncioActor, Detached, Reload
-from mps.adapters.processor import CardInput, Processor
+from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached, Reload, ask
+from mps.adapters.processor import Authorization, CardInput, Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
 from mps.domain import refunds as refund_rules
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import SYSTEM, AuditContext
+from mps.domain.clock import iso
 from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id, payment_reference
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
 from mps.domain.refunds import Refund, RefundTransition
-from mps.errors import Conflict, NotFound, PaymentDeclined, ShardMoved, Unavailable
+from mps.errors import Conflict, NotFound, PaymentDeclined, Unavailable
 from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.approval_store import NotApproved
+from mps.persistence.attempt_store import (
+    AttemptTaken,
+    attempt_by_retry_key,
+    attempt_insert,
+    attempt_settle,
+    unsettled_attempts,
+)
 from mps.persistence.payment_store import (
     customer_statements,
     event_statements,
@@ -69,9 +89,12 @@ __all__ = [
     "PaymentActor",
     "RefundOutcome",
     "Reverse",
+    "SettleAttempts",
     "SettleRefund",
     "with_customer",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -107,11 +130,16 @@ class Reverse:
 
 @dataclass(frozen=True)
 class Checkout:
+    """Reply: the Outcome (the payment PAID, or a multi-use link's new child), or
+    CheckoutDeclined. `key`: the shopper's Idempotency-Key, which names the attempt a retry is
+    (mps.actors.attempts)."""
+
     card: CardInput
     email: str | None
     phone: str | None
     mode: str | None = None
     idempotency: IdempotencyRecord | None = None
+    key: str | None = None
 
 
 @dataclass(frozen=True)
@@ -227,6 +255,11 @@ class PaymentActor(AsyncioActor):
         # A commit's outcome is unknown (the writer missed its deadline): what this actor holds
         # may differ from storage, so the next message goes to a fresh incarnation.
         self._stale = False
+        # Checkout attempts whose authorization is in flight, by id (mps.actors.attempts).
+        self._attempts: dict[str, Attempt] = {}
+        # An attempt may be IN_FLIGHT in storage with no call of this incarnation behind it:
+        # the next message goes to a fresh incarnation, whose activation settles it.
+        self._unsettled = False
 
     def __str__(self) -> str:
         return f"PaymentActor({self.payment_id})"
@@ -251,6 +284,9 @@ class PaymentActor(AsyncioActor):
         if self.payment is not None and self.payment.paid_at is not None:
             found = await pending_refunds(db, self.company_id, self.payment_id)
             self.refunds = {refund.id: refund for refund in found}
+        # Only a PENDING payment can hold an attempt in flight: cancel and expiry wait for it.
+        if self.payment is not None and self.payment.status == "PENDING":
+            await self._settle_left_in_flight()
 
     def _require(self, mode: str | None) -> Payment:
         # Another mode's payment is as invisible as another company's.
@@ -262,9 +298,13 @@ class PaymentActor(AsyncioActor):
         if self._stale:
             msg = "a commit of unknown outcome"
             raise Reload(msg)
+        if self._unsettled:
+            msg = "a checkout attempt to settle from storage"
+            raise Reload(msg)
         match message:
             case Cancel(mode=mode, idempotency=idem):
                 payment = self._require(mode)
+                self._refuse_while_authorizing("cancelled")
                 return await self._apply(rules.cancel(payment, self.context.clock()), idem)
             case Reverse(mode=mode, idempotency=idem):
                 return await self._reverse(self._require(mode), idem)
@@ -276,6 +316,12 @@ class PaymentActor(AsyncioActor):
                 return await self._expire(message)
             case Checkout():
                 return await self._checkout(message)
+            case Answered():
+                return await self._answered(message)
+            case Abandoned():
+                return self._abandoned(message)
+            case SettleAttempts():
+                return None  # activation settled what storage held; the rest is in flight
         msg = f"PaymentActor does not understand {type(message).__name__}"
         raise TypeError(msg)
 
@@ -284,48 +330,199 @@ class PaymentActor(AsyncioActor):
         now = self.context.clock()
         if command.due_only and not payment.is_due_to_expire(now):
             return None
+        if command.due_only and self._attempts:
+            # The checkout in flight started first: its answer decides, and should it not
+            # pay, the scheduler's next pass expires the payment.
+            return None
+        self._refuse_while_authorizing("expired")
         return await self._apply(rules.expire(payment, now), command.idempotency)
 
+    def _refuse_while_authorizing(self, becoming: str) -> None:
+        if self._attempts:
+            msg = (
+                f"A card payment of this payment is being processed; it cannot be {becoming} "
+                "until the card's answer is in"
+            )
+            raise Conflict(msg, code="invalid_state")
+
     async def _checkout(self, command: Checkout) -> Outcome | Detached:
+        """Reserve the attempt and hand its authorization to detached work; its answer comes
+        back as `Answered` (mps.actors.attempts)."""
         payment = self._require(command.mode)
+        key = retry_key(self.keyring, payment, command.card, command.key)
+        same = next((a for a in self._attempts.values() if key and a.retry_key == key), None)
+        if same is not None:
+            # The shopper's second request for an attempt in flight (a double submit, a retry
+            # after a lost answer): it gets that attempt's answer, not a second charge.
+            return Detached(same.joined())
+        if self._attempts and not payment.allow_multiple:
+            msg = "A card payment of this payment is being processed; wait for its answer"
+            raise Conflict(msg, code="invalid_state")
         now = self.context.clock()
         if payment.is_due_to_expire(now):
             # Expiry may not have been applied yet (it runs every second); it wins the race.
+            # With another shopper's attempt in flight it waits for that answer, but this
+            # checkout is too late either way.
+            if self._attempts:
+                raise Conflict("This payment has expired", code="invalid_state")
             await self._apply(rules.expire(payment, now), None)
             payment = self._require(None)
-        rules.check_payable(payment, now)
+        try:
+            rules.check_payable(payment, now)
+        except Conflict:
+            if command.key is not None and key is not None and payment.paid_at is not None:
+                # A retry under the Idempotency-Key whose attempt paid it; without a key the
+                # contract's 409 stands (the payment is not PENDING).
+                return Detached(self._answer_paid_again(payment, key))
+            raise
         processor = self.processors.get(payment.mode)
         if processor is None:
             msg = "Live card processing is not configured"
             raise Unavailable(msg, code="processor_unavailable")
+        attempt = Attempt(
+            id=new_id("att"),
+            retry_key=key,
+            payment=payment,
+            child_id=new_id("pay") if payment.allow_multiple else None,
+            email=command.email,
+            phone=command.phone,
+            created_at=iso(now),
+            card=command.card,
+            idempotency=command.idempotency,
+        )
+        self._attempts[attempt.id] = attempt
+        return Detached(self._authorize(attempt, processor))
+
+    async def _answer_paid_again(self, payment: Payment, key: str) -> Outcome:
+        """A checkout of a paid single-use payment under the Idempotency-Key of the attempt
+        that paid it (its answer was lost, and the attempt was booked from storage): the
+        payment, as paid; nothing is charged. Any other is 409."""
+        stored = await attempt_by_retry_key(self.context.database, payment.company_id,
+                                            payment.id, key)  # fmt: skip
+        if stored is None or stored.status != "APPROVED":
+            rules.check_payable(payment, self.context.clock())  # raises the 409 it is
+        return Outcome(payment, [])
+
+    async def _authorize(self, attempt: Attempt, processor: Processor) -> Outcome:
+        """Detached work: record the attempt, ask the processor, have the actor book the answer.
+        Its outcome (or error) also answers requests that joined the attempt."""
         try:
-            # The only awaited call in a payment's turn that is not its own commit: bounded, so
-            # a processor that hangs cannot hold the payment (and its shopper) indefinitely.
+            outcome = await self._authorize_and_book(attempt, processor)
+        except BaseException as error:
+            attempt.resolve(error=error)
+            raise
+        attempt.resolve(outcome)
+        return outcome
+
+    async def _authorize_and_book(self, attempt: Attempt, processor: Processor) -> Outcome:
+        assert attempt.card is not None
+        try:
+            await self.context.commit(attempt_insert(attempt.stored()))
+        except AttemptTaken:
+            # The shopper's retry of an attempt this incarnation no longer holds: stored
+            # approved, it is answered from storage; still in flight elsewhere, try again.
+            self._tell_self(Abandoned(attempt.id, unknown=False))
+            return await self._answer_from_storage(attempt)
+        except BaseException:
+            # The row may have landed all the same: the next activation settles it (VOID).
+            self._tell_self(Abandoned(attempt.id, unknown=True))
+            raise
+        try:
+            # Bounded, so that a processor that hangs cannot hold the attempt (and the payment's
+            # cancel and expiry) indefinitely; its answer is then recalled at reload.
             async with asyncio.timeout(self.processor_deadline):
-                result = await processor.authorize(
-                    command.card, payment.amount_minor, payment.currency
+                answer = await processor.authorize(
+                    attempt.card,
+                    attempt.payment.amount_minor,
+                    attempt.payment.currency,
+                    idempotency_key=attempt.id,
                 )
-        except TimeoutError as exc:
-            msg = "The card processor did not answer in time; try again"
-            raise Unavailable(msg, code="processor_timeout") from exc
+        except BaseException as exc:
+            # Whether the card was charged is unknown: the processor's memory will say.
+            self._tell_self(Abandoned(attempt.id, unknown=True))
+            if isinstance(exc, TimeoutError):
+                msg = "The card processor did not answer in time; try again"
+                raise Unavailable(msg, code="processor_timeout") from exc
+            raise
+        try:
+            outcome: Outcome = await ask(self.actor_ref, Answered(attempt.id, answer))
+        except ActorDeadError as exc:
+            # The actor stopped (a crash, a reload) before booking the answer: its next
+            # incarnation books it from the attempt's row; a retry then finds it booked.
+            msg = "The payment is being settled; try again"
+            raise Unavailable(msg, retry_after=1) from exc
+        return outcome
+
+    async def _answer_from_storage(self, attempt: Attempt) -> Outcome:
+        assert attempt.retry_key is not None
+        db = self.context.database
+        payment = attempt.payment
+        stored = await attempt_by_retry_key(db, payment.company_id, payment.id, attempt.retry_key)
+        paid_id = None
+        if stored is not None and stored.status == "APPROVED":
+            paid_id = stored.child_id or stored.payment_id
+        paid = await load_payment(db, payment.company_id, paid_id) if paid_id else None
+        if paid is None:
+            msg = "An earlier attempt of this checkout is still being settled; try again"
+            raise Unavailable(msg, retry_after=1)
+        return Outcome(paid, [])
+
+    def _tell_self(self, message: Any) -> None:
+        with contextlib.suppress(ActorDeadError):
+            self.actor_ref.tell(message)
+
+    def _abandoned(self, message: Abandoned) -> None:
+        attempt = self._attempts.pop(message.attempt_id, None)
+        if message.unknown and attempt is not None:
+            self._unsettled = True
+
+    async def _answered(self, message: Answered) -> Outcome | Detached:
+        attempt = self._attempts.pop(message.attempt_id)
+        try:
+            result = await self._book_answer(attempt, message.authorization)
+        except CheckoutDeclined:
+            raise  # booked: the decline and the settled attempt committed together
+        except BaseException:
+            # Not booked, or of unknown outcome: the row is settled from storage at reload.
+            self._unsettled = True
+            raise
+        if isinstance(result, Detached):
+            return Detached(self._unsettled_on_failure(result.work))
+        return result
+
+    async def _unsettled_on_failure(self, work: Awaitable[Outcome]) -> Outcome:
+        try:
+            return await work
+        except BaseException:
+            self._unsettled = True
+            raise
+
+    async def _book_answer(self, attempt: Attempt, answer: Authorization) -> Outcome | Detached:
+        """Book the processor's answer to the attempt, settling the attempt in the same unit.
+        Returns Detached for a multi-use link's child (its commit changes nothing held here)."""
         now = self.context.clock()
-        if not result.approved:
-            outcome = await self._apply(rules.checkout_declined(payment, now), None)
-            raise CheckoutDeclined(outcome, result.decline_code or "card_declined")
-        child_id = new_id("pay")
+        stamp = iso(now)
+        if not answer.approved:
+            settles = Settles(attempt.id, "DECLINED", stamp)
+            outcome = await self._apply(rules.checkout_declined(self._require(None), now), settles)
+            raise CheckoutDeclined(outcome, answer.decline_code or "card_declined")
+        settles = Settles(attempt.id, "APPROVED", stamp, attempt.idempotency)
+        # A link's child is planned from the link as the attempt found it; a single-use payment
+        # is what this actor holds (nothing changed it while the attempt was in flight).
+        payment = attempt.payment if attempt.child_id is not None else self._require(None)
 
         def plan(child_reference: str) -> tuple[Payment, Outcome, list[Statement]]:
             transition = rules.checkout_succeeded(
                 payment,
                 now,
-                brand=result.brand,
-                last4=result.last4,
-                email=command.email,
-                phone=command.phone,
-                child_id=child_id,
+                brand=answer.brand,
+                last4=answer.last4,
+                email=attempt.email,
+                phone=attempt.phone,
+                child_id=attempt.child_id or new_id("pay"),
                 child_reference=child_reference,
             )
-            return self._plan(payment, transition, command.idempotency)
+            return self._plan(payment, transition, settles)
 
         after, outcome, statements = plan(self.references())
         paid = outcome.payment
@@ -349,6 +546,37 @@ class PaymentActor(AsyncioActor):
         self.context.recent.record(paid)
         return outcome
 
+    async def _settle_left_in_flight(self) -> None:
+        """At activation: book what the processor answered to each attempt a fault left
+        IN_FLIGHT, once, before any message is taken (a cancel or an expiry must meet the
+        payment as the attempt left it). Recall never charges; a processor that cannot answer
+        fails the activation, so the payment answers 503 until it can."""
+        payment = self._require(None)
+        db = self.context.database
+        for stored in await unsettled_attempts(db, self.company_id, self.payment_id):
+            processor = self.processors.get(payment.mode)
+            if processor is None:
+                msg = "Live card processing is not configured"
+                raise Unavailable(msg, code="processor_unavailable")
+            async with asyncio.timeout(self.processor_deadline):
+                answer = await processor.recall(stored.id)
+            attempt = Attempt.restored(stored, self._require(None))
+            logger.warning(
+                "%s settles checkout attempt %s left in flight: %s",
+                self,
+                stored.id,
+                "not charged" if answer is None else "approved" if answer.approved else "declined",
+            )
+            if answer is None:
+                await self.context.commit(
+                    attempt_settle(stored.id, "VOID", iso(self.context.clock()))
+                )
+                continue
+            with contextlib.suppress(CheckoutDeclined):
+                result = await self._book_answer(attempt, answer)
+                if isinstance(result, Detached):
+                    await result.work
+
     async def _book(
         self,
         decide: Callable[[Books, ModeSettings], list[Movement]],
@@ -357,20 +585,15 @@ class PaymentActor(AsyncioActor):
         """Commit `statements` through the company actor, with the movements `decide` picks."""
         payment = self._require(None)
         unit = statements if callable(statements) else (lambda _movements: statements)
-        with self._unknown_outcome_reloads():
+        with undo_on_failure(stale=self._mark_stale):
             movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
         return movements
 
-    @contextlib.contextmanager
-    def _unknown_outcome_reloads(self) -> Iterator[None]:
-        try:
-            yield
-        except ShardMoved:
-            raise  # refused before writing: nothing landed
-        except Unavailable:
-            self._stale = True
-            self.context.recent.forget(self.payment_id)
-            raise
+    def _mark_stale(self) -> None:
+        # A commit of unknown outcome: the next message goes to a fresh incarnation, and reads
+        # stop answering from this one's memory.
+        self._stale = True
+        self.context.recent.forget(self.payment_id)
 
     async def _reverse(self, payment: Payment, idem: IdempotencyRecord | None) -> Outcome:
         """A chargeback: the payment becomes REVERSED and what no refund holds or has taken
@@ -503,7 +726,7 @@ class PaymentActor(AsyncioActor):
     async def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Outcome:
         """Commit the transition, then adopt its state and reply."""
         after, outcome, statements = self._plan(self._require(None), transition, idem)
-        with self._unknown_outcome_reloads():
+        with undo_on_failure(stale=self._mark_stale):
             await self.context.commit(*statements)
         self.payment = after
         return outcome

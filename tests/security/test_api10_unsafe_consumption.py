@@ -51,7 +51,14 @@ class HangingProcessor:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def authorize(self, card: CardInput, amount_minor: int, currency: str) -> Authorization:
+    async def authorize(
+        self, card: CardInput, amount_minor: int, currency: str, *, idempotency_key: str
+    ) -> Authorization:
+        self.calls += 1
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    async def recall(self, idempotency_key: str) -> Authorization | None:
         self.calls += 1
         await asyncio.Event().wait()
         raise AssertionError("unreachable")

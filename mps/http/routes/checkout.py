@@ -110,6 +110,9 @@ async def pay(call: Call) -> Resource:
             normalize_phone(phone) if phone else None,
             None,
             idem,
+            # Names the attempt a retry is, so that it is never charged twice (the pipeline
+            # has validated it; mps.actors.attempts).
+            key=call.request.headers.get("Idempotency-Key"),
         ),
     )
     return present(outcome)
