@@ -30,6 +30,7 @@ import orjson
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
+from mps.http.forwarded import passed_client
 from mps.http.keys import REQUEST_ID
 
 __all__ = [
@@ -128,10 +129,13 @@ class BatchedAccessLog(AbstractAccessLogger):
         if self.sample < 1.0 and random.random() >= self.sample:  # noqa: S311 - not a secret
             return
         request_id = request.get(REQUEST_ID, "-")
+        # A passed request (mps.http.forwarded) was served as a clone with the client's
+        # address; this, the request aiohttp made, has the owner's own socket as its peer.
+        peer = passed_client(request) or request.remote
         if self.as_json:
             text = access_log_object(
                 _now(),
-                request.remote,
+                peer,
                 request.method,
                 _logged_path(request),
                 _route(request),
@@ -143,7 +147,7 @@ class BatchedAccessLog(AbstractAccessLogger):
         else:
             line = access_log_line(
                 _now(),
-                request.remote,
+                peer,
                 request.method,
                 _logged_path(request),
                 response.status,

@@ -11,6 +11,7 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
 from mps.http import unparsed
+from mps.http.forwarded import passed_middleware
 from mps.http.metrics_listener import scrape_handler
 from mps.http.middlewares import envelope_middleware
 from mps.http.pipeline import MAX_BODY, endpoint
@@ -40,6 +41,10 @@ def create_app(
         gated |= {METRICS_PATH}
     # Outermost, so the count includes the envelope's answers and aiohttp's own 404 and 405.
     middlewares: list[Middleware] = [request_metrics(metrics)] if metrics is not None else []
+    # Before the envelope and the routes: a request another node passed here becomes the
+    # client's own (its address and request id, limits counted once), and all of them read
+    # those (mps.http.forwarded). The metrics read neither.
+    middlewares.append(passed_middleware)
     middlewares.append(envelope_middleware)
     if gated:
         middlewares.append(_loopback_only(gated))

@@ -1,0 +1,537 @@
+"""Requests passed to the owner of their company's shard (mps.http.forwarded, mps.http.passing):
+the owner serves them as the client's own requests. The first node counted the rate limits and
+logs the API key's use, so the owner does neither again; the owner sees the client's address and
+the request id the first node saw; a request passed to a node that no longer owns the shard is
+refused rather than passed on a second time; and the headers that carry all this mean nothing
+from anyone but the node itself, over its private socket.
+
+The tests that need a node's secret run on two in-process nodes. The others run on two real
+run.py nodes, one cluster for the module, with a tenth of every rate limit; their clients
+connect from addresses of their own on loopback (127.0.0.2, 127.0.0.3, ...: Linux answers on all
+of 127.0.0.0/8), so each test's per-IP buckets are its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import secrets
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import asyncpg
+import orjson
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestClient, TestServer
+
+from mps.cluster.forwarding import (
+    FORWARDED_FOR,
+    FORWARDED_REQUEST_ID,
+    FORWARDED_SECRET,
+    LocalDispatch,
+    Passed,
+)
+from mps.domain.ids import request_id
+from mps.domain.shards import SHARD_COUNT, shard_of
+from mps.http.access_log import BatchedAccessLog
+from mps.http.keys import SERVICES
+from tests.cluster import LocalCluster, delete_cluster_queues, new_cluster_name
+from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
+
+API = "/api/v1"
+AMOUNT = {"amountMinor": "2500", "currency": "USD"}
+CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
+# Every limit is a tenth of its usual count on the module's cluster (MPS_RATE_LIMIT_SCALE).
+SCALE = 0.1
+STANDARD_LIMIT = 60  # per user, across the cluster: 600 a minute, scaled
+CHECKOUT_LIMIT = 60  # per IP, on the node the shopper reaches: 600 a minute in development
+# How long a fact may take to become true: the key log is written within a second.
+WITHIN = 10.0
+
+
+@dataclass(frozen=True)
+class Member:
+    token: str
+    company: str
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", **extra}
+
+
+# ---------------------------------------------------------------------------------------------
+# Two in-process nodes: the tests that need a node's secret and its private socket. First in the
+# module, so they are done before the module's run.py nodes start: four nodes at once hold more
+# database connections than a busy test server may have left.
+
+
+@dataclass
+class Node:
+    client: TestClient[Any, Any]
+    socket_path: str
+    # The node's access log, as run.py writes it (text lines), into a string.
+    access_log: type[BatchedAccessLog]
+
+    async def access_lines_ending(self, text: str) -> list[str]:
+        """The access log's lines ending with `text`, once there is one: aiohttp logs a request
+        after sending its answer, so the client may have it first."""
+        deadline = time.monotonic() + WITHIN
+        while True:
+            self.access_log.flush()
+            stream = self.access_log.stream
+            assert isinstance(stream, io.StringIO)
+            lines = [line for line in stream.getvalue().splitlines() if line.endswith(text)]
+            if lines:
+                return lines
+            assert time.monotonic() < deadline, f"no access log line ends with {text}"
+            await asyncio.sleep(0.01)
+
+    @property
+    def dispatch(self) -> LocalDispatch:
+        cluster = self.client.app[SERVICES].cluster
+        assert cluster is not None
+        return cluster.dispatch
+
+    async def owned(self) -> list[int]:
+        response = await self.client.get(f"{API}/health")
+        shards: list[int] = (await response.json())["node"].get("ownedShards", [])
+        return shards
+
+
+async def _listen_for_passed_requests(client: TestClient[Any, Any]) -> str:
+    """The private socket run.py opens (mps.serve), at a path this test knows."""
+    assert client.server.runner is not None
+    path = str(Path(tempfile.mkdtemp(prefix="mps-")) / "n.sock")
+    await web.UnixSite(client.server.runner, path).start()
+    cluster = client.app[SERVICES].cluster
+    assert cluster is not None
+    cluster.dispatch.serve_at(path)
+    return path
+
+
+# Balancing the two nodes hands shards over, and closing a node within `standby_after` of that
+# leaves the hand-over's deferred `_stand_by` coroutine unawaited (`ClusterNode._later_call`
+# makes the coroutine before its delay, and cancelling the delay never closes it): a bug of the
+# node's shutdown, not of passing requests, reported rather than fixed here.
+_STANDBY_UNAWAITED = pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <coroutine object ClusterNode._stand_by"
+    ":pytest.PytestUnraisableExceptionWarning"
+)
+
+
+@pytest.fixture
+async def in_process_nodes(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    amqp_url: str,
+) -> AsyncIterator[tuple[Node, Node]]:
+    """Two nodes of one cluster on one database and one RabbitMQ, each owning its share."""
+    name = new_cluster_name()
+    nodes = []
+    for index in range(2):
+        app = make_app(broker_url=amqp_url, cluster_name=name, node_id=f"node{index + 1}")
+        access_log = BatchedAccessLog.configured()
+        access_log.stream = io.StringIO()
+        server = TestServer(app)
+        # Started here: aiohttp_client hands its server no runner settings.
+        await server.start_server(access_log_class=access_log)
+        client = await aiohttp_client(server)
+        nodes.append(Node(client, await _listen_for_passed_requests(client), access_log))
+    # Balanced, so no shard moves while the test runs: each node owns half of them.
+    deadline = time.monotonic() + 20
+    while True:
+        owned = await asyncio.gather(*(node.owned() for node in nodes))
+        if sorted(len(shards) for shards in owned) == [SHARD_COUNT // 2] * 2:
+            break
+        assert time.monotonic() < deadline, f"the nodes did not share the shards: {owned}"
+        await asyncio.sleep(0.1)
+    yield nodes[0], nodes[1]
+    for node in nodes:
+        await node.client.close()
+    delete_cluster_queues(amqp_url, name)
+
+
+async def _company_and_its_other_node(nodes: tuple[Node, Node]) -> tuple[Member, Node, Node]:
+    """A member of a new company, the node owning its shard and the other node."""
+    first, second = nodes
+    # Sign-up picks a shard the node serving it owns.
+    response = await first.client.post(
+        f"{API}/auth/signup", json={"companyName": "Acme", "email": "fay@example.com"}
+    )
+    assert response.status == 201, await response.text()
+    signup = await response.json()
+    mailbox = await first.client.get(f"{API}/dev/mailbox", params={"to": "fay@example.com"})
+    code = (await mailbox.json())["data"][0]["otp"]
+    response = await first.client.post(
+        f"{API}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
+    )
+    assert response.status == 200, await response.text()
+    member = Member((await response.json())["sessionToken"], signup["companyId"])
+    owner, other = (first, second) if await _owns(first, member) else (second, first)
+    assert not await _owns(other, member)
+    return member, owner, other
+
+
+async def _owns(node: Node, member: Member) -> bool:
+    return shard_of(member.company) in await node.owned()
+
+
+def _create(member: Member, rid: str) -> Passed:
+    return Passed(
+        method="POST",
+        path=f"{API}/merchant/payments",
+        headers=[("Authorization", f"Bearer {member.token}"), ("Content-Type", "application/json")],
+        body=orjson.dumps(AMOUNT),
+        client="203.0.113.9",
+        request_id=rid,
+    )
+
+
+async def _payments(node: Node, member: Member) -> list[dict[str, Any]]:
+    response = await node.client.get(f"{API}/merchant/payments", headers=member.headers())
+    assert response.status == 200, await response.text()
+    payments: list[dict[str, Any]] = (await response.json())["data"]
+    return payments
+
+
+@_STANDBY_UNAWAITED
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_request_passed_to_a_node_that_no_longer_owns_its_shard_is_refused_not_passed_on(
+    in_process_nodes: tuple[Node, Node],
+) -> None:
+    # given a company whose shard one node owns
+    member, owner, other = await _company_and_its_other_node(in_process_nodes)
+    rid = request_id()
+
+    # when a create reaches the other node as a request passed to it (as when the shard moved
+    # away between the first node's choice and the request's arrival)
+    answer = await other.dispatch.run(_create(member, rid), within=WITHIN)
+
+    # then it is refused for the client to retry, under the first node's request id
+    body = orjson.loads(answer.body)
+    assert answer.status == 503, body
+    assert body["requestId"] == rid
+    assert ("Retry-After", "1") in answer.headers
+    # and nothing was created by the owner
+    assert await _payments(owner, member) == []
+    # and the node logged it as the client's request, from the client's address
+    [line] = await other.access_lines_ending(rid)
+    assert " 203.0.113.9 POST /api/v1/merchant/payments 503 " in line, line
+
+
+@_STANDBY_UNAWAITED
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_the_secret_of_a_passed_request_counts_only_on_the_private_socket(
+    in_process_nodes: tuple[Node, Node],
+) -> None:
+    # given a company whose shard one node owns
+    member, owner, other = await _company_and_its_other_node(in_process_nodes)
+
+    # when the other node's own secret comes over TCP
+    rid = request_id()
+    over_tcp = await other.client.post(
+        f"{API}/merchant/payments",
+        json=AMOUNT,
+        headers=member.headers(
+            **{FORWARDED_SECRET: other.dispatch.secret, FORWARDED_REQUEST_ID: rid}
+        ),
+    )
+    # and a wrong secret over its private socket
+    stranger = LocalDispatch()
+    stranger.serve_at(other.socket_path)
+    try:
+        wrong = await stranger.run(_create(member, request_id()), within=WITHIN)
+    finally:
+        await stranger.close()
+
+    # then both are ordinary requests: passed on to the owner, which creates the payments
+    assert over_tcp.status == 201, await over_tcp.text()
+    assert over_tcp.headers["X-Request-Id"] != rid
+    assert wrong.status == 201, wrong.body
+    assert len(await _payments(owner, member)) == 2
+
+
+# ---------------------------------------------------------------------------------------------
+# Two run.py nodes, one cluster for the module
+
+
+def _require(port: int, what: str) -> None:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    except OSError:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"{what} is required by this test run and is not reachable")
+        pytest.skip(f"{what} is not reachable")
+
+
+def _drop_schema(schema: str) -> None:
+    async def drop() -> None:
+        admin = await asyncpg.connect(PG_URL)
+        try:
+            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await admin.close()
+
+    # Torn down while a test's event loop may still be set on this thread.
+    worker = threading.Thread(target=asyncio.run, args=(drop(),))
+    worker.start()
+    worker.join(30)
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    _require(5432, f"PostgreSQL at {PG_URL}")
+    _require(5672, f"RabbitMQ at {AMQP_URL}")
+    schema = f"t_{secrets.token_hex(6)}"
+    env = {"MPS_RATE_LIMIT_SCALE": str(SCALE)}
+    folder = tmp_path_factory.mktemp("passing")
+    try:
+        with LocalCluster(folder, 2, f"{PG_URL}?schema={schema}", AMQP_URL, env=env) as cluster:
+            cluster.wait_balanced()
+            yield cluster
+    finally:
+        _drop_schema(schema)
+
+
+@asynccontextmanager
+async def client_at(address: str) -> AsyncIterator[aiohttp.ClientSession]:
+    """A client whose connections come from `address` (any 127.x.y.z is this machine)."""
+    connector = aiohttp.TCPConnector(local_addr=(address, 0))
+    timeout = aiohttp.ClientTimeout(total=40)
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session:
+        yield session
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    async with client_at("127.0.0.1") as session:
+        yield session
+
+
+async def sign_up(http: aiohttp.ClientSession, base: str, email: str) -> Member:
+    """Sign up through `base` (its dev mailbox holds the code) and verify there."""
+    async with http.post(
+        f"{base}{API}/auth/signup", json={"companyName": "Acme", "email": email}
+    ) as r:
+        assert r.status == 201, await r.text()
+        signup = await r.json()
+    async with http.get(f"{base}{API}/dev/mailbox", params={"to": email}) as r:
+        code = (await r.json())["data"][0]["otp"]
+    async with http.post(
+        f"{base}{API}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
+    ) as r:
+        assert r.status == 200, await r.text()
+        session = await r.json()
+    return Member(session["sessionToken"], signup["companyId"])
+
+
+def owner_and_other(cluster: LocalCluster, member: Member) -> tuple[str, str]:
+    """The base URLs of the node that owns the member's company and of the other node."""
+    owner = cluster.owner_of(member.company)
+    urls = cluster.urls()
+    return urls[owner], urls[1 - owner]
+
+
+async def secret_key(http: aiohttp.ClientSession, base: str, member: Member) -> tuple[str, str]:
+    """A secret key (its id and the key) that may create and list payments."""
+    async with http.patch(
+        f"{base}{API}/merchant/settings", json={"apiKeyAccess": True}, headers=member.headers()
+    ) as r:
+        assert r.status == 200, await r.text()
+    body = {"name": "backend", "scopes": ["payments:read", "payments:write"]}
+    async with http.post(
+        f"{base}{API}/merchant/api-keys", json=body, headers=member.headers()
+    ) as r:
+        assert r.status == 201, await r.text()
+        created = await r.json()
+    return created["id"], created["key"]
+
+
+async def key_log(
+    http: aiohttp.ClientSession, cluster: LocalCluster, member: Member, key_id: str, key: str
+) -> list[dict[str, Any]]:
+    """The key's request log once both nodes have written what they recorded so far: each node
+    writes its rows in the order it recorded them, so once a read the key makes on each node
+    shows, so does everything before it. Those reads are left out."""
+    marks = set()
+    for base in cluster.urls():
+        async with http.get(
+            f"{base}{API}/merchant/payments", headers={"Authorization": f"Bearer {key}"}
+        ) as r:
+            assert r.status == 200, await r.text()
+            marks.add(r.headers["X-Request-Id"])
+    deadline = time.monotonic() + WITHIN
+    while True:
+        async with http.get(
+            f"{cluster.urls()[0]}{API}/merchant/api-keys/{key_id}/logs",
+            params={"limit": "100"},
+            headers=member.headers(),
+        ) as r:
+            assert r.status == 200, await r.text()
+            rows: list[dict[str, Any]] = (await r.json())["data"]
+        if marks <= {row["requestId"] for row in rows}:
+            return [row for row in rows if row["requestId"] not in marks]
+        assert time.monotonic() < deadline, f"the key log lacks {marks}: {rows}"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_create_passed_to_the_owner_counts_once_against_the_rate_limit(
+    two_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a member of a company whose shard the other node owns
+    member = await sign_up(http, two_nodes.urls()[0], "ann@example.com")
+    _owner, other = owner_and_other(two_nodes, member)
+    # Two thirds of the standard limit: counted on both nodes, the limit is reached halfway.
+    creates = STANDARD_LIMIT * 2 // 3
+
+    # when the member creates that many payments through the node that does not own it
+    statuses, policies = [], set()
+    for _ in range(creates):
+        async with http.post(
+            f"{other}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
+        ) as r:
+            statuses.append(r.status)
+            policies.add(r.headers.get("RateLimit-Policy"))
+
+    # then every one is created: each counted once, by the node the member asked
+    assert statuses == [201] * creates, statuses
+    assert policies == {f'"standard";q={STANDARD_LIMIT};w=60'}
+
+
+async def test_checkout_pays_passed_to_the_owner_count_each_shopper_address_on_its_own(
+    two_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a payment link of a company whose shard the other node owns
+    member = await sign_up(http, two_nodes.urls()[0], "bo@example.com")
+    owner, other = owner_and_other(two_nodes, member)
+    async with http.post(
+        f"{owner}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
+    ) as r:
+        assert r.status == 201, await r.text()
+        reference = (await r.json())["reference"]
+    pay = f"{other}{API}/checkout/{reference}/pay"
+
+    # when one shopper pays through the other node until refused (the link is paid once; the
+    # owner answers the later attempts all the same, as a conflict)
+    async with client_at("127.0.0.2") as first_shopper:
+        answered: list[int] = []
+        while len(answered) <= CHECKOUT_LIMIT:
+            async with first_shopper.post(pay, json={"card": CARD}) as r:
+                answered.append(r.status)
+                if r.status == 429:
+                    break
+    # and then another shopper pays through the same node
+    async with (
+        client_at("127.0.0.3") as second_shopper,
+        second_shopper.post(pay, json={"card": CARD}) as r,
+    ):
+        second = r.status
+        second_limit = r.headers.get("RateLimit")
+
+    # then the first shopper got the per-IP limit, all of it
+    assert 429 not in answered[:-1], answered
+    assert len(answered) == CHECKOUT_LIMIT + 1 and answered[-1] == 429, answered
+    # and the second shopper's address is a bucket of its own, on both nodes: the owner's
+    # answer comes back (paid already), counted once, by the node the shopper reached
+    assert second != 429
+    assert second_limit is not None
+    assert second_limit.startswith(f'"checkout";r={CHECKOUT_LIMIT - 1};'), second_limit
+
+
+async def test_the_owner_sees_the_client_address_of_a_request_passed_to_it(
+    two_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a member of a company whose shard the other node owns
+    member = await sign_up(http, two_nodes.urls()[0], "cy@example.com")
+    owner, other = owner_and_other(two_nodes, member)
+
+    # when the member changes a setting through the other node, from an address of their own
+    async with (
+        client_at("127.0.0.4") as browser,
+        browser.patch(
+            f"{other}{API}/merchant/settings", json={"name": "Acme Two"}, headers=member.headers()
+        ) as r,
+    ):
+        assert r.status == 200, await r.text()
+        asked = r.headers["X-Request-Id"]
+
+    # then the owner, which made the change, recorded the member's address and request id
+    async with http.get(
+        f"{owner}{API}/team/audit",
+        params={"action": "settings.updated"},
+        headers=member.headers(),
+    ) as r:
+        assert r.status == 200, await r.text()
+        [entry] = (await r.json())["data"]
+    assert entry["ip"] == "127.0.0.4", entry
+    assert entry["requestId"] == asked
+
+
+async def test_api_key_use_passed_to_the_owner_is_logged_once(
+    two_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a secret key of a company whose shard the other node owns
+    member = await sign_up(http, two_nodes.urls()[0], "di@example.com")
+    owner, other = owner_and_other(two_nodes, member)
+    key_id, key = await secret_key(http, owner, member)
+    auth = {"Authorization": f"Bearer {key}"}
+
+    # when the key creates a payment through the other node
+    async with (
+        client_at("127.0.0.5") as backend,
+        backend.post(f"{other}{API}/merchant/payments", json=AMOUNT, headers=auth) as r,
+    ):
+        assert r.status == 201, await r.text()
+        passed = r.headers["X-Request-Id"]
+
+    # then the create is in the key's log once, as the node the client asked saw it
+    rows = await key_log(http, two_nodes, member, key_id, key)
+    assert [(row["method"], row["requestId"], row["ip"], row["statusCode"]) for row in rows] == [
+        ("POST", passed, "127.0.0.5", 201)
+    ], rows
+
+
+async def test_forwarded_headers_from_an_ordinary_client_have_no_effect(
+    two_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a secret key of a company whose shard one of the nodes owns
+    member = await sign_up(http, two_nodes.urls()[0], "ed@example.com")
+    owner, other = owner_and_other(two_nodes, member)
+    key_id, key = await secret_key(http, owner, member)
+    forged = {
+        "Authorization": f"Bearer {key}",
+        FORWARDED_FOR: "203.0.113.9",
+        FORWARDED_REQUEST_ID: "req_forged",
+    }
+
+    # when a client sends the headers of a passed request, to the other node and to the owner,
+    # with a secret of its own (one not even ASCII, for the owner)
+    answers = []
+    async with client_at("127.0.0.6") as client:
+        for base, secret in ((other, secrets.token_urlsafe(32)), (owner, "s\u00e9same")):
+            async with client.post(
+                f"{base}{API}/merchant/payments",
+                json=AMOUNT,
+                headers={**forged, FORWARDED_SECRET: secret},
+            ) as r:
+                assert r.status == 201, await r.text()
+                answers.append(r.headers.copy())
+
+    # then both are counted against the key's limit, each under a request id of the node's own
+    for headers in answers:
+        assert headers["RateLimit-Policy"].startswith('"developer"'), headers
+        assert headers["X-Request-Id"] != "req_forged"
+    # and logged once each, from the client's own address
+    rows = await key_log(http, two_nodes, member, key_id, key)
+    assert sorted((row["requestId"], row["ip"]) for row in rows) == sorted(
+        (headers["X-Request-Id"], "127.0.0.6") for headers in answers
+    ), rows
