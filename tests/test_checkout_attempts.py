@@ -359,26 +359,29 @@ async def test_a_due_expiry_waits_for_the_authorization_in_flight_and_wins_only_
     assert types.count("payment.completed") + types.count("payment.expired") == 1
 
 
-async def test_a_second_checkout_in_flight_joins_it_with_the_same_card_and_is_409_with_another(
+async def test_a_second_checkout_in_flight_joins_it_under_the_same_key_and_is_409_without(
     shop: TestClient[Any, Any], processor: TestProcessor, databases: list[BookingFails]
 ) -> None:
-    # given a payment whose checkout's authorization is held
+    # given a payment whose checkout's authorization, sent with an Idempotency-Key, is held
     member = await sign_up(shop)
     payment = await create_payment(shop, member)
     processor.hold.add(HELD_CARD)
-    first = asyncio.create_task(_pay(shop, payment["reference"], HELD_CARD))
+    key = {"Idempotency-Key": "checkout-attempt-1"}
+    first = asyncio.create_task(_pay(shop, payment["reference"], HELD_CARD, key))
     await wait_until(lambda: processor.held == 1)
 
-    # when the shopper submits again with the same card, and then someone tries another card
-    reads = databases[0].link_reads
-    again = asyncio.create_task(_pay(shop, payment["reference"], HELD_CARD))
-    await wait_until(lambda: databases[0].link_reads > reads)
+    # when the shopper retries under the same key, and the same card and another card are
+    # submitted again without one
+    again = asyncio.create_task(_pay(shop, payment["reference"], HELD_CARD, key))
     async with asyncio.timeout(5):
+        same_card = await _pay(shop, payment["reference"], HELD_CARD)
         other = await _pay(shop, payment["reference"])
 
-    # then the other card is refused; the same card waits for the one attempt's answer
-    assert other.status == 409
-    assert_envelope(await other.json(), 409, "invalid_state")
+    # then the submissions without the key are refused while the card is processed; the retry
+    # under the key gets the one attempt's answer
+    for refused in (same_card, other):
+        assert refused.status == 409
+        assert_envelope(await refused.json(), 409, "invalid_state")
     processor.release.set()
     answers = [await first, await again]
     assert [a.status for a in answers] == [200, 200]

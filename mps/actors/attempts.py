@@ -14,9 +14,10 @@ Meanwhile the actor takes its next messages: another shopper of a multi-use link
 attempt; a cancel, or the sandbox's forced expiry, meets the authorization in flight and is
 refused 409 (as a card network refuses to cancel a payment that is processing), and the
 scheduler's expiry waits for the next pass. A second checkout of a single-use payment joins the
-attempt in flight if it is the same one (`retry_key`: the same Idempotency-Key, or without one
-the same card), and is refused 409 otherwise. So a race between checkout, cancel and expiry
-still has exactly one winner: the attempt in flight settles first.
+attempt in flight if it carries the same Idempotency-Key, and is refused 409 otherwise (a form
+submitted twice: one submission gets the payment, the others are told it is being processed).
+So a race between checkout, cancel and expiry still has exactly one winner: the attempt in
+flight settles first.
 
 What identifies "the same attempt" when the shopper retries after a fault: the checkout's
 Idempotency-Key if it sent one; otherwise, on a single-use payment, the card; on a multi-use

@@ -351,9 +351,11 @@ class PaymentActor(AsyncioActor):
         payment = self._require(command.mode)
         key = retry_key(self.keyring, payment, command.card, command.key)
         same = next((a for a in self._attempts.values() if key and a.retry_key == key), None)
-        if same is not None:
-            # The shopper's second request for an attempt in flight (a double submit, a retry
-            # after a lost answer): it gets that attempt's answer, not a second charge.
+        if same is not None and command.key is not None:
+            # The shopper's retry under the Idempotency-Key of an attempt in flight (its answer
+            # lost on the way): it gets that attempt's answer, not a second charge. Without a
+            # key, a second submit while the card is processed is 409 like any other: only one
+            # submission of a form gets the payment (the contract's double submit).
             return Detached(same.joined())
         if self._attempts and not payment.allow_multiple:
             msg = "A card payment of this payment is being processed; wait for its answer"
