@@ -228,7 +228,7 @@ def build_app(settings: Settings, overrides: Overrides | None = None) -> web.App
         mailer: Mailer = extra.mailer or (
             DevMailbox()
             if settings.development or not settings.smtp_url
-            else SmtpMailer(settings.smtp_url, settings.mail_from)
+            else SmtpMailer(settings.smtp_url, settings.mail_from, ca_file=settings.smtp_ca_file)
         )
         tokens = SessionTokens(*keyring.session_keys)
         credentials = Credentials(tokens, keyring, database, extra.clock)

@@ -13,11 +13,16 @@ import os
 import re
 import secrets
 import socket
+import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from email.utils import parseaddr
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import orjson
+
+from mps.adapters.mail import header_problem
 
 __all__ = ["ConfigError", "Settings", "load_settings"]
 
@@ -58,6 +63,9 @@ class Settings:
     rate_limit_scale: float = 1.0
     smtp_url: str | None = None
     mail_from: str = "Merchant Payments <no-reply@localhost>"
+    # A PEM file of certificate authorities the mailer trusts besides the system's (a private
+    # CA for an internal relay); the server's certificate and host name are always verified.
+    smtp_ca_file: str | None = None
     shard_count: int = 64
     # Virtual actors: passivate after this many idle seconds, and keep at most this many active.
     actor_idle_after: float = 300.0
@@ -211,6 +219,40 @@ def _development_secrets(data_dir: Path) -> dict[str, bytes]:
     }
 
 
+def _smtp_url(value: str | None) -> str | None:
+    if not value:
+        return None
+    if urlsplit(value).scheme not in ("smtp", "smtps"):
+        msg = "MPS_SMTP_URL must be smtp://… (STARTTLS) or smtps://… (TLS)"
+        raise ConfigError(msg)
+    return value
+
+
+def _smtp_ca_file(value: str | None) -> str | None:
+    """A readable PEM file of certificate authorities, or None. Loaded once here so a wrong
+    path or a file that holds no certificate stops the start rather than the first mail."""
+    if not value:
+        return None
+    try:
+        ssl.create_default_context().load_verify_locations(cafile=value)
+    except (OSError, ssl.SSLError) as exc:
+        msg = f"MPS_SMTP_CA_FILE must be a readable PEM file of CA certificates ({exc})"
+        raise ConfigError(msg) from exc
+    return value
+
+
+def _mail_from(value: str | None) -> str:
+    """The From header: one address, with an optional display name, and no line breaks (a
+    header of its own could be added through them)."""
+    if not value:
+        return Settings.mail_from
+    _name, address = parseaddr(value)
+    if header_problem(value) is not None or "@" not in address:
+        msg = "MPS_MAIL_FROM must be one address, e.g. 'Payments <no-reply@example.com>'"
+        raise ConfigError(msg)
+    return value
+
+
 def _scale(value: float | str | None, name: str) -> float:
     if value is None or value == "":
         return 1.0
@@ -290,6 +332,9 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         if missing:
             msg = "production mode refuses to start without: " + ", ".join(missing)
             raise ConfigError(msg)
+        # The default object store is a folder of the data directory: made 0700 here, as in
+        # development, rather than by the store's first write with the process's umask.
+        _private_directory(data_dir)
     else:
         _private_directory(data_dir)
         generated = _development_secrets(data_dir)
@@ -331,8 +376,9 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
             else env.get("MPS_RATE_LIMIT_SCALE"),
             "MPS_RATE_LIMIT_SCALE",
         ),
-        smtp_url=env.get("MPS_SMTP_URL") or None,
-        mail_from=env.get("MPS_MAIL_FROM") or Settings.mail_from,
+        smtp_url=_smtp_url(env.get("MPS_SMTP_URL")),
+        mail_from=_mail_from(env.get("MPS_MAIL_FROM")),
+        smtp_ca_file=_smtp_ca_file(env.get("MPS_SMTP_CA_FILE")),
         metrics_port=_metrics_port(args.metrics_port or env.get("MPS_METRICS_PORT"), port),
         metrics_host=env.get("MPS_METRICS_HOST") or Settings.metrics_host,
         object_storage_url=args.object_storage_url

@@ -2,6 +2,11 @@
 
 `mps.auth.credentials` caches what these return, so they run once per token (and again after a
 revocation or the cache's revalidation period), not once per request.
+
+Both kinds of credential act for a member, and take their reach from that member's role as it
+is now: a session its member's scopes; an API key its own scopes within its creator's (a key
+never does more than the member who made it may do today). A key whose creator has left the
+company is refused (their keys are revoked with the removal; this is the second lock).
 """
 
 from __future__ import annotations
@@ -46,6 +51,19 @@ def _mode_settings(company_data: str, mode: str) -> dict[str, Any]:
     return settings
 
 
+def _role_scopes(role_id: str | None, custom_scopes: str | None) -> frozenset[str] | None:
+    """The scopes of a member's role as read with the credential: a built-in role's, or a
+    custom role's stored ones; None when the member or their role is gone."""
+    if role_id is None:
+        return None
+    role = builtin_role(role_id)
+    if role is not None:
+        return role.scopes
+    if custom_scopes is not None:
+        return frozenset(orjson.loads(custom_scopes))
+    return None
+
+
 async def authenticate_session(
     token: str, tokens: SessionTokens, database: Database, clock: Clock
 ) -> VerifiedSession:
@@ -57,12 +75,8 @@ async def authenticate_session(
         raise Unauthenticated("The session has ended; sign in again")
     # The role as it is now: a change of role or of a custom role's scopes drops the cached
     # principal (Credentials.forget_company), so it takes effect on the next request.
-    role = builtin_role(row["role_id"])
-    if role is not None:
-        scopes = role.scopes
-    elif row["custom_scopes"] is not None:
-        scopes = frozenset(orjson.loads(row["custom_scopes"]))
-    else:
+    scopes = _role_scopes(row["role_id"], row["custom_scopes"])
+    if scopes is None:
         raise Unauthenticated("The session's role no longer exists; sign in again")
     principal = SessionPrincipal(
         user_id=claims.user_id,
@@ -89,13 +103,22 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
             break
     if row is None or row["revoked_at"] is not None:
         raise Unauthenticated("The API key is not valid or has been revoked")
+    # The creator's role as it is now: a role change, a custom role's new scopes or a removal
+    # drops the cached principal (Credentials.forget_company, on every node), so the key's
+    # next request is verified against it.
+    creator_scopes = _role_scopes(row["role_id"], row["custom_scopes"])
+    if creator_scopes is None:
+        # Removed from the company: the removal revoked the key in its own unit; a key found
+        # unrevoked all the same is still refused.
+        raise Unauthenticated("The API key is not valid or has been revoked")
     settings = _mode_settings(row["data"], row["mode"])
     return ApiKeyPrincipal(
         key_id=row["id"],
         company_id=row["company_id"],
         mode=row["mode"],
         type=row["type"],
-        scopes=frozenset(orjson.loads(row["scopes"])),
+        scopes=frozenset(orjson.loads(row["scopes"])) & creator_scopes,
         api_version=settings["defaultApiVersion"],
+        created_by=row["created_by"],
         merchant_access=bool(settings.get("apiKeyAccess", False)),
     )

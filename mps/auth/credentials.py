@@ -163,7 +163,8 @@ class Credentials:
 
     async def forget_company(self, company_id: str) -> None:
         """Something every credential of the company carries changed (its pinned version, a
-        member's role): verify each again on its next use."""
+        member's role, which also bounds the keys that member created): verify each again on
+        its next use."""
         await self._forget("company", company_id)
 
     async def _forget(self, kind: str, ident: str) -> None:

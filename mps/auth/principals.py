@@ -37,12 +37,16 @@ class SessionPrincipal:
 
 @dataclass(frozen=True)
 class ApiKeyPrincipal:
+    """A key acts for the member who created it (`created_by`): its `scopes` are those it was
+    given that its creator's role holds now (mps.auth.authenticate)."""
+
     key_id: str
     company_id: str
     mode: str
     type: str
     scopes: frozenset[str]
     api_version: str
+    created_by: str
     # The company's apiKeyAccess setting for the key's mode when the key was verified; a change
     # of the setting drops every cached credential of the company (mps.auth.credentials).
     merchant_access: bool = False

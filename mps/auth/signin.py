@@ -3,16 +3,28 @@
 Codes are 6 digits, valid 10 minutes, stored only as a keyed hash. A login allows at most 5 wrong
 codes in all (a fresh code does not reset the count); after that it is dead. The checks are
 conditional updates, so they hold however many requests race on one login, on any node.
+
+One code budget per person: every use case that mails a code (sign-up, login, a fresh code, an
+accepted invitation) first spends one from the email's budget (`spend_code_budget`), and every
+try at a code spends one from the email's guesses, whichever login it names; both are counted by
+the shared limiter, so they hold across the nodes of a cluster (README, Limits). They are
+counted for addresses with and without an account alike, so a 429 tells nothing about either.
+
+A sign-up creates nothing but its login: the login carries the company to create, and the
+company and its owner's membership are made when the code is entered (`verify_code`), so
+signing up with someone else's address attaches nothing to them.
 """
 
 from __future__ import annotations
 
+import logging
 import secrets
+import unicodedata
 from datetime import timedelta
 from typing import Any
 
 from mps.actors.company import CreateCompany, OpenSession, RevokeSession
-from mps.adapters.mail import Mail
+from mps.adapters.mail import Mail, MailFailed
 from mps.auth.limits import auth_limits
 from mps.auth.principals import SessionPrincipal
 from mps.auth.scopes import builtin_role
@@ -20,12 +32,26 @@ from mps.auth.tokens import SessionClaims
 from mps.domain.audit import AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.errors import BadRequest, Forbidden, NotFound
+from mps.errors import BadRequest, Forbidden, NotFound, Unavailable
 from mps.persistence import login_store
 from mps.persistence.queries import members as q
+from mps.persistence.statements import Row
 from mps.services import Services
 
-__all__ = ["logout", "me", "request_code", "sign_up", "start_login", "switch_mode", "verify_code"]
+__all__ = [
+    "continue_as_member",
+    "logout",
+    "me",
+    "normalize_email",
+    "request_code",
+    "sign_up",
+    "spend_code_budget",
+    "start_login",
+    "switch_mode",
+    "verify_code",
+]
+
+logger = logging.getLogger(__name__)
 
 CODE_TTL = timedelta(minutes=10)
 MAX_FAILED_CODES = 5
@@ -40,22 +66,42 @@ Origin = tuple[str | None, str | None]
 
 
 def normalize_email(email: str) -> str:
-    return email.strip().lower()
+    """NFKC, stripped, lower-case: how every email is kept and looked up (input refuses what
+    is still not ASCII after this, `mps.adapters.mail.mail_address`)."""
+    return unicodedata.normalize("NFKC", email).strip().lower()
 
 
 def _new_code() -> str:
     return f"{secrets.randbelow(1_000_000):06d}"
 
 
+async def spend_code_budget(services: Services, email: str) -> None:
+    """One code from `email`'s budget (shared by every route that mails a code); raises
+    RateLimited (429) when it is spent. Call it before anything is saved."""
+    limit = auth_limits(services.settings.development).codes_per_email
+    await services.shared_limiter.hit(limit, f"email:{normalize_email(email)}")
+
+
 async def sign_up(
     services: Services, company_name: str, email: str, name: str | None
 ) -> dict[str, Any]:
+    """A login that will create `company_name` owned by `email` once its code is entered. Only
+    the login is saved; if the code cannot be mailed, that is all there is (503)."""
     email = normalize_email(email)
+    await spend_code_budget(services, email)
     company_id = _new_company_id(services)
-    user_id = await services.shards.ask_company(
-        company_id, CreateCompany(company_name, email, name)
+    user = await q.user_by_email(services.database, email)
+    login = await _create_login(
+        services,
+        email,
+        user["id"] if user is not None else None,
+        company_id,
+        send=True,
+        signup=(company_name, name),
     )
-    login = await _create_login(services, email, user_id, company_id, send=True)
+    if not login["sent"]:
+        msg = "The sign-in code could not be mailed to that address; check it and try again"
+        raise Unavailable(msg, code="mail_failed", retry_after=60)
     return {"loginId": login["id"], "companyId": company_id, "expiresAt": login["expiresAt"]}
 
 
@@ -71,8 +117,10 @@ def _new_company_id(services: Services) -> str:
 
 
 async def start_login(services: Services, email: str) -> dict[str, Any]:
-    """Same answer whether or not the email belongs to a member: no account enumeration."""
+    """Same answer whether or not the email belongs to a member: no account enumeration. The
+    budget is spent either way, and a code that could not be mailed answers as one that was."""
     email = normalize_email(email)
+    await spend_code_budget(services, email)
     user = await q.user_by_email(services.database, email)
     member = user is not None and bool(await q.memberships(services.database, user["id"]))
     login = await _create_login(
@@ -85,62 +133,74 @@ async def continue_as_member(
     services: Services, email: str, user_id: str, company_id: str
 ) -> dict[str, Any]:
     """A sign-in for someone who just joined `company_id` (an accepted invitation): a code is
-    mailed to them, and verifying it opens their session there. No password exists."""
+    mailed to them, and verifying it opens their session there. No password exists. The caller
+    spends the code budget before the membership is saved (`spend_code_budget`); a code that
+    could not be mailed leaves the login, and `request_code` sends another."""
     login = await _create_login(services, email, user_id, company_id, send=True)
     return {"loginId": login["id"], "expiresAt": login["expiresAt"]}
 
 
 async def _create_login(
-    services: Services, email: str, user_id: str | None, company_id: str | None, *, send: bool
+    services: Services,
+    email: str,
+    user_id: str | None,
+    company_id: str | None,
+    *,
+    send: bool,
+    signup: tuple[str, str | None] | None = None,
 ) -> dict[str, Any]:
     now = services.clock()
     login_id = new_id("lgn")
     code = _new_code() if send else None
     expires = now + CODE_TTL
-    await services.actors.commit(
-        login_store.login_insert(
-            {
-                "id": login_id,
-                "email": email,
-                "user_id": user_id,
-                "company_id": company_id,
-                "code_hash": services.keyring.hash_code(login_id, code) if code else None,
-                "code_expires_at": iso(expires),
-                "failed_attempts": 0,
-                "created_at": iso(now),
-                "consumed_at": None,
-            },
-        )
-    )
-    if code is not None:
-        await _send_code(services, email, code)
-    return {"id": login_id, "expiresAt": iso(expires)}
+    row = {
+        "id": login_id,
+        "email": email,
+        "user_id": user_id,
+        "company_id": company_id,
+        "code_hash": services.keyring.hash_code(login_id, code) if code else None,
+        "code_expires_at": iso(expires),
+        "failed_attempts": 0,
+        "created_at": iso(now),
+        "consumed_at": None,
+    }
+    if signup is not None:
+        row["signup_company_name"], row["signup_owner_name"] = signup
+    await services.actors.commit(login_store.login_insert(row))
+    sent = await _send_code(services, email, code) if code is not None else False
+    return {"id": login_id, "expiresAt": iso(expires), "sent": sent}
 
 
-async def _send_code(services: Services, email: str, code: str) -> None:
-    await services.mailer.send(
-        Mail(
-            to=email,
-            subject=f"Your sign-in code: {code}",
-            text=f"Your Merchant Payments sign-in code is {code}. It expires in 10 minutes.\n"
-            "If you did not try to sign in, you can ignore this message.",
-            otp=code,
+async def _send_code(services: Services, email: str, code: str) -> bool:
+    """Mail `code`; False when it could not be sent (logged without the address or code). The
+    code is in the body only: subjects show in previews, notifications and logs."""
+    try:
+        await services.mailer.send(
+            Mail(
+                to=email,
+                subject="Your Merchant Payments sign-in code",
+                text=f"Your Merchant Payments sign-in code is {code}. It expires in 10 minutes.\n"
+                "If you did not try to sign in, you can ignore this message.",
+                otp=code,
+            )
         )
-    )
+    except MailFailed as exc:
+        logger.warning("a sign-in code could not be mailed: %s", exc.reason)
+        return False
+    return True
 
 
 async def request_code(services: Services, login_id: str) -> dict[str, Any]:
     login = await q.login_by_id(services.database, login_id)
     if login is None:
         raise NotFound("No such login")
-    # Per email as well as per login, so fresh logins cannot be used to flood one inbox.
-    services.limiter.hit(
-        auth_limits(services.settings.development).otp_request, f"email:{login['email']}"
-    )
+    # Per email as well as per login (the route's limit), so fresh logins cannot be used to
+    # flood one inbox; spent whether or not a code is sent, so the answer tells nothing.
+    await spend_code_budget(services, login["email"])
     now = services.clock()
     expires = now + CODE_TTL
     usable = (
-        login["user_id"] is not None
+        (login["user_id"] is not None or login["signup_company_name"] is not None)
         and login["consumed_at"] is None
         and login["failed_attempts"] < MAX_FAILED_CODES
         and login["created_at"] > iso(now - LOGIN_TTL)
@@ -173,21 +233,30 @@ async def verify_code(
     and the code stays usable (and no try is counted), so the person who holds it can name
     another company. Both checks are conditional updates, safe however many requests race.
     """
-    await _serve_here(services, login_id, company_id)
+    login = await q.login_by_id(services.database, login_id)
+    if login is not None:
+        # Every try counts against the email's guesses, whichever of its logins it names, and
+        # before the code is looked at: parallel guesses cannot outrun the count.
+        limit = auth_limits(services.settings.development).code_guesses_per_email
+        await services.shared_limiter.hit(limit, f"email:{login['email']}")
+    await _serve_here(services, login, company_id)
+    # A sign-up's company has no members until its code is entered: naming it is naming none.
+    signup_company = login["company_id"] if login and login["signup_company_name"] else None
+    spend_in = None if company_id is not None and company_id == signup_company else company_id
     now = iso(services.clock())
     # A code mailed just before a session-secret rotation is stored under the previous secret:
     # each hash the code may be stored as is tried, the current one first (SECURITY.md).
     code_hashes = services.keyring.code_hashes(login_id, code)
     for code_hash in code_hashes:
         rows = await services.actors.commit(
-            login_store.spend_code(login_id, code_hash, now, MAX_FAILED_CODES, company_id)
+            login_store.spend_code(login_id, code_hash, now, MAX_FAILED_CODES, spend_in)
         )
         if rows[0]:
             break
     if not rows[0]:
         # Was only the company wrong? Answered only to the holder of the right code, who could
         # sign in and see their companies anyway, so the 403 tells a prober nothing.
-        if company_id is not None:
+        if spend_in is not None:
             for code_hash in code_hashes:
                 if await q.code_is_usable(
                     services.database, login_id, code_hash, now, MAX_FAILED_CODES
@@ -195,17 +264,33 @@ async def verify_code(
                     raise Forbidden("You are not a member of that company", code="not_a_member")
         await services.actors.commit(login_store.count_failed_code(login_id, MAX_FAILED_CODES))
         raise BadRequest("The code is wrong, expired or no longer usable", code="invalid_code")
-    user_id: str = rows[0][0]["user_id"]
-    chosen = company_id or rows[0][0]["company_id"] or await _first_company(services, user_id)
+    spent = rows[0][0]
+    if spent["signup_company_name"] is not None:
+        user_id = await _create_signed_up_company(services, spent)
+        chosen = company_id or spent["company_id"]
+    else:
+        user_id = spent["user_id"]
+        chosen = company_id or spent["company_id"] or await _first_company(services, user_id)
     return await _open_session(services, user_id, chosen, mode or "test", origin)
 
 
-async def _serve_here(services: Services, login_id: str, company_id: str | None) -> None:
+async def _create_signed_up_company(services: Services, spent: Row) -> str:
+    """The company a sign-up's login carries, with its owner: made once, by the one request
+    that spent the code (a conditional update), on the node that owns the company's shard."""
+    user_id: str = await services.shards.ask_company(
+        spent["company_id"],
+        CreateCompany(spent["signup_company_name"], spent["email"], spent["signup_owner_name"]),
+    )
+    return user_id
+
+
+async def _serve_here(services: Services, login: Row | None, company_id: str | None) -> None:
     """In a cluster, make sure the session's company is served by this node before the code is
     spent: if another node owns it, the whole request is passed there (`ShardElsewhere`), and a
     code spent here first would be refused there. Reads only; names nothing to the client."""
-    login = await q.login_by_id(services.database, login_id)
-    if login is None or login["user_id"] is None:
+    if login is None:
+        return
+    if login["user_id"] is None and login["signup_company_name"] is None:
         return
     target = company_id or login["company_id"]
     if target is None:

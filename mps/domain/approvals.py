@@ -12,6 +12,13 @@ Vocabulary (request states):
 
 Rules: the requester cannot vote; each member votes once; a voter needs the action's own write
 scope; reaching `requiredApprovals` approves; one rejection rejects.
+
+The requester is a person. A member who asks from a session is the requester; a request an API
+key makes is recorded as made by the key (`requested_by`, what the contract's `requestedBy`
+shows) and the requester is the member who created the key (`requested_by_user`). So a member
+cannot route an action through their own key and then approve it themselves; and the member
+behind the key may cancel it, as they may cancel what they asked for in person. A key never
+votes or cancels: the approval routes take a dashboard session only (decisions 2).
 """
 
 from __future__ import annotations
@@ -97,10 +104,17 @@ class ApprovalRequest:
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     decided_at: str | None = None
+    # The person who asked: `requested_by` when a member asked from a session, the key's
+    # creator when an API key did (None only when that creator could not be found).
+    requested_by_user: str | None = None
 
     @property
     def approvals(self) -> int:
         return sum(1 for v in self.votes if v.decision == "approve")
+
+    def asked_by(self, user_id: str) -> bool:
+        """Whether `user_id` is the requester: who asked in person, or through their own key."""
+        return user_id in (self.requested_by, self.requested_by_user)
 
 
 def _require_pending(request: ApprovalRequest, now: str) -> None:
@@ -115,7 +129,8 @@ def vote(
 ) -> ApprovalRequest:
     """The request after `cast`: still PENDING, APPROVED (enough approvals) or REJECTED."""
     _require_pending(request, now)
-    if cast.user_id == request.requested_by:
+    if request.asked_by(cast.user_id):
+        # Also when they asked through one of their API keys (the module's docstring).
         raise Forbidden("You cannot vote on your own request", code="requester_cannot_vote")
     needed = ACTIONS[request.action]
     if needed not in voter_scopes:
@@ -132,6 +147,6 @@ def vote(
 
 def cancel(request: ApprovalRequest, user_id: str, now: str) -> ApprovalRequest:
     _require_pending(request, now)
-    if user_id != request.requested_by:
+    if not request.asked_by(user_id):
         raise Forbidden("Only the requester can cancel the request")
     return replace(request, status="CANCELLED", decided_at=now)

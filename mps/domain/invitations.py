@@ -31,6 +31,10 @@ class Invitation:
     expires_at: str
     user_id: str | None = None
     decided_at: str | None = None
+    # How the invitation's email went: PENDING until tried, then SENT or FAILED with a reason
+    # fit to show (None on invitations from before this was recorded).
+    email_status: str | None = "PENDING"
+    email_error: str | None = None
 
 
 def shown_status(invitation: Invitation, now: str) -> str:

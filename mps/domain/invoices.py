@@ -89,6 +89,10 @@ class Invoice:
     paid_note: str | None = None
     voided_at: str | None = None
     last_sent_at: str | None = None
+    # How the customer's latest email went: PENDING until tried, then SENT or FAILED with a
+    # reason fit to show (None on invoices from before this was recorded).
+    email_status: str | None = "PENDING"
+    email_error: str | None = None
     # New entries of the transition that made this snapshot (the stored timeline holds the rest).
     new_entries: tuple[TimelineEntry, ...] = field(default=(), compare=False)
 

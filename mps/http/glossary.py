@@ -438,6 +438,11 @@ FIELDS: dict[str, Meaning] = {
     "invitedBy": Meaning("The member who sent it (usr_…).", USER_ID),
     "decidedAt": Meaning("When it stopped being PENDING; null while PENDING.", LATER),
     "requestedBy": Meaning("Who asked for the action: a user id or an API key id.", USER_ID),
+    "requestedByUserId": Meaning(
+        "The member who asked: requestedBy itself, or the creator of the API key that asked; "
+        "they cannot vote on it.",
+        USER_ID,
+    ),
     "payload": Meaning("The action's request, run as sent once approved."),
     "votes": Meaning("The votes cast so far."),
     "decision": Meaning("approve or reject.", "approve"),
@@ -452,6 +457,10 @@ FIELDS: dict[str, Meaning] = {
         "needs none."
     ),
     "prefix": Meaning("The key's first characters, to recognise it.", "sk_test_"),
+    "createdBy": Meaning(
+        "The member who created the key (usr_…); the key never does more than they may now.",
+        USER_ID,
+    ),
     "lastUsedAt": Meaning("When the key last made a request; null when never.", LATER),
     "revokedAt": Meaning("When the key was revoked; null while it works.", LATER),
     "method": Meaning("The request's HTTP method.", "POST"),

@@ -81,6 +81,18 @@ _TIME = Str(format="date-time")
 # Described per field by the glossary (what the amount is), in minor units as a string.
 _MONEY = Str(pattern=r"-?[0-9]+")
 _NULL_STR = Str(nullable=True)
+# How the email about an invoice or invitation went; null on those from before it was recorded.
+_EMAIL_STATUS = Enum(
+    ["PENDING", "SENT", "FAILED"],
+    nullable=True,
+    description="How the latest email about it went: PENDING until tried, then SENT or FAILED.",
+    example="SENT",
+)
+_EMAIL_ERROR = Str(
+    nullable=True,
+    description="Why the email could not be sent (FAILED), without server details; else null.",
+    example="the mail server could not be reached or took too long",
+)
 
 
 _OK = Bool(description="true on every success.", example=True)
@@ -235,6 +247,7 @@ API_KEY_FIELDS: dict[str, Schema] = {
     "scopes": Array(Str()),
     "prefix": Str(),
     "last4": Str(),
+    "createdBy": Str(),
     "createdAt": _TIME,
     "lastUsedAt": Str(format="date-time", nullable=True),
     "revokedAt": Str(format="date-time", nullable=True),
@@ -463,6 +476,8 @@ INVOICE_FIELDS: dict[str, Schema] = {
     "paidReference": _NULL_STR,
     "voidedAt": Str(format="date-time", nullable=True),
     "hostedUrl": Str(format="uri", description="The customer's link to the hosted page."),
+    "emailStatus": _EMAIL_STATUS,
+    "emailError": _EMAIL_ERROR,
     "livemode": Bool(),
     "createdAt": _TIME,
     "updatedAt": _TIME,
@@ -546,6 +561,8 @@ INVITATION_FIELDS: dict[str, Schema] = {
     "createdAt": _TIME,
     "expiresAt": _TIME,
     "decidedAt": Str(format="date-time", nullable=True),
+    "emailStatus": _EMAIL_STATUS,
+    "emailError": _EMAIL_ERROR,
 }
 INVITATION = named("Invitation", INVITATION_FIELDS)
 
@@ -554,6 +571,7 @@ APPROVAL_FIELDS: dict[str, Schema] = {
     "action": Str(),
     "status": APPROVAL_STATUS,
     "requestedBy": Str(),
+    "requestedByUserId": _NULL_STR,
     "payload": Map(values=Anything()),
     "votes": Array(
         Obj(

@@ -3,6 +3,11 @@ approved action, the actor that runs it) commits, and what the company actor loa
 
 A request's status changes are guarded by the status they expect: a second execution of an
 approved action, a vote on a decided request, finds no row and rolls its whole unit back.
+
+The person behind a request an API key made (`ApprovalRequest.requested_by_user`) is the key's
+creator. It is not a column: a key's creator never changes and key rows are never deleted (a
+revoked key keeps its row), so every read takes it from the key's row (`_SELECT`). Requests made
+before this rule existed name their person too, without a backfill.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ __all__ = [
     "event",
     "finished",
     "get_request",
+    "key_creator",
     "list_requests",
     "load_open",
     "load_policies",
@@ -149,6 +155,23 @@ def event(request: ApprovalRequest, event_type: str, now: str) -> Statement:
     return event_insert(row)
 
 
+# A request's row and its requester person: the creator of the key that asked, else the member.
+_SELECT = (
+    "SELECT *, COALESCE((SELECT k.created_by FROM api_keys k "
+    "WHERE k.id = approval_requests.requested_by "
+    "AND k.company_id = approval_requests.company_id), requested_by) AS requested_by_user "
+    "FROM approval_requests"
+)
+
+
+async def key_creator(db: Database, company_id: str, key_id: str) -> str | None:
+    """The member who created the company's API key `key_id`; None when it has no such key."""
+    found = await db.fetchval(
+        "SELECT created_by FROM api_keys WHERE id = $1 AND company_id = $2", key_id, company_id
+    )
+    return None if found is None else str(found)
+
+
 def _request(row: Row, votes: list[Row]) -> ApprovalRequest:
     return ApprovalRequest(
         id=row["id"],
@@ -165,6 +188,7 @@ def _request(row: Row, votes: list[Row]) -> ApprovalRequest:
         result=orjson.loads(row["result"]) if row["result"] else None,
         error=orjson.loads(row["error"]) if row["error"] else None,
         decided_at=row["decided_at"],
+        requested_by_user=row["requested_by_user"],
     )
 
 
@@ -185,8 +209,7 @@ async def _with_votes(db: Database, rows: list[Row]) -> list[ApprovalRequest]:
 async def load_open(db: Database, company_id: str) -> dict[str, ApprovalRequest]:
     """The company's PENDING and APPROVED requests, for its actor's activation."""
     rows = await db.fetch(
-        "SELECT * FROM approval_requests WHERE company_id = $1 "
-        "AND status IN ('PENDING', 'APPROVED')",
+        f"{_SELECT} WHERE company_id = $1 AND status IN ('PENDING', 'APPROVED')",
         company_id,
     )
     return {r.id: r for r in await _with_votes(db, rows)}
@@ -196,7 +219,7 @@ async def get_request(
     db: Database, company_id: str, mode: str, request_id: str
 ) -> ApprovalRequest | None:
     rows = await db.fetch(
-        "SELECT * FROM approval_requests WHERE id = $1 AND company_id = $2 AND mode = $3",
+        f"{_SELECT} WHERE id = $1 AND company_id = $2 AND mode = $3",
         request_id,
         company_id,
         mode,
@@ -211,7 +234,7 @@ async def list_requests(
     where = (
         Where().compare("company_id", company_id).compare("mode", mode).compare("status", status)
     )
-    rows, cursor = await fetch_page(db, "SELECT * FROM approval_requests", where, page)
+    rows, cursor = await fetch_page(db, _SELECT, where, page)
     return await _with_votes(db, rows), cursor
 
 

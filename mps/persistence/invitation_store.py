@@ -13,6 +13,7 @@ __all__ = [
     "InvitationClosed",
     "by_token_hash",
     "decide",
+    "email_outcome",
     "get_invitation",
     "invitation_from_row",
     "invitation_insert",
@@ -37,6 +38,8 @@ def invitation_from_row(row: Row) -> Invitation:
         expires_at=row["expires_at"],
         user_id=row["user_id"],
         decided_at=row["decided_at"],
+        email_status=row["email_status"],
+        email_error=row["email_error"],
     )
 
 
@@ -55,7 +58,18 @@ def invitation_insert(invitation: Invitation, token_hash: str) -> Statement:
             "created_at": invitation.created_at,
             "expires_at": invitation.expires_at,
             "decided_at": None,
+            "email_status": invitation.email_status,
+            "email_error": invitation.email_error,
         },
+    )
+
+
+def email_outcome(company_id: str, invitation_id: str, status: str, error: str | None) -> Statement:
+    """How the invitation's email went (SENT, or FAILED with a reason)."""
+    return Statement(
+        "UPDATE invitations SET email_status = $1, email_error = $2 "
+        "WHERE id = $3 AND company_id = $4",
+        (status, error, invitation_id, company_id),
     )
 
 

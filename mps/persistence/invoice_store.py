@@ -15,6 +15,7 @@ from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
     "NumberTaken",
+    "email_outcome",
     "invoice_changes",
     "invoice_from_row",
     "invoice_insert",
@@ -60,6 +61,8 @@ def invoice_from_row(row: Row) -> Invoice:
         last_sent_at=row["last_sent_at"],
         created_at=row["created_at"],
         updated_at=row["updated_at"],
+        email_status=row["email_status"],
+        email_error=row["email_error"],
     )
 
 
@@ -133,6 +136,8 @@ def invoice_insert(
             "overdue_from": invoice.overdue_from,
             "memo": invoice.memo,
             "created_at": invoice.created_at,
+            "email_status": invoice.email_status,
+            "email_error": invoice.email_error,
             **_columns(invoice),
         },
     )
@@ -151,6 +156,16 @@ def invoice_changes(
     ]
     events, bodies = _events(after, (event,) if event else (), obj)
     return [*statements, *events], bodies
+
+
+def email_outcome(company_id: str, invoice_id: str, status: str, error: str | None) -> Statement:
+    """How the customer's latest email about the invoice went (SENT, or FAILED with a reason).
+    Not versioned: it is no part of the invoice's state machine, and the invoice actor's
+    updates leave these columns alone."""
+    return Statement(
+        "UPDATE invoices SET email_status = $1, email_error = $2 WHERE id = $3 AND company_id = $4",
+        (status, error, invoice_id, company_id),
+    )
 
 
 async def load_invoice(db: Database, company_id: str, invoice_id: str) -> Invoice | None:

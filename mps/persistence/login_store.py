@@ -40,7 +40,9 @@ def spend_code(
 ) -> Statement:
     """Consume the code if it is right, unexpired and the login has tries left, and, when a
     company is named, only if the login's user is a member of it. Returns the login's
-    `user_id` and `company_id`; no row when any condition failed."""
+    `user_id`, `company_id`, `email` and the company a sign-up will create
+    (`signup_company_name`, `signup_owner_name`, NULL for other logins); no row when any
+    condition failed."""
     sql = (
         "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL "
         "AND failed_attempts < $3 AND code_hash = $4 AND code_expires_at > $1"
@@ -52,4 +54,5 @@ def spend_code(
             "WHERE m.user_id = logins.user_id AND m.company_id = $5)"
         )
         params += (company_id,)
-    return Statement(sql + " RETURNING user_id, company_id", params)
+    returning = " RETURNING user_id, company_id, email, signup_company_name, signup_owner_name"
+    return Statement(sql + returning, params)

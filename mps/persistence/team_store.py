@@ -11,6 +11,8 @@ from mps.persistence.statements import Statement, insert
 
 __all__ = [
     "RoleNameTaken",
+    "keys_revoke",
+    "live_keys",
     "load_roles",
     "member_remove",
     "member_role",
@@ -83,6 +85,27 @@ def sessions_revoke(company_id: str, user_id: str, now: str) -> Statement:
         "WHERE company_id = $2 AND user_id = $3 AND revoked_at IS NULL",
         (now, company_id, user_id),
     )
+
+
+def keys_revoke(company_id: str, user_id: str, now: str) -> Statement:
+    """Revoke every unrevoked API key the user created in the company, of both modes (a key
+    acts for its creator, who is no longer a member)."""
+    return Statement(
+        "UPDATE api_keys SET revoked_at = $1 "
+        "WHERE company_id = $2 AND created_by = $3 AND revoked_at IS NULL",
+        (now, company_id, user_id),
+    )
+
+
+async def live_keys(db: Database, company_id: str, user_id: str) -> list[str]:
+    """The ids of the unrevoked API keys the user created in the company, oldest first."""
+    rows = await db.fetch(
+        "SELECT id FROM api_keys WHERE company_id = $1 AND created_by = $2 "
+        "AND revoked_at IS NULL ORDER BY created_at, id",
+        company_id,
+        user_id,
+    )
+    return [str(r["id"]) for r in rows]
 
 
 async def load_roles(db: Database, company_id: str) -> dict[str, Role]:

@@ -15,6 +15,9 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "action": request.action,
         "status": request.status,
         "requestedBy": request.requested_by,
+        # An addition to the contract's shape: the person who asked (the key's creator when
+        # `requestedBy` is an API key), who can neither vote on it nor be outvoted by their key.
+        "requestedByUserId": request.requested_by_user,
         "payload": request.payload,
         "votes": [
             {"userId": v.user_id, "decision": v.decision, "comment": v.comment, "at": v.at}

@@ -19,4 +19,6 @@ def invitation_json(invitation: Invitation, now: str) -> dict[str, Any]:
         "createdAt": invitation.created_at,
         "expiresAt": invitation.expires_at,
         "decidedAt": invitation.decided_at,
+        "emailStatus": invitation.email_status,
+        "emailError": invitation.email_error,
     }

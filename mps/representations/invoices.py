@@ -41,6 +41,8 @@ def invoice_json(invoice: Invoice, hosted_url: str) -> dict[str, Any]:
         "paidReference": invoice.paid_reference,
         "voidedAt": invoice.voided_at,
         "hostedUrl": hosted_url,
+        "emailStatus": invoice.email_status,
+        "emailError": invoice.email_error,
         "livemode": invoice.livemode,
         "createdAt": invoice.created_at,
         "updatedAt": invoice.updated_at,

@@ -1,5 +1,10 @@
 """API keys: created within the creator's own scopes (shown once, a keyed hash at rest), and
-revoked."""
+revoked.
+
+A key acts for its creator: it is made only by a member of the company (a session a removed
+member's node still holds is refused here), its reach follows the creator's role as it is now
+(mps.auth.authenticate), and removing the member revokes their keys (mps.actors.company.team).
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,10 @@ __all__ = ["create_api_key", "revoke_api_key"]
 async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[dict[str, Any], str]:
     require_fresh(state)
     state.require()
+    if command.created_by not in state.members:
+        # Removed since their session was verified (another node's cache may still hold it):
+        # a key made now would be revoked with nobody to act for.
+        raise Forbidden("You are not a member of this company", code="not_a_member")
     beyond = set(command.scopes) - command.creator_scopes
     if beyond:
         raise Forbidden("A key cannot have scopes its creator lacks: " + ", ".join(sorted(beyond)))

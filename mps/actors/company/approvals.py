@@ -28,7 +28,7 @@ from mps.domain.approvals import APPROVAL_TTL, ApprovalRequest, Policy, Vote
 from mps.domain.audit import SYSTEM
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.errors import Conflict, NotFound
+from mps.errors import Conflict, Forbidden, NotFound
 from mps.persistence import approval_store as store
 from mps.persistence.statements import Statement
 
@@ -66,6 +66,7 @@ async def request_approval(state: CompanyState, command: RequestApproval) -> App
     ):
         return None
     policy = state.policies[command.action]
+    requester = await _requester(state, command.requested_by)
     now = state.context.clock()
     request = ApprovalRequest(
         id=new_id("apr"),
@@ -78,6 +79,7 @@ async def request_approval(state: CompanyState, command: RequestApproval) -> App
         required_approvals=policy.required_approvals,
         created_at=iso(now),
         expires_at=iso(now + APPROVAL_TTL),
+        requested_by_user=requester,
     )
     statements: list[Statement] = [
         store.request_insert(request),
@@ -92,6 +94,23 @@ async def request_approval(state: CompanyState, command: RequestApproval) -> App
     await commit_audited(state, statements, [audit])
     state.approvals[request.id] = request
     return request
+
+
+async def _requester(state: CompanyState, requested_by: str) -> str:
+    """The person who asks: the member, or the member who created the asking API key, so that
+    they cannot approve what they asked for through their key (mps.domain.approvals).
+
+    A key's creator is read here: one read by primary key, only for an action a key asks for
+    above its policy's threshold (rare, and a commit follows anyway). Payouts and cards run
+    this detached, outside the turn; a refund's RequestApproval runs it in the turn.
+    A key that is not the company's cannot have authenticated; should its row be missing all
+    the same, the request is refused rather than left without a person who may not vote."""
+    if not requested_by.startswith("key_"):
+        return requested_by
+    creator = await store.key_creator(state.context.database, state.company_id, requested_by)
+    if creator is None:
+        raise Forbidden("The API key is not the company's", code="insufficient_scope")
+    return creator
 
 
 def _open(state: CompanyState, mode: str | None, request_id: str) -> ApprovalRequest:

@@ -194,18 +194,41 @@ def remove_member(state: CompanyState, command: RemoveMember) -> Detached:
     if command.granter_scopes is not None:
         rules.check_outranks(state.members, state.roles, command.user_id, command.granter_scopes)
     rules.check_unseat(state.members, command.user_id)
-    held = state.members.pop(command.user_id)
+    user_id = command.user_id
+    held = state.members.pop(user_id)
     now = iso(state.context.clock())
-    audit = entry(state, command.audit, "member.removed", ("user", command.user_id), role=held)
+    audit = entry(state, command.audit, "member.removed", ("user", user_id), role=held)
     statements = [
-        store.member_remove(state.company_id, command.user_id),
-        store.sessions_revoke(state.company_id, command.user_id, now),
+        store.member_remove(state.company_id, user_id),
+        store.sessions_revoke(state.company_id, user_id, now),
+        # Their API keys act for them, so they go with them, in the same unit (revoked, not
+        # handed to the company: nobody else chose their scopes; SECURITY.md, "API keys").
+        store.keys_revoke(state.company_id, user_id, now),
     ]
 
     def undo() -> None:
-        state.members[command.user_id] = held
+        state.members[user_id] = held
 
-    return _commit(state, statements, [audit], (command.user_id, held), undo)
+    async def work() -> tuple[str, str]:
+        # The keys each get an audit entry, so they are read first, outside the turn. None is
+        # missed: no key of theirs is made after this turn (create_api_key refuses a
+        # non-member) and every key made before it committed in its own turn; the UPDATE
+        # above revokes by creator in any case. A failed read wrote nothing: undo only.
+        why = {"reason": "member_removed", "createdBy": user_id}
+        try:
+            keys = await store.live_keys(state.context.database, state.company_id, user_id)
+        except BaseException:
+            undo()
+            raise
+        revoked = [
+            entry(state, command.audit, "api_key.revoked", ("api_key", key_id), **why)
+            for key_id in keys
+        ]
+        removal = _commit(state, statements, [audit, *revoked], (user_id, held), undo)
+        reply: tuple[str, str] = await removal.work
+        return reply
+
+    return Detached(work())
 
 
 def transfer_ownership(state: CompanyState, command: TransferOwnership) -> Detached:

@@ -39,6 +39,8 @@ def key_view(row: dict[str, Any]) -> dict[str, Any]:
         "scopes": orjson.loads(scopes) if isinstance(scopes, str) else scopes,
         "prefix": row["prefix"],
         "last4": row["last4"],
+        # An addition to the contract's list: the member the key acts for (SECURITY.md).
+        "createdBy": row["created_by"],
         "createdAt": row["created_at"],
         "lastUsedAt": row["last_used_at"],
         "revokedAt": row["revoked_at"],

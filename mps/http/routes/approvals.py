@@ -200,7 +200,7 @@ ROUTES = [
         "POST",
         "/team/approvals/requests/{id}/cancel",
         cancel,
-        "Withdraw your own PENDING request",
+        "Withdraw your own PENDING request (also one your API key made)",
         "team",
         response=resource(APPROVAL),
     ),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mps.auth import signin
 from mps.auth.limits import auth_limits
+from mps.http.mailed import mail_input
 from mps.http.replies import Resource
 from mps.http.resources import MEMBER_FIELDS, MODE, SESSION, resource
 from mps.http.routing import Auth, Call, LimitRule, Route
@@ -92,6 +93,7 @@ def build(development: bool) -> list[Route]:
                     "name": Str(max_length=200),
                 },
                 required=["companyName", "email"],
+                rules=[mail_input(addresses=("email",), headers=("companyName", "name"))],
             ),
         ),
         Route(
@@ -103,7 +105,9 @@ def build(development: bool) -> list[Route]:
             Auth.PUBLIC,
             limits=(by_ip,),
             response=_LOGIN,
-            body=Obj({"email": _EMAIL}, required=["email"]),
+            body=Obj(
+                {"email": _EMAIL}, required=["email"], rules=[mail_input(addresses=("email",))]
+            ),
         ),
         Route(
             "POST",

@@ -8,6 +8,7 @@ guessed by trying.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from aiohttp import web
@@ -19,6 +20,7 @@ from mps.domain.clock import iso
 from mps.domain.invitations import Invitation, shown_status
 from mps.domain.team import resolve_role
 from mps.errors import Conflict, NotFound
+from mps.http.mailed import mail_input, send_after_commit, settle
 from mps.http.pages.invitation import render_invitation_page
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
@@ -49,8 +51,11 @@ def _view(call: Call, invitation: Invitation) -> dict[str, Any]:
 
 
 async def create_invitation(call: Call) -> Resource:
+    """Commits the invitation, then mails its link; a mail that cannot be sent leaves the
+    invitation PENDING with `emailStatus: FAILED` (and why) in the 201, never a 500 that
+    would make the client invite twice. Inviting again sends a new link."""
     session, body = call.session, call.body
-    email = body["email"].strip().lower()
+    email = signin.normalize_email(body["email"])
 
     def present(result: tuple[Invitation, str]) -> Resource:
         return Resource(_view(call, result[0]), 201)
@@ -65,19 +70,24 @@ async def create_invitation(call: Call) -> Resource:
     )  # fmt: skip
     company = await companies.company(call.services.database, session.company_id)
     link = invite_link(call, token)
-    await call.services.mailer.send(
-        Mail(
-            to=email,
-            subject=f"You are invited to join {company.name}",
-            text=(
-                f"You have been invited to join {company.name} on Merchant Payments.\n\n"
-                f"Accept the invitation: {link}\n\nIt expires in 7 days. If you did not expect "
-                "it, you can ignore this message."
-            ),
-            link=link,
-        )
+    mail = Mail(
+        to=email,
+        subject=f"You are invited to join {company.name}",
+        text=(
+            f"You have been invited to join {company.name} on Merchant Payments.\n\n"
+            f"Accept the invitation: {link}\n\nIt expires in 7 days. If you did not expect "
+            "it, you can ignore this message."
+        ),
+        link=link,
     )
-    return present((invitation, token))
+    outcome = await send_after_commit(
+        call,
+        mail,
+        lambda status, error: store.email_outcome(session.company_id, invitation.id, status, error),
+    )
+    result = (replace(invitation, email_status=outcome.status, email_error=outcome.error), token)
+    await settle(call, result)
+    return present(result)
 
 
 async def list_invitations(call: Call) -> Page:
@@ -141,6 +151,9 @@ async def accept(call: Call) -> Resource:
     invitation = await _by_token(call)
     if shown_status(invitation, _now(call)) != "PENDING":
         raise Conflict("The invitation is no longer open", code="invalid_state")
+    # The code mailed next comes from the invitee's one budget (mps.auth.signin), spent before
+    # the membership is saved so that a 429 leaves nothing half-done.
+    await signin.spend_code_budget(call.services, invitation.email)
     user_id = await call.services.shards.ask_company(
         invitation.company_id, AcceptInvitation(invitation)
     )
@@ -193,7 +206,11 @@ ROUTES = [
         "team",
         scope="team:write",
         status=201,
-        body=Obj({"email": EMAIL, "roleId": Str(max_length=64)}, required=["email", "roleId"]),
+        body=Obj(
+            {"email": EMAIL, "roleId": Str(max_length=64)},
+            required=["email", "roleId"],
+            rules=[mail_input(addresses=("email",))],
+        ),
         limits=(LimitRule(Limit("invitation-create", 20, 60), _user),),
         response=resource(INVITATION),
     ),

@@ -3,12 +3,14 @@ mark-paid, resend, cancel; and the hosted invoice page the customer's email link
 
 The company actor numbers and creates an invoice; its own actor changes it afterwards. The
 customer is emailed once the invoice (or its resend) is committed: a crash in between loses
-the email, never the invoice, and a resend sends it again.
+the email, never the invoice, and a resend sends it again. A send that fails is recorded on the
+invoice (`emailStatus: FAILED`, `mps.http.mailed`) and answered, never raised.
 """
 
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import date
 from html import escape
 from typing import Any
@@ -18,10 +20,12 @@ from aiohttp import web
 from mps.actors.company import CreateInvoice, NewInvoice
 from mps.actors.invoice import InvoiceOutcome, MarkInvoicePaid, ResendInvoice, VoidInvoice
 from mps.adapters.mail import Mail
+from mps.auth.signin import normalize_email
 from mps.documents.invoice_pdf import render_invoice_pdf
 from mps.domain.invoices import INVOICE_STATUSES, Invoice, LineItem
 from mps.domain.money import format_major
 from mps.errors import FieldError, NotFound
+from mps.http.mailed import mail_input, send_after_commit, settle
 from mps.http.pages.invoice import render_invoice_page
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Aggregate, Page, Resource
@@ -38,6 +42,7 @@ from mps.http.routes.payments import CURRENCY, DATE_RANGE, EMAIL, range_filter
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Amount, Array, Int, Moment, Obj, OneOf, Str
 from mps.http.security import csp_nonce
+from mps.persistence import invoice_store as store
 from mps.persistence.queries import companies
 from mps.persistence.queries import invoices as q
 from mps.representations.invoices import hosted_url, invoice_json, timeline_json
@@ -56,8 +61,10 @@ def _view(call: Call, invoice: Invoice) -> dict[str, Any]:
     return invoice_json(invoice, link(call, invoice.id))
 
 
-async def _email(call: Call, invoice: Invoice, again: bool) -> None:
-    """The customer's email: plain text and HTML, with the hosted link. Not logged."""
+async def _email(call: Call, invoice: Invoice, again: bool) -> Invoice:
+    """The customer's email: plain text and HTML, with the hosted link. Not logged. Returns
+    the invoice with how the email went (`mps.http.mailed`): a failure is recorded, not
+    raised, so the answer says so and the invoice stands."""
     services = call.services
     company = await companies.company(services.database, invoice.company_id)
     hosted = link(call, invoice.id)
@@ -72,9 +79,13 @@ async def _email(call: Call, invoice: Invoice, again: bool) -> None:
         f"{due}.\n\nView and download it: {hosted}\n"
     )
     html = render_invoice_email(company.name, invoice, total, due, hosted, greeting)
-    await services.mailer.send(
-        Mail(to=invoice.customer_email, subject=subject, text=text, html=html, link=hosted)
+    mail = Mail(to=invoice.customer_email, subject=subject, text=text, html=html, link=hosted)
+    outcome = await send_after_commit(
+        call,
+        mail,
+        lambda status, error: store.email_outcome(invoice.company_id, invoice.id, status, error),
     )
+    return replace(invoice, email_status=outcome.status, email_error=outcome.error)
 
 
 def render_invoice_email(
@@ -121,7 +132,7 @@ async def create_invoice(call: Call) -> Resource:
     merchant, body = call.merchant, call.body
     spec = NewInvoice(
         currency=body["currency"],
-        customer_email=body["customerEmail"].lower(),
+        customer_email=normalize_email(body["customerEmail"]),
         customer_name=body.get("customerName"),
         items=_items(body),
         amount_minor=body.get("amountMinor"),
@@ -133,7 +144,8 @@ async def create_invoice(call: Call) -> Resource:
     invoice: Invoice = await call.services.shards.ask_company(
         merchant.company_id, CreateInvoice(merchant.mode, spec, merchant.actor_id, idem)
     )
-    await _email(call, invoice, again=False)
+    invoice = await _email(call, invoice, again=False)
+    await settle(call, invoice)
     return Resource(_view(call, invoice), 201)
 
 
@@ -246,7 +258,8 @@ async def resend(call: Call) -> Resource:
     merchant = call.merchant
     idem = call.idempotent(lambda o: _changed(call, o))
     outcome = await _change(call, ResendInvoice(merchant.mode, merchant.actor_id, idem))
-    await _email(call, outcome.invoice, again=True)
+    outcome = replace(outcome, invoice=await _email(call, outcome.invoice, again=True))
+    await settle(call, outcome)
     return _changed(call, outcome)
 
 
@@ -303,7 +316,11 @@ CREATE_BODY = Obj(
         "memo": Str(max_length=1000),
     },
     required=["currency", "customerEmail"],
-    rules=[_one_way_to_total, _real_date],
+    rules=[
+        _one_way_to_total,
+        _real_date,
+        mail_input(addresses=("customerEmail",), headers=("customerName",)),
+    ],
 )
 TOKEN = Obj({"t": Str(max_length=64)})
 

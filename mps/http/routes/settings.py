@@ -8,6 +8,7 @@ from mps.actors.company import UpdateSettings
 from mps.domain.company import Company
 from mps.domain.money import KNOWN_CURRENCIES
 from mps.errors import FieldError
+from mps.http.mailed import mail_input
 from mps.http.replies import Resource
 from mps.http.resources import SETTINGS, resource
 from mps.http.routing import Call, Route
@@ -88,7 +89,8 @@ ROUTES = [
                 "defaultApiVersion": Enum(["v1", "v2"]),
                 "apiKeyAccess": Bool(),
             },
-            rules=[_not_empty],
+            # The name is the From of nothing but the Subject of every invoice and invitation.
+            rules=[_not_empty, mail_input(headers=("name",))],
         ),
     ),
 ]

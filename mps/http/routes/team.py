@@ -3,7 +3,8 @@
 Every change goes to the company actor, which decides it against the members and roles it
 holds and appends its audit entry in the same unit. Once a role or membership changes, every
 cached credential of the company is verified again on its next use (on every node), so the
-change takes effect on the next request.
+change takes effect on the next request: for the member's sessions, and for the API keys they
+created, whose scopes are bounded by their creator's role (mps.auth.authenticate).
 """
 
 from __future__ import annotations

@@ -8,7 +8,9 @@ from mps.persistence.statements import Row
 
 __all__ = ["key_exists", "key_logs", "key_row", "list_keys"]
 
-_KEY_COLUMNS = "id, mode, name, type, prefix, last4, scopes, created_at, last_used_at, revoked_at"
+_KEY_COLUMNS = (
+    "id, mode, name, type, prefix, last4, scopes, created_by, created_at, last_used_at, revoked_at"
+)
 
 
 async def list_keys(

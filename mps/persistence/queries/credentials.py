@@ -28,8 +28,14 @@ async def session_with_member(
 
 
 async def api_key_by_hash(db: Database, secret_hash: str) -> Row | None:
+    """The key, the company's settings, and its creator's role as it is now (with the scopes of
+    a custom one): `role_id` is None when the creator is no longer a member."""
     return await db.fetchrow(
-        "SELECT k.id, k.company_id, k.mode, k.type, k.scopes, k.revoked_at, c.data "
-        "FROM api_keys k JOIN companies c ON c.id = k.company_id WHERE k.secret_hash = $1",
+        "SELECT k.id, k.company_id, k.mode, k.type, k.scopes, k.revoked_at, k.created_by, "
+        "c.data, m.role_id, r.scopes AS custom_scopes "
+        "FROM api_keys k JOIN companies c ON c.id = k.company_id "
+        "LEFT JOIN members m ON m.company_id = k.company_id AND m.user_id = k.created_by "
+        "LEFT JOIN roles r ON r.id = m.role_id AND r.company_id = k.company_id "
+        "WHERE k.secret_hash = $1",
         secret_hash,
     )

@@ -10,7 +10,7 @@ from mps.errors import KeyAlreadyStored
 from mps.persistence.database import Database
 from mps.persistence.statements import Row, Statement
 
-__all__ = ["live_response", "store_response"]
+__all__ = ["live_response", "replace_body", "store_response"]
 
 
 async def live_response(db: Database, scope: str, key: str, now: str) -> Row | None:
@@ -43,6 +43,17 @@ def store_response(row: Mapping[str, Any]) -> list[Statement]:
             keyed_by=columns.index("idem_key"),
         )
     ]
+
+
+def replace_body(scope: str, key: str, fingerprint: str, body: str) -> Statement:
+    """Replace the stored (sealed) body of the key's response: for a route that learns after
+    its commit what its answer says (how the email about the change went), so that the first
+    answer and every replay stay the same bytes."""
+    return Statement(
+        "UPDATE idempotency_keys SET body = $1 "
+        "WHERE company_id = $2 AND idem_key = $3 AND fingerprint = $4",
+        (body, scope, key, fingerprint),
+    )
 
 
 @functools.lru_cache(maxsize=16)

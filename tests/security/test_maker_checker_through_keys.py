@@ -1,0 +1,270 @@
+"""Maker-checker through API keys (decisions 2, 9): the requester of an approval is the person.
+
+A request made with a key keeps `requestedBy` the key's id (the contract's field) and names the
+key's creator in `requestedByUserId`. The rule "the requester cannot vote" then holds for that
+person: neither their session nor any key votes on it (keys never vote: the team routes take a
+session). The person behind the key may cancel it, as a member cancels their own request.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+
+from mps.persistence import approval_store
+from tests.helpers import Member, add_member, assert_envelope, sign_up
+from tests.money import ACCOUNT, balance, paid_payment, services
+
+pytestmark = pytest.mark.both_backends
+
+# A member who runs payouts and the developer settings, but not the team.
+PAYOUT_CLERK = ["payouts:read", "payouts:write", "settings:read", "settings:write"]
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+async def _policy(client: TestClient[Any, Any], member: Member, action: str, threshold: str) -> Any:
+    return await client.put(
+        f"/api/v1/team/approvals/policies/{action}",
+        json={"enabled": True, "thresholds": {"USD": threshold}, "requiredApprovals": 1},
+        headers=member.headers,
+    )
+
+
+async def _role(client: TestClient[Any, Any], owner: Member, name: str, scopes: list[str]) -> str:
+    response = await client.post(
+        "/api/v1/team/roles", json={"name": name, "scopes": scopes}, headers=owner.headers
+    )
+    body = await response.json()
+    assert response.status == 201, body
+    role_id: str = body["id"]
+    return role_id
+
+
+async def _key_access(client: TestClient[Any, Any], member: Member) -> Any:
+    return await client.patch(
+        "/api/v1/merchant/settings", json={"apiKeyAccess": True}, headers=member.headers
+    )
+
+
+async def _key(client: TestClient[Any, Any], member: Member, scopes: list[str]) -> dict[str, Any]:
+    response = await client.post(
+        "/api/v1/merchant/api-keys",
+        json={"name": "backend", "scopes": scopes},
+        headers=member.headers,
+    )
+    body: dict[str, Any] = await response.json()
+    assert response.status == 201, body
+    return body
+
+
+async def _vote(
+    client: TestClient[Any, Any], headers: dict[str, str], request_id: str, decision: str
+) -> Any:
+    return await client.post(
+        f"/api/v1/team/approvals/requests/{request_id}/{decision}",
+        json={"comment": "mine"},
+        headers=headers,
+    )
+
+
+async def _payouts(client: TestClient[Any, Any], member: Member) -> list[dict[str, Any]]:
+    response = await client.get("/api/v1/merchant/payouts", headers=member.headers)
+    found: list[dict[str, Any]] = (await response.json())["data"]
+    return found
+
+
+async def _clerk_with_a_payout_key(
+    client: TestClient[Any, Any],
+) -> tuple[Member, Member, dict[str, Any], str]:
+    """The owner (with money and a bank account, and a payout policy above 10.00) and a
+    payout clerk who turned key access on and holds a payout key."""
+    owner = await sign_up(client)
+    await paid_payment(client, owner, "10000")
+    account = await client.post(
+        "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
+    )
+    account_id: str = (await account.json())["id"]
+    assert (await _policy(client, owner, "payout.create", "1000")).status == 200
+    role_id = await _role(client, owner, "payout clerk", PAYOUT_CLERK)
+    clerk = await add_member(client, owner, "clerk@example.com", role_id)
+    assert (await _key_access(client, clerk)).status == 200
+    key = await _key(client, clerk, ["payouts:read", "payouts:write"])
+    return owner, clerk, key, account_id
+
+
+async def test_a_member_cannot_approve_the_payout_they_requested_through_their_own_key(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a payout clerk (no team:write) who cannot change the approval policy, but turned key
+    # access on and made a payout key
+    owner, clerk, key, account = await _clerk_with_a_payout_key(client)
+    policy = await _policy(client, clerk, "payout.create", "999999")
+    assert policy.status == 403
+
+    # when the key asks for a payout above the threshold
+    held = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
+        headers=_bearer(key["key"]),
+    )
+    body = await held.json()
+    assert held.status == 202, body
+    request = body["approvalRequest"]
+
+    # then the request names the key and the person behind it
+    assert request["requestedBy"] == key["id"]
+    assert request["requestedByUserId"] == clerk.user_id
+
+    # when the clerk approves it, then rejects it
+    approved = await _vote(client, clerk.headers, request["id"], "approve")
+    rejected = await _vote(client, clerk.headers, request["id"], "reject")
+
+    # then both are refused as the requester's own vote, and nothing was paid out
+    assert approved.status == 403
+    assert_envelope(await approved.json(), 403, "requester_cannot_vote")
+    assert rejected.status == 403
+    assert_envelope(await rejected.json(), 403, "requester_cannot_vote")
+    assert await _payouts(client, owner) == []
+
+    # and another member with the action's scope still decides it
+    done = await _vote(client, owner.headers, request["id"], "approve")
+    shown = await done.json()
+    assert done.status == 200, shown
+    assert shown["status"] == "EXECUTED" and [v["userId"] for v in shown["votes"]] == [
+        owner.user_id
+    ]
+    assert len(await _payouts(client, owner)) == 1
+
+
+async def test_the_owner_cannot_approve_the_refund_they_requested_through_their_own_key(
+    client: TestClient[Any, Any],
+) -> None:
+    # given the owner with a refund policy above 20.00, key access on and a refund key
+    owner = await sign_up(client)
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    payment = await paid_payment(client, owner, "10000")
+    assert (await _policy(client, owner, "refund.create", "2000")).status == 200
+    assert (await _key_access(client, owner)).status == 200
+    key = await _key(client, owner, ["refunds:read", "refunds:write"])
+
+    # when the key asks for a refund above the threshold and the owner approves it
+    held = await client.post(
+        "/api/v1/merchant/refunds",
+        json={"paymentId": payment["id"], "amountMinor": "5000"},
+        headers=_bearer(key["key"]),
+    )
+    request = (await held.json())["approvalRequest"]
+    own = await _vote(client, owner.headers, request["id"], "approve")
+
+    # then the owner's vote is refused and nothing is refunded
+    assert held.status == 202
+    assert request["requestedBy"] == key["id"] and request["requestedByUserId"] == owner.user_id
+    assert own.status == 403
+    assert_envelope(await own.json(), 403, "requester_cannot_vote")
+    assert await balance(client, owner) == {"available": 10000, "pending": 0, "reserved": 0}
+
+    # and the admin's approval runs it once
+    done = await (await _vote(client, admin.headers, request["id"], "approve")).json()
+    assert done["status"] == "EXECUTED" and done["result"]["paymentId"] == payment["id"]
+
+
+async def test_a_key_cannot_vote_on_an_approval_request_at_all(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a request the owner made, and another member's key with the action's scope
+    owner, _clerk, key, account = await _clerk_with_a_payout_key(client)
+    held = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
+        headers=owner.headers,
+    )
+    request = (await held.json())["approvalRequest"]
+
+    # when the key approves, rejects or cancels it
+    answers = [
+        await _vote(client, _bearer(key["key"]), request["id"], decision)
+        for decision in ("approve", "reject")
+    ]
+    answers.append(
+        await client.post(
+            f"/api/v1/team/approvals/requests/{request['id']}/cancel",
+            headers=_bearer(key["key"]),
+        )
+    )
+
+    # then every one needs a dashboard session, and the request is still open
+    for answer in answers:
+        assert answer.status == 401
+        assert_envelope(await answer.json(), 401, "session_required")
+    got = await client.get(
+        f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
+    )
+    assert (await got.json())["status"] == "PENDING"
+
+
+async def test_the_person_behind_a_key_may_cancel_the_request_it_made_and_nobody_else(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a payout request made by the clerk's key, and an admin
+    owner, clerk, key, account = await _clerk_with_a_payout_key(client)
+    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    held = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
+        headers=_bearer(key["key"]),
+    )
+    request = (await held.json())["approvalRequest"]
+
+    # when the admin, then the clerk, cancels it
+    not_theirs = await client.post(
+        f"/api/v1/team/approvals/requests/{request['id']}/cancel", headers=admin.headers
+    )
+    cancelled = await client.post(
+        f"/api/v1/team/approvals/requests/{request['id']}/cancel", headers=clerk.headers
+    )
+
+    # then only the clerk's is taken
+    assert not_theirs.status == 403
+    body = await cancelled.json()
+    assert cancelled.status == 200, body
+    assert body["status"] == "CANCELLED" and body["requestedByUserId"] == clerk.user_id
+    assert await _payouts(client, owner) == []
+
+
+async def test_a_request_made_by_a_key_names_its_creator_when_read_and_when_loaded_again(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a request the clerk's key made, and one the owner made from a session
+    owner, clerk, key, account = await _clerk_with_a_payout_key(client)
+    by_key = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
+        headers=_bearer(key["key"]),
+    )
+    by_owner = await client.post(
+        "/api/v1/merchant/payouts",
+        json={"amountMinor": "6000", "currency": "USD", "bankAccountId": account},
+        headers=owner.headers,
+    )
+    key_request = (await by_key.json())["approvalRequest"]
+    owner_request = (await by_owner.json())["approvalRequest"]
+
+    # when they are read through the API and loaded as a company actor loads them
+    got = await client.get(
+        f"/api/v1/team/approvals/requests/{key_request['id']}", headers=owner.headers
+    )
+    listed = await client.get("/api/v1/team/approvals/requests", headers=owner.headers)
+    loaded = await approval_store.load_open(services(client).database, owner.company_id)
+
+    # then each names the person who asked
+    assert (await got.json())["requestedByUserId"] == clerk.user_id
+    people = {r["id"]: r["requestedByUserId"] for r in (await listed.json())["data"]}
+    assert people == {key_request["id"]: clerk.user_id, owner_request["id"]: owner.user_id}
+    assert owner_request["requestedBy"] == owner.user_id
+    assert loaded[key_request["id"]].requested_by_user == clerk.user_id
+    assert loaded[owner_request["id"]].requested_by_user == owner.user_id
