@@ -13,14 +13,20 @@
     ├── UnsupportedMedia    415
     ├── Unprocessable       422        idempotency_key_reuse
     ├── RateLimited         429        with retry_after seconds
-    └── Unavailable         503        unavailable, processor_unavailable (ShardMoved: with
-                                       Retry-After)
+    └── Unavailable         503        unavailable, processor_unavailable, processor_timeout;
+        │                              always with retry_after seconds (1 unless the raiser
+        │                              knows better): a fault is temporary, so the client is
+        │                              told when to try again
+        └── ShardMoved                 the company's shard moved between nodes mid-request
 
     StaleWrite                         a snapshot was written from an older version (our own bug or
     │                                  a concurrent writer); never reaches a client as such
     └── KeyAlreadyStored               an Idempotency-Key's response was stored by another request
                                        first; the pipeline replays that response instead
 
+Infrastructure errors (a database or broker connection lost, a socket refused) are translated
+into `Unavailable` where they arise, by the adapter that talks to that service (`raise
+Unavailable(...) from exc`); the pipeline's last net turns any that slip through into 503 too.
 Anything else raised while serving a request is our fault: the client sees 500 internal_error and
 the log has the traceback with the request id.
 """
@@ -30,6 +36,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
+    "RETRY_AFTER",
     "BadRequest",
     "Conflict",
     "FieldError",
@@ -145,15 +152,23 @@ class RateLimited(ServiceError):
         self.retry_after = retry_after
 
 
+# Seconds a client is told to wait after a 503 whose raiser did not name a wait: long enough
+# for a reconnect or a shard's move to be under way, short enough that a retry finds it done.
+RETRY_AFTER = 1
+
+
 class Unavailable(ServiceError):
+    """Nothing is wrong with the request; the service cannot serve it right now. Always carries
+    `retry_after` (whole seconds, at least 1), so every 503 tells the client when to retry."""
+
     status = 503
     code = "unavailable"
 
     def __init__(
-        self, message: str, *, code: str | None = None, retry_after: int | None = None
+        self, message: str, *, code: str | None = None, retry_after: int = RETRY_AFTER
     ) -> None:
         super().__init__(message, code=code)
-        self.retry_after = retry_after
+        self.retry_after = max(1, int(retry_after))
 
 
 class ShardMoved(Unavailable):
@@ -163,7 +178,7 @@ class ShardMoved(Unavailable):
     def __init__(
         self, message: str = "The service is moving this account between nodes; retry"
     ) -> None:
-        super().__init__(message, retry_after=1)
+        super().__init__(message)
 
 
 class StaleWrite(Exception):

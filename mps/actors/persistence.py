@@ -7,7 +7,9 @@ therefore pays one commit (one fsync) for many writes, and an answer always mean
 
 A unit that fails its own checks (StaleWrite, IntegrityConflict) is rolled back alone and its
 sender gets that error; the rest of the group commits. If the transaction as a whole fails (the
-database went away), every sender in the group gets `Unavailable` and nothing of it is committed.
+database went away), every sender in the group gets `Unavailable`: nothing of it is committed,
+unless the connection was lost during COMMIT itself, when nobody can tell; senders treat the
+outcome as unknown (mps.actors.commits).
 
 A commit made for a shard names the epoch its node took the shard under (`Commit.fence`). When
 another node has taken one of the batch's shards since, the storage refuses the batch (`Fenced`);
@@ -29,6 +31,7 @@ from pykka.messages import _ActorStop
 
 from mps.actors.runtime import ActorDeadError, AsyncioActor
 from mps.errors import ShardMoved, Unavailable
+from mps.faults import is_infrastructure_fault
 from mps.persistence.database import Database, Fenced, UnitOutcome
 from mps.persistence.outbox import inserts_events
 from mps.persistence.statements import Statement
@@ -154,8 +157,14 @@ class PersistenceActor(AsyncioActor):
         except Fenced:
             raise
         except Exception as exc:
-            logger.exception("group commit of %d units failed", len(envelopes))
-            error = Unavailable("the database is unavailable; nothing was written")
+            if is_infrastructure_fault(exc):
+                # An outage, not a bug: one line per failed commit, not a traceback each.
+                logger.warning("group commit of %d units failed: %r", len(envelopes), exc)
+            else:
+                logger.exception("group commit of %d units failed", len(envelopes))
+            # Failed before COMMIT, nothing landed; failed during it, nobody can say: its
+            # senders treat the outcome as unknown either way (mps.actors.commits).
+            error = Unavailable("the database failed during the write; retry")
             error.__cause__ = exc
             for envelope in envelopes:
                 if envelope.reply_to is not None:

@@ -14,6 +14,7 @@ import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Protocol
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 import aio_pika.abc
@@ -29,6 +30,7 @@ __all__ = [
     "delay_level",
     "delay_queue_name",
     "open_broker",
+    "with_query_defaults",
 ]
 
 logger = logging.getLogger(__name__)
@@ -236,6 +238,10 @@ class MemoryBroker:
 _Inbox = asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]] | deque[bytes]
 
 
+# Seconds between attempts to reach the broker again after the connection is lost.
+RECONNECT_EVERY = 1.0
+
+
 class AmqpBroker:
     durable = True
 
@@ -248,7 +254,11 @@ class AmqpBroker:
         self._delays: set[str] = set()
 
     async def connect(self) -> None:
-        self._connection = await aio_pika.connect_robust(self._url)
+        # Reconnect every second, not aio-pika's five: webhook deliveries wait meanwhile.
+        self._connection = await aio_pika.connect_robust(
+            with_query_defaults(self._url, reconnect_interval=str(RECONNECT_EVERY)),
+            client_properties={"connection_name": "mps webhooks"},
+        )
         self._channel = await self._connection.channel(publisher_confirms=True)
         await self._channel.set_qos(prefetch_count=64)
         self._exchange = await self._channel.declare_exchange(
@@ -383,3 +393,12 @@ def open_broker(url: str) -> Broker:
         return AmqpBroker(url)
     msg = f"unsupported broker URL scheme: {url.split(':', 1)[0]}"
     raise ValueError(msg)
+
+
+def with_query_defaults(url: str, **defaults: str) -> str:
+    """`url` with each of `defaults` as a query parameter unless it names that one itself."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query)
+    named = {k for k, _ in query}
+    added = [(k, v) for k, v in defaults.items() if k not in named]
+    return urlunsplit(parts._replace(query=urlencode([*query, *added])))

@@ -62,6 +62,12 @@ class Membership:
             del self._departed[name]
         return sorted(self._seen.values(), key=lambda h: h.node)
 
+    def heard_at(self, node: str) -> float | None:
+        """When `node`'s last heartbeat arrived (monotonic), heard from still or gone; None for
+        a node never heard from, or forgotten."""
+        heartbeat = self._seen.get(node)
+        return heartbeat.seen_at if heartbeat is not None else self._departed.get(node)
+
     def departed(self, now: float) -> set[str]:
         """The nodes that were heard from and no longer are."""
         self.others(now)

@@ -22,9 +22,16 @@ never has it run a second time elsewhere (the asking node times out and answers 
 not started yet when a node dies go back to the queue and reach the next owner.
 
 Losing the connection to the broker loses every shard at once: the broker may make someone else
-active the moment it notices. Handing a shard over on purpose (balancing, shutdown) is clean: the
-node holds new messages of that shard, waits for the work in flight, stops the shard's actors,
-then cancels its consumer and returns the held messages to the queue for the next owner.
+active the moment it notices. Requests waiting on an answer through it are answered 503 at once,
+and so is any request passed on while it is down; the connection comes back by itself
+(`ClusterTimings.reconnect_every`), consumes the shard queues again as a standby and probes them,
+so the node serves again without a restart. Whatever aio-pika or aiormq raises on the way
+(a closed channel, a reset socket, CONNECTION_FORCED) becomes `Unavailable` here, at the one
+place this node publishes a request (`ask`), never a 500.
+
+Handing a shard over on purpose (balancing, shutdown) is clean: the node holds new messages of
+that shard, waits for the work in flight, stops the shard's actors, then cancels its consumer
+and returns the held messages to the queue for the next owner.
 
 Balancing: RabbitMQ 3.10 ignores consumer priorities for single-active-consumer queues, so the
 application balances. From the heartbeats each node knows how many nodes serve and how many
@@ -42,15 +49,15 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aio_pika
 import aio_pika.abc
+import aio_pika.exceptions
 import orjson
 
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks.topology import Topology
-from mps.adapters.broker import DELAY_LEVELS_MS, delay_queue_name
+from mps.adapters.broker import DELAY_LEVELS_MS, delay_queue_name, with_query_defaults
 from mps.cluster.forwarding import Answer, LocalDispatch, Passed
 from mps.cluster.membership import Heartbeat, Membership
 from mps.domain.ids import random_base62
@@ -93,6 +100,13 @@ async def delete_cluster(url: str, cluster: str) -> None:
 
 
 STARTED = "started"
+# The owner took a passed request but could not run it: the asker answers 503 now, rather than
+# at its deadline.
+FAILED = "failed"
+
+# What aio-pika and aiormq raise when the connection or channel under a publish is gone or going
+# (a closed channel, a reset socket, CONNECTION_FORCED, a frame cut short): their own list.
+_BROKER_ERRORS: tuple[type[BaseException], ...] = aio_pika.exceptions.CONNECTION_EXCEPTIONS
 
 
 class OwnerLost(TimeoutError):
@@ -117,6 +131,9 @@ class ClusterTimings:
     # AMQP heartbeat: how soon the broker notices a node that stopped answering (SIGSTOP, a
     # network partition) and gives its shards to others; about twice this in practice.
     broker_heartbeat: int = 5
+    # After losing the broker, try to connect again this often (aio-pika's default is 5 s, and
+    # the node serves no shard until it is back).
+    reconnect_every: float = 1.0
 
 
 TakeShard = Callable[[int], Awaitable[int]]
@@ -157,8 +174,9 @@ class ClusterNode:
         self._consumers: dict[int, str] = {}
         self._reply_queue: str | None = None
         self._replies: dict[str, asyncio.Future[bytes]] = {}
-        # correlation -> the node that said it started running that passed request.
-        self._started: dict[str, str] = {}
+        # correlation -> the node that said it started running that passed request, and when
+        # that notice arrived.
+        self._started: dict[str, tuple[str, float]] = {}
         self._taking: dict[int, asyncio.Future[None]] = {}
         self._held: dict[int, list[aio_pika.abc.AbstractIncomingMessage]] = {}
         # Passed requests running, by shard: a hand-over waits for them.
@@ -172,7 +190,11 @@ class ClusterNode:
 
     async def start(self) -> None:
         self._connection = await aio_pika.connect_robust(
-            _with_heartbeat(self.url, self.timings.broker_heartbeat),
+            with_query_defaults(
+                self.url,
+                heartbeat=str(self.timings.broker_heartbeat),
+                reconnect_interval=str(self.timings.reconnect_every),
+            ),
             client_properties={"connection_name": f"mps {self.node_id}"},
         )
         self._connection.close_callbacks.add(self._on_connection_lost)
@@ -233,63 +255,104 @@ class ClusterNode:
     # Passing requests to owners.
 
     async def forward(self, index: int, passed: Passed) -> Answer:
-        """Send `passed` to the owner of shard `index` and return its answer."""
+        """Send `passed` to the owner of shard `index` and return its answer. Raises
+        `Unavailable` (503, Retry-After) when no answer can come: the broker is away, the owner
+        stopped or did not answer within `forward_within`."""
         try:
             answer = await self.ask(index, HTTP, passed.encode(), self.timings.forward_within)
         except OwnerLost:
             msg = "the node that served this account stopped while running the request; retry"
-            raise Unavailable(msg, retry_after=1) from None
+            raise Unavailable(msg) from None
         except TimeoutError:
             msg = "the node that serves this account did not answer in time; retry"
-            raise Unavailable(msg, retry_after=1) from None
+            raise Unavailable(msg) from None
         return Answer.decode(answer)
 
     async def ask(self, index: int, kind: str, body: bytes, within: float) -> bytes:
         """Send a request of `kind` to the owner of shard `index`; its answer's body. Raises
-        TimeoutError past `within` (the request is then dropped unrun if still queued)."""
-        if self._publishing is None or self._reply_queue is None or not self.connected:
+        TimeoutError past `within` (the request is then dropped unrun if still queued), and
+        `Unavailable` when the broker connection is down or goes down before the answer."""
+        if self._publishing is None or self._reply_queue is None or not self._usable():
             msg = "this node is not connected to the cluster; retry"
-            raise Unavailable(msg, retry_after=1)
+            raise Unavailable(msg)
         correlation = random_base62(16)
         waiting: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._replies[correlation] = waiting
+        message = aio_pika.Message(
+            body,
+            type=kind,
+            correlation_id=correlation,
+            reply_to=self._reply_queue,
+            # Not run at all once the asker has given up on it.
+            expiration=within,
+            # Whole milliseconds: a float in an AMQP table may travel as 32 bits, which cannot
+            # hold today's epoch seconds to within a minute.
+            headers={"deadline_ms": int((time.time() + within) * 1000)},
+        )
         try:
-            await self._publishing.default_exchange.publish(
-                aio_pika.Message(
-                    body,
-                    type=kind,
-                    correlation_id=correlation,
-                    reply_to=self._reply_queue,
-                    # Not run at all once the asker has given up on it.
-                    expiration=within,
-                    # Whole milliseconds: a float in an AMQP table may travel as 32 bits,
-                    # which cannot hold today's epoch seconds to within a minute.
-                    headers={"deadline_ms": int((time.time() + within) * 1000)},
-                ),
-                routing_key=shard_queue(self.name, index),
-            )
+            # The publish is inside the deadline too: a channel being restored could hold it.
             async with asyncio.timeout(within):
+                try:
+                    await self._publishing.default_exchange.publish(
+                        message, routing_key=shard_queue(self.name, index)
+                    )
+                except Exception as exc:
+                    # The connection went away before this node noticed (`connected` is still
+                    # set until aio-pika runs its close callbacks): nothing was sent. The error
+                    # is then whatever the connection was closed with, at times a bare
+                    # Exception, so a failure on a connection found closed counts too.
+                    if isinstance(exc, _BROKER_ERRORS) or not self._usable():
+                        msg = "this node lost its connection to the cluster; retry"
+                        raise Unavailable(msg) from exc
+                    raise
                 return await waiting
         finally:
             self._replies.pop(correlation, None)
             self._started.pop(correlation, None)
+            # Failed while the publish was still running (the connection went away): the
+            # publish's own error is what the caller gets, so this one is read here, or the
+            # loop would log it as never retrieved.
+            if waiting.done() and not waiting.cancelled():
+                waiting.exception()
+
+    @property
+    def asking(self) -> int:
+        """How many asks are waiting for their answer."""
+        return len(self._replies)
+
+    def _usable(self) -> bool:
+        """Connected as far as this node and the socket under it know."""
+        if not self.connected or self._connection is None:
+            return False
+        transport = self._connection.transport
+        return transport is not None and not transport.connection.is_closed
 
     async def _on_reply(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
         correlation = message.correlation_id or ""
         if message.type == STARTED:
             if correlation in self._replies:
-                self._started[correlation] = message.body.decode()
+                self._started[correlation] = (message.body.decode(), time.monotonic())
             return
         waiting = self._replies.get(correlation)
-        if waiting is not None and not waiting.done():
-            waiting.set_result(message.body)
+        if waiting is None or waiting.done():
+            return
+        if message.type == FAILED:
+            msg = "the node that serves this account could not run the request; retry"
+            waiting.set_exception(Unavailable(msg))
+            return
+        waiting.set_result(message.body)
 
-    def _fail_orphans(self, departed: set[str]) -> None:
+    def _fail_orphans(self, now: float) -> None:
         """Passed requests started by a node that is gone will never be answered (the owner
         acknowledges a request when it starts it, so it is not run again): answer them now
-        rather than at their deadline, so their clients retry on the shard's new owner."""
-        for correlation, node in list(self._started.items()):
-            if node not in departed:
+        rather than at their deadline, so their clients retry on the shard's new owner.
+
+        A node is gone when nothing was heard of it for `node_timeout`, counting its notice
+        that it started the request: just after this node reconnects to the broker, every other
+        node's last heartbeat is old, yet one that started a request a moment ago is alive."""
+        for correlation, (node, started_at) in list(self._started.items()):
+            heard = max(self.membership.heard_at(node) or 0.0, started_at)
+            if now - heard <= self.timings.node_timeout:
                 continue
             waiting = self._replies.get(correlation)
             if waiting is not None and not waiting.done():
@@ -386,6 +449,7 @@ class ClusterNode:
             answer = await self.dispatch.run(Passed.decode(message.body), within=within)
         except Exception:
             logger.exception("a request passed to this node failed")
+            await self._reply(message, b"", kind=FAILED)
             return
         await self._reply(message, answer.encode())
 
@@ -433,7 +497,7 @@ class ClusterNode:
         # Whoever is next in line learns it at once rather than at the next probe round.
         await self._probe({index})
         if again:
-            self._later_call(self.timings.standby_after, self._stand_by(index))
+            self._later_call(self.timings.standby_after, lambda: self._stand_by(index))
 
     async def _stand_by(self, index: int) -> None:
         if not self.draining and self.connected and index not in self._consumers:
@@ -447,7 +511,7 @@ class ClusterNode:
                 await self._send_heartbeat()
                 now = time.monotonic()
                 await self._probe(self.membership.unclaimed(now, frozenset(self.router.owned)))
-                self._fail_orphans(self.membership.departed(now))
+                self._fail_orphans(now)
             except Exception:
                 logger.debug("heartbeat failed", exc_info=True)
             await asyncio.sleep(self.timings.heartbeat)
@@ -524,18 +588,17 @@ class ClusterNode:
         # The broker may have made another node active for each of them already.
         self.router.drop_all()
         self._held.clear()
+        # Their answers would come back through this connection: none will.
         for waiting in self._replies.values():
             if not waiting.done():
-                waiting.set_exception(
-                    Unavailable("the connection to the cluster was lost; retry", retry_after=1)
-                )
+                waiting.set_exception(Unavailable("the connection to the cluster was lost; retry"))
 
     def _on_reconnected(self, *_args: Any) -> None:
         # The robust channel consumes again the queues it was consuming (as a standby at the back
         # of each line); a queue whose stand-by came due while the broker was away is consumed
         # here; probes then tell which shards are now ours.
         self.connected = self.joined = True
-        self._later_call(0, self._rejoin())
+        self._later_call(0, self._rejoin)
 
     async def _rejoin(self) -> None:
         if not self.draining:
@@ -544,11 +607,13 @@ class ClusterNode:
                     await self._consume(index)
         await self._probe(set(range(self.router.shard_count)))
 
-    def _later_call(self, delay: float, work: Awaitable[None]) -> None:
+    def _later_call(self, delay: float, work: Callable[[], Awaitable[None]]) -> None:
+        # A factory, not a coroutine: the node may close before the delay is over, and a
+        # coroutine made now would then be dropped unawaited (a warning, an error in tests).
         async def run() -> None:
             await asyncio.sleep(delay)
             try:
-                await work
+                await work()
             except Exception as exc:
                 # The broker went away meanwhile: reconnecting consumes and probes again.
                 logger.info("deferred cluster work failed: %s", exc)
@@ -561,12 +626,3 @@ class ClusterNode:
         """Storage refused a commit for `shards`: another node took them. Drop them now."""
         for index in shards:
             self.router.drop(index)
-
-
-def _with_heartbeat(url: str, seconds: int) -> str:
-    """`url` with an AMQP heartbeat of `seconds` unless it names one itself."""
-    parts = urlsplit(url)
-    query = parse_qsl(parts.query)
-    if any(k == "heartbeat" for k, _ in query):
-        return url
-    return urlunsplit(parts._replace(query=urlencode([*query, ("heartbeat", str(seconds))])))

@@ -82,6 +82,8 @@ _ERRORS = {
     "403": "The credential lacks a scope (insufficient_scope) or the account is not verified",
     "404": "No such resource, or another company's",
     "429": "Rate limited; Retry-After says when to try again",
+    "503": "A fault (the database, the broker, an account moving between nodes); nothing is "
+    "wrong with the request: retry after Retry-After",
 }
 
 
@@ -179,7 +181,9 @@ def _operation(route: Route, refs: Refs) -> dict[str, Any]:
         **{
             status: {
                 "description": text,
-                "headers": _headers("RequestId", *(("RetryAfter",) if status == "429" else ())),
+                "headers": _headers(
+                    "RequestId", *(("RetryAfter",) if status in ("429", "503") else ())
+                ),
                 "content": error_content,
             }
             for status, text in _ERRORS.items()

@@ -32,8 +32,10 @@ from mps.errors import (
     ServiceError,
     ShardMoved,
     Unauthenticated,
+    Unavailable,
     UnsupportedMedia,
 )
+from mps.faults import is_infrastructure_fault
 from mps.http.access_log import logged_path
 from mps.http.idempotency import (
     Claim,
@@ -76,6 +78,19 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
         generic = ServiceError(exc.reason or "Request failed", code=_generic_code(exc.status))
         generic.status = exc.status
         return generic
+    # The last net, not the first: each adapter translates its own driver's connection errors
+    # into Unavailable where it talks to the service. One that slips through is still a fault
+    # of a service we depend on, not a bug of ours, so the client is told to retry rather than
+    # given a 500; the warning names the request so the adapter that missed it can be found.
+    if is_infrastructure_fault(exc):
+        logger.warning(
+            "a service this node depends on failed while serving %s %s [%s]; answered 503",
+            request.method,
+            logged_path(request.path),
+            request.get(REQUEST_ID),
+            exc_info=exc,
+        )
+        return Unavailable("A service this request depends on is unavailable; retry")
     logger.error(
         "unexpected error serving %s %s [%s]",
         request.method,

@@ -8,11 +8,18 @@ import orjson
 from aiohttp import web
 
 from mps.domain.clock import iso, utcnow
-from mps.errors import MethodNotAllowed, RateLimited, ServiceError, Unavailable, ValidationFailed
+from mps.errors import (
+    RETRY_AFTER,
+    MethodNotAllowed,
+    RateLimited,
+    ServiceError,
+    Unavailable,
+    ValidationFailed,
+)
 from mps.http.replies import Aggregate, Page, Reply, Resource
 from mps.http.versions import apply_transforms, version_headers
 
-__all__ = ["error_body", "json_response", "reply_body"]
+__all__ = ["error_body", "error_response", "json_response", "reply_body"]
 
 JSON_TYPE = "application/json"
 
@@ -43,8 +50,19 @@ def error_body(error: ServiceError, request_id: str) -> dict[str, Any]:
     return body
 
 
-def json_response(status: int, body: dict[str, Any], request_id: str, version: str) -> web.Response:
+def json_response(
+    status: int,
+    body: dict[str, Any],
+    request_id: str,
+    version: str,
+    *,
+    retry_after: int = RETRY_AFTER,
+) -> web.Response:
+    """`body` as JSON. A 503 always carries Retry-After (`retry_after` seconds): whoever built
+    it, an error or a health check, cannot leave the client without a time to retry."""
     headers = {"X-Request-Id": request_id, **version_headers(version)}
+    if status == Unavailable.status:
+        headers["Retry-After"] = str(max(1, retry_after))
     return web.Response(
         status=status,
         body=orjson.dumps(apply_transforms(body, version)),
@@ -54,8 +72,12 @@ def json_response(status: int, body: dict[str, Any], request_id: str, version: s
 
 
 def error_response(error: ServiceError, request_id: str, version: str) -> web.Response:
-    response = json_response(error.status, error_body(error, request_id), request_id, version)
-    if isinstance(error, RateLimited | Unavailable) and error.retry_after is not None:
+    # By status, not by class: a 503 from aiohttp's own exceptions (a generic ServiceError) gets
+    # the header too.
+    wait = error.retry_after if isinstance(error, RateLimited | Unavailable) else RETRY_AFTER
+    body = error_body(error, request_id)
+    response = json_response(error.status, body, request_id, version, retry_after=wait)
+    if isinstance(error, RateLimited):
         response.headers["Retry-After"] = str(error.retry_after)
     if isinstance(error, MethodNotAllowed) and error.allowed:
         response.headers["Allow"] = ", ".join(sorted(error.allowed))

@@ -34,6 +34,20 @@ def _fence_sql(param: int) -> str:
     return f"SELECT shard, epoch FROM shard_epochs WHERE shard = ANY(${param}::int[]) FOR SHARE"
 
 
+# Errors after which a session cannot be used again: the server ended it (a restart, a failover,
+# an idle timeout, an operator's pg_terminate_backend), the socket broke, or asyncpg's protocol is
+# stuck. The last happens when a session the server ended while it sat idle is used before
+# asyncpg has read the socket's end: the server's farewell put the protocol in a state no query
+# can start from ("cannot switch to state 12; another operation (2) is in progress").
+_SESSION_LOST: tuple[type[BaseException], ...] = (
+    OSError,
+    asyncpg.PostgresConnectionError,
+    asyncpg.OperatorInterventionError,  # admin or crash shutdown, "cannot connect now"
+    asyncpg.InterfaceError,  # the connection is closed or does not exist
+    asyncpg.InternalClientError,
+)
+
+
 def _split_schema(url: str) -> tuple[str, str | None]:
     """Take our own `schema=` query parameter out of the URL (asyncpg would reject it)."""
     parts = urlsplit(url)
@@ -46,11 +60,9 @@ def _split_schema(url: str) -> tuple[str, str | None]:
 class PostgresDatabase(Database):
     dialect: ClassVar[str] = "postgres"
     unavailable_errors: ClassVar[tuple[type[BaseException], ...]] = (
-        OSError,
-        asyncpg.PostgresConnectionError,
-        asyncpg.InterfaceError,
-        asyncpg.CannotConnectNowError,
-        asyncpg.OperatorInterventionError,
+        *_SESSION_LOST,
+        # Too many connections, disk full, out of memory: the server's, and passing.
+        asyncpg.InsufficientResourcesError,
     )
 
     def __init__(self, url: str, *, readers: int = 10) -> None:
@@ -191,14 +203,16 @@ class PostgresDatabase(Database):
                 return outcomes
         except (StaleWrite, IntegrityConflict, Fenced):
             raise
-        except BaseException:
-            self._drop_if_stuck(conn)
+        except BaseException as exc:
+            self._drop_if_stuck(conn, exc)
             raise
 
-    def _drop_if_stuck(self, conn: asyncpg.Connection) -> None:
-        # The transaction could not even be rolled back: the session is in an unknown state, so
-        # drop it; the next batch connects afresh instead of inheriting it.
-        if not conn.is_closed() and conn.is_in_transaction():
+    @staticmethod
+    def _drop_if_stuck(conn: asyncpg.Connection, exc: BaseException) -> None:
+        # The transaction could not even be rolled back, or the session itself failed: its state
+        # is unknown, so drop it; the next batch connects afresh instead of inheriting it. This
+        # batch is answered Unavailable: whether a COMMIT cut off mid-way landed is not known.
+        if not conn.is_closed() and (conn.is_in_transaction() or isinstance(exc, _SESSION_LOST)):
             conn.terminate()
 
     async def _write_isolated(
@@ -223,8 +237,8 @@ class PostgresDatabase(Database):
                     await self._apply(conn, statement)
         except Fenced:
             raise
-        except BaseException:
-            self._drop_if_stuck(conn)
+        except BaseException as exc:
+            self._drop_if_stuck(conn, exc)
             raise
         return outcomes
 
@@ -301,6 +315,15 @@ class PostgresDatabase(Database):
             return
         self._idle.append(conn)
 
+    def _drop(self, conn: asyncpg.Connection | None) -> None:
+        """Forget a reader whose session is unusable or in an unknown state; its slot connects
+        afresh on its next read. The caller puts the slot back."""
+        if conn is None:
+            return
+        self._busy.discard(conn)
+        if not conn.is_closed():
+            conn.terminate()
+
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         # A fixed set of reader connections, taken first come, first served (the semaphore is
         # FIFO). Not asyncpg's pool: its acquire and release cost a fifth of a simple read, and
@@ -312,26 +335,39 @@ class PostgresDatabase(Database):
             raise ConnectionError(msg)
         async with self._turns:
             conn = self._idle.popleft()
-            try:
-                if conn is None or conn.is_closed():
-                    # The server ended this session (restart, failover, idle timeout): connect
-                    # afresh. Should it still be down, this read is answered 503.
+            retried = False
+            while True:
+                # A session the server ended is usually seen closed here already; one ended a
+                # moment ago may not be, and fails below instead.
+                fresh = False
+                try:
+                    if conn is None or conn.is_closed():
+                        fresh = True
+                        conn = None
+                        conn = await self._connect()
+                    self._busy.add(conn)
+                    rows = await conn.fetch(sql, *params)
+                except _SESSION_LOST:
+                    self._drop(conn)
                     conn = None
-                    conn = await self._connect()
-                self._busy.add(conn)
-                rows = await conn.fetch(sql, *params)
-            except asyncpg.PostgresError:
-                # The server refused the query; the session itself is fine.
-                self._give_back(conn)
-                raise
-            except BaseException:
-                if conn is not None and not conn.is_closed():
+                    if fresh or retried:
+                        # A session made just now failed: the server is down or refusing, and
+                        # this read is answered 503 (Database.fetch).
+                        self._idle.append(None)
+                        raise
+                    # The session had sat idle, and the server ended it meanwhile. A read can
+                    # run again, once, on a new session: the client need not see the fault.
+                    retried = True
+                    continue
+                except asyncpg.PostgresError:
+                    # The server refused the query; the session itself is fine.
+                    self._give_back(conn)
+                    raise
+                except BaseException:
                     # Cancelled or failed mid-query: the session's state is unknown, so it is
                     # not reused; the next read on this slot connects afresh.
-                    conn.terminate()
-                if conn is not None:
-                    self._busy.discard(conn)
-                self._idle.append(None)
-                raise
-            self._give_back(conn)
-        return [dict(r) for r in rows]
+                    self._drop(conn)
+                    self._idle.append(None)
+                    raise
+                self._give_back(conn)
+                return [dict(r) for r in rows]
