@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import socket
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp.test_utils import TestClient
 
@@ -136,3 +139,29 @@ async def add_member(
     )
     assert verified.status == 200, await verified.text()
     return Member((await verified.json())["sessionToken"], owner.company_id, user_id, email)
+
+
+T = TypeVar("T")
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    *,
+    within: float = 10.0,
+    every: float = 0.05,
+    what: str = "the outcome",
+) -> T:
+    """Await `probe` until it returns something true, and return that; fail, naming `what` and
+    the last value seen, once `within` seconds have passed.
+
+    For waits on an outcome the test can observe (a row's status, an answer from the API): the
+    deadline only bounds a hang and is never what the test asserts, so make it generous."""
+    deadline = time.monotonic() + within
+    while True:
+        value = await probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            msg = f"{what} not seen within {within} s (last seen: {value!r})"
+            raise AssertionError(msg)
+        await asyncio.sleep(every)

@@ -6,6 +6,8 @@ write. Companies are looked up on the node that owns their shard through its /he
 from __future__ import annotations
 
 import asyncio
+import functools
+import inspect
 import sys
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -16,9 +18,12 @@ import aiohttp
 import asyncpg
 import pytest
 
+from mps.auth.credentials import Credentials
 from mps.domain.shards import SHARD_COUNT, shard_of
 from tests.cluster import LocalCluster
 from tests.conftest import PG_URL
+from tests.fakes import wait_until
+from tests.helpers import eventually
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
@@ -30,6 +35,13 @@ FINAL_EVENT = {
     "CANCELLED": "payment.cancelled",
     "EXPIRED": "payment.expired",
 }
+# A node verifies a cached credential again this long after it last did (mps.auth.credentials),
+# so it refuses a revoked one by then even if it never heard of the revocation. A test waits
+# for a revocation to reach every node a third of that at most: a refusal it sees in time came
+# from the revocation's broadcast, never from that fallback.
+REVOCATION_PATIENCE: float = (
+    inspect.signature(Credentials).parameters["revalidate_after"].default / 3
+)
 
 
 @pytest.fixture
@@ -81,6 +93,26 @@ async def sign_up(http: aiohttp.ClientSession, base: str, email: str) -> dict[st
 
 def bearer(member: dict[str, str], **extra: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {member['token']}", **extra}
+
+
+async def refused_by_every_node(
+    http: aiohttp.ClientSession, urls: list[str], path: str, headers: dict[str, str]
+) -> None:
+    """Wait until every node answers `path` with 401 for `headers`, all within one
+    REVOCATION_PATIENCE from now (the revocation was just made)."""
+    deadline = time.monotonic() + REVOCATION_PATIENCE
+
+    async def refused(url: str) -> bool:
+        async with http.get(f"{url}{path}", headers=headers) as r:
+            return r.status == 401
+
+    for url in urls:
+        await eventually(
+            functools.partial(refused, url),
+            within=max(0.0, deadline - time.monotonic()),
+            every=0.02,
+            what=f"{url} refusing the revoked credential",
+        )
 
 
 async def test_any_node_serves_any_company_the_same_answer(
@@ -140,7 +172,7 @@ async def test_one_idempotency_key_sent_to_all_nodes_at_once_creates_one_payment
     assert rows[0]["n"] == 1
 
 
-async def test_a_logout_on_one_node_is_refused_by_the_others_within_a_second(
+async def test_a_logout_on_one_node_is_refused_by_the_others_before_their_caches_revalidate(
     three_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     urls = three_nodes.urls()
@@ -151,21 +183,11 @@ async def test_a_logout_on_one_node_is_refused_by_the_others_within_a_second(
 
     async with http.post(f"{urls[2]}{API}/auth/logout", headers=bearer(member)) as r:
         assert r.status == 200
-    logged_out = time.monotonic()
 
-    refused: list[float] = []
-    for url in urls:
-        while True:
-            async with http.get(f"{url}{API}/auth/me", headers=bearer(member)) as r:
-                if r.status == 401:
-                    refused.append(time.monotonic() - logged_out)
-                    break
-            assert time.monotonic() - logged_out < 2, f"{url} still accepts the session"
-            await asyncio.sleep(0.02)
-    assert max(refused) < 1.0
+    await refused_by_every_node(http, urls, f"{API}/auth/me", bearer(member))
 
 
-async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_within_a_second(
+async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_before_revalidating(
     three_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     # given a secret key every node has verified, with the company's apiKeyAccess on
@@ -190,16 +212,9 @@ async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_withi
         f"{urls[2]}{settings}", json={"apiKeyAccess": False}, headers=bearer(member)
     ) as r:
         assert r.status == 200
-    switched = time.monotonic()
 
-    # then every node refuses the key within a second
-    for url in urls:
-        while True:
-            async with http.get(f"{url}{API}/merchant/payments", headers=key) as r:
-                if r.status == 401:
-                    break
-            assert time.monotonic() - switched < 1.0, f"{url} still lets the key in"
-            await asyncio.sleep(0.02)
+    # then every node refuses the key, told by the node that switched it off
+    await refused_by_every_node(http, urls, f"{API}/merchant/payments", key)
 
 
 async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one_winner(
@@ -266,11 +281,8 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
     acknowledged: list[str] = []
     refused: list[int] = []
     stop = asyncio.Event()
-    killed_at: float | None = None
-    first_after_kill: float | None = None
 
     async def creates(url: str, worker: int) -> None:
-        nonlocal first_after_kill
         n = 0
         while not stop.is_set():
             n += 1
@@ -282,8 +294,6 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
                     ) as r:
                         if r.status == 201:
                             acknowledged.append((await r.json())["id"])
-                            if killed_at is not None and first_after_kill is None:
-                                first_after_kill = time.monotonic()
                             break
                         refused.append(r.status)
                 except aiohttp.ClientError:
@@ -292,21 +302,19 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
 
     # given creates running for the company through the two nodes that do not own it
     workers = [asyncio.ensure_future(creates(urls[i], w)) for w, i in enumerate(others * 2)]
-    await asyncio.sleep(1.5)
-    before = len(acknowledged)
+    await wait_until(lambda: len(acknowledged) >= 20, within=30.0)
 
-    # when its owner is killed
-    killed_at = time.monotonic()
+    # when its owner is killed, and its shards move (within 10 s, or wait_owned fails)
     three_nodes.nodes[owner].kill()
-    moved_in = await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
-    await asyncio.sleep(2.0)
+    await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
+    moved = len(acknowledged)
+
+    # then creates go on through the new owner (the bound only guards against a hang)
+    await wait_until(lambda: len(acknowledged) >= moved + 20, within=30.0)
     stop.set()
     await asyncio.gather(*workers)
 
-    # then the shard moved within 10 s, creates went on, and every acknowledged one is stored
-    assert moved_in < 10.0
-    assert before > 0 and len(acknowledged) > before
-    assert first_after_kill is not None and first_after_kill - killed_at < 10.0
+    # and were only ever refused as unavailable, and every acknowledged one is stored
     assert all(status in (0, 503) for status in refused), refused
     stored = await Db(empty_database_url).fetch(
         "SELECT id FROM payments WHERE company_id = $1", member["company"]
@@ -333,10 +341,10 @@ async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commi
     late = asyncio.ensure_future(
         http.post(f"{urls[owner]}{API}/merchant/payments", json=AMOUNT, headers=headers)
     )
-    paused_at = time.monotonic()
 
-    # when its shards move to the others (the broker stops hearing its heartbeats)
-    moved_in = await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 30.0)
+    # when its shards move to the others (the broker stops hearing its heartbeats), within
+    # 30 s or wait_owned fails
+    await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 30.0)
     async with http.post(
         f"{urls[others[0]]}{API}/merchant/payments", json=AMOUNT, headers=headers
     ) as r:
@@ -349,8 +357,7 @@ async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commi
         late_status = r.status
         late_body = await r.json()
 
-    # then the shard moved within 30 s under a new epoch, and the one key made one payment
-    assert moved_in < 30.0, time.monotonic() - paused_at
+    # then the shard moved under a new epoch, and the one key made one payment
     [[epoch_after]] = await db.fetch("SELECT epoch FROM shard_epochs WHERE shard = $1", shard)
     assert epoch_after > epoch_before
     rows = await db.fetch("SELECT id FROM payments WHERE company_id = $1", member["company"])
@@ -434,7 +441,7 @@ async def test_a_rolling_restart_under_load_fails_no_request_and_loses_no_write(
                     await asyncio.sleep(0.05)
 
     workers = [asyncio.ensure_future(creates(w)) for w in range(6)]
-    await asyncio.sleep(1.0)
+    await wait_until(lambda: len(acknowledged) >= 20, within=30.0)
 
     # when every node in turn is stopped (SIGTERM: it hands its shards over, then exits) and
     # started again, while the load runs
@@ -443,7 +450,8 @@ async def test_a_rolling_restart_under_load_fails_no_request_and_loses_no_write(
         assert status == 0, three_nodes.nodes[index].log_text()[-2000:]
         await asyncio.to_thread(three_nodes.nodes[index].start)
         await asyncio.to_thread(three_nodes.wait_balanced, 20.0)
-    await asyncio.sleep(1.0)
+    restarted = len(acknowledged)
+    await wait_until(lambda: len(acknowledged) >= restarted + 20, within=30.0)
     stop.set()
     await asyncio.gather(*workers)
 
@@ -466,10 +474,9 @@ async def test_a_joining_node_gets_its_share_within_ten_seconds(
 
         # when the third joins
         third.start()
-        took = cluster.wait_balanced(within=10.0)
 
-    # then it holds its share within 10 s of answering
-    assert took < 10.0
+        # then it holds its share within 10 s of answering (wait_balanced fails past that)
+        cluster.wait_balanced(within=10.0)
 
 
 async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_the_new_owner(
@@ -497,13 +504,11 @@ async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_t
     await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
 
     # then that node's expiry finds the payment in storage and expires it, once
-    deadline = time.monotonic() + 10
-    while True:
+    async def expired_status() -> bool:
         [row] = await db.fetch("SELECT status FROM payments WHERE id = $1", payment["id"])
-        if row["status"] == "EXPIRED" or time.monotonic() > deadline:
-            break
-        await asyncio.sleep(0.2)
-    assert row["status"] == "EXPIRED"
+        return bool(row["status"] == "EXPIRED")
+
+    await eventually(expired_status, every=0.2, what="the payment expired")
     expired = await db.fetch(
         "SELECT id FROM events WHERE type = 'payment.expired' AND data LIKE $1",
         f"%{payment['id']}%",

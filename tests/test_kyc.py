@@ -21,8 +21,16 @@ from PIL import Image
 from mps.operator import request_review, wait_for
 from mps.persistence.database import Database, open_database
 from mps.storage.sealed import sealed_size
-from tests.helpers import Member, add_member, assert_envelope, create_payment, pay, sign_up
-from tests.money import sandbox_key, services, simulate
+from tests.helpers import (
+    Member,
+    add_member,
+    assert_envelope,
+    create_payment,
+    eventually,
+    pay,
+    sign_up,
+)
+from tests.money import balance, sandbox_key, services, simulate
 from tests.s3 import ACCESS_KEY, SECRET_KEY, new_bucket, s3_admin
 
 pytestmark = pytest.mark.both_backends
@@ -258,14 +266,21 @@ async def test_a_connection_lost_mid_upload_leaves_no_row_and_no_object(
         + sent
     )
     await writer.drain()
-    await asyncio.sleep(0.3)  # the server has begun storing the file
+
+    async def storing() -> list[Path]:
+        return stored_objects(client)
+
+    # the server has begun storing the file (its temporary file is there)
+    await eventually(storing, what="the upload being stored")
     writer.close()
 
-    for _ in range(50):  # the server notices the lost connection and cleans up
-        await asyncio.sleep(0.1)
-        if not stored_objects(client):
-            break
-    assert stored_objects(client) == [] and await document_rows(client) == 0
+    async def cleaned_up() -> bool:
+        return not stored_objects(client)
+
+    # the server notices the lost connection and removes what it wrote; a row is written only
+    # after the file is stored whole, so none can follow once the file is gone
+    await eventually(cleaned_up, what="the partial upload removed")
+    assert await document_rows(client) == 0
 
 
 async def test_documents_are_listed_retrieved_and_downloaded_byte_for_byte(
@@ -484,7 +499,12 @@ async def test_live_mode_is_verified_only_by_the_operator_and_then_moves_money(
         "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=live_owner.headers
     )
     assert account.status == 201, await account.text()
-    await asyncio.sleep(0.6)  # settlement runs every half second
+
+    async def settled_in_full() -> bool:  # settlement runs every half second
+        money = await balance(client, live_owner)
+        return money["pending"] == 0 and money["available"] > 0
+
+    await eventually(settled_in_full, what="the payment settled")
     payout = await client.post(
         "/api/v1/merchant/payouts",
         json={

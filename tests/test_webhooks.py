@@ -9,6 +9,8 @@ import asyncio
 import hashlib
 import hmac
 import time
+import uuid
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -20,16 +22,26 @@ from aiohttp.test_utils import TestClient
 from standardwebhooks.webhooks import Webhook
 
 from mps.actors.webhooks.topology import AttemptJob
+from mps.adapters.broker import MemoryBroker
 from mps.bootstrap import Overrides
 from mps.config import Settings
 from mps.domain.clock import iso, utcnow
+from mps.domain.webhooks import RETRY_OFFSETS
 from mps.http.keys import SERVICES
 from mps.persistence.statements import Statement
 from mps.persistence.webhook_store import delivery_insert
 from mps.webhooks import verify_signature
 from mps.webhooks.signing import secret_key
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, create_payment, sign_in, sign_up
+from tests.fakes import wait_until
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    create_payment,
+    eventually,
+    sign_in,
+    sign_up,
+)
 from tests.receiver import Receiver, Reply
 
 # 1 min -> 6 ms ... 24 h -> 8.6 s: the whole schedule in about 13 s.
@@ -78,6 +90,28 @@ class Hooked:
             if time.monotonic() > deadline:
                 raise AssertionError(f"deliveries not settled in time: {rows}")
             await asyncio.sleep(0.05)
+
+    async def attempt_messages(self) -> deque[bytes]:
+        """Every attempt message the broker routes from now on, in the order it routes them:
+        a queue bound beside the consumers' that nobody consumes (the in-process broker keeps
+        its messages, as it keeps dead letters)."""
+        services = self.client.app[SERVICES]
+        broker = services.broker
+        assert isinstance(broker, MemoryBroker)
+        queue = f"test.seen.{uuid.uuid4().hex}"
+        await broker.declare(queue, services.webhooks.topology.attempts)
+        return broker.parked[queue]
+
+    async def routed(self, seen: deque[bytes], delay: float) -> None:
+        """Wait until every attempt message published so far with at most `delay` seconds of
+        delay is in `seen`. A sentinel published now with `delay` is routed after all of them:
+        the in-process broker holds a delayed message as a timer of the event loop, which fires
+        its timers in the order of their deadlines, and theirs came first. (The sentinel names
+        no delivery: its consumer finds none and drops it.)"""
+        services = self.client.app[SERVICES]
+        sentinel = AttemptJob(f"whd_sentinel{uuid.uuid4().hex}", 1, 0, "sentinel").encode()
+        await services.broker.publish(services.webhooks.topology.attempts, sentinel, delay=delay)
+        await wait_until(lambda: sentinel in seen, within=10.0)
 
 
 @pytest.fixture
@@ -264,7 +298,7 @@ async def test_payments_own_webhook_url_gets_its_events_signed_with_the_default_
     hooked: Hooked,
 ) -> None:
     # given a company endpoint, and a payment with its own webhookUrl
-    await hooked.endpoint("/company")
+    company = await hooked.endpoint("/company")
     payment = await create_payment(
         hooked.client, hooked.member, webhookUrl=hooked.receiver.url("/own")
     )
@@ -277,7 +311,11 @@ async def test_payments_own_webhook_url_gets_its_events_signed_with_the_default_
     default = (await hooked.get("/merchant/webhooks/default-secret"))["secret"]
     assert request.event["data"]["object"]["id"] == payment["id"]
     assert verify_signature(request.body, request.headers["X-Service-Signature"], default)
-    await asyncio.sleep(0.2)
+    # and the company's endpoint gets no delivery of it: the fan-out stores every delivery of
+    # an event in one commit before it makes any first attempt, so once the POST to the
+    # payment's URL arrived, a delivery to the endpoint would be stored (and only a stored
+    # delivery is ever POSTed)
+    assert await hooked.deliveries(company["id"]) == []
     assert hooked.receiver.at("/company") == []
 
 
@@ -348,10 +386,30 @@ async def test_a_retry_arriving_before_the_previous_attempt_is_recorded_waits_fo
 
     # when the message for attempt 2 arrives
     await deliveries.attempt(AttemptJob(delivery["id"], 2, now_ms, endpoint["id"]))
-    await asyncio.sleep(0.3)
 
-    # then nothing is POSTed under the previous attempt's number: the attempt waits
+    # then it POSTed nothing (a POST is made, and answered, within the call)
     assert len(hooked.receiver.received) == 1
+
+    # when the previous attempt's outcome is then recorded (it failed; attempt 2 is due)
+    await services.database.write(
+        [
+            (
+                Statement(
+                    "UPDATE webhook_deliveries SET attempts = 1 WHERE id = $1",
+                    (delivery["id"],),
+                ),
+            )
+        ]
+    )
+
+    # then the waiting message makes attempt 2, under its own number, and nothing was POSTed
+    # under the previous attempt's number meanwhile: the message is one, put back to wait each
+    # time it came too early, so any POST it made while waiting arrived before this one (and,
+    # being recorded, would have ended the delivery before attempt 2)
+    requests = await hooked.receiver.wait_for(2)
+    assert [r.headers["X-Service-Attempt"] for r in requests] == ["1", "2"]
+    [after] = await hooked.settled(endpoint["id"], 1)
+    assert after["status"] == "SUCCEEDED" and after["attempts"] == 2
 
 
 async def test_delivery_is_dead_after_the_last_attempt_of_the_schedule(hooked: Hooked) -> None:
@@ -406,9 +464,10 @@ async def test_receivers_retry_after_is_honoured_when_longer_than_the_schedule(
 async def test_receiver_can_stop_the_retries_of_a_delivery_with_the_abort_header(
     hooked: Hooked,
 ) -> None:
-    # given a receiver that refuses one delivery for good
+    # given a receiver that refuses one delivery for good, and every attempt message watched
     endpoint = await hooked.endpoint()
     hooked.receiver.answers = [Reply(400, {"webhook-delivery": "abort"})]
+    seen = await hooked.attempt_messages()
 
     # when an event is delivered
     await create_payment(hooked.client, hooked.member)
@@ -416,7 +475,11 @@ async def test_receiver_can_stop_the_retries_of_a_delivery_with_the_abort_header
     # then it is not retried
     [delivery] = await hooked.settled(endpoint["id"], 1)
     assert delivery["status"] == "DEAD" and delivery["attempts"] == 1
-    await asyncio.sleep(0.2)
+    # and no retry was published: one would be published before the outcome was recorded,
+    # delayed by the schedule's first wait, so it is routed by the time a sentinel published
+    # now with that delay is (every retry travels as an attempt message)
+    await hooked.routed(seen, RETRY_OFFSETS[0].total_seconds() * SCALE)
+    assert [m for m in seen if delivery["id"].encode() in m] == []
     assert len(hooked.receiver.received) == 1
     assert (await hooked.get(f"/merchant/webhooks/{endpoint['id']}"))["status"] == "enabled"
 
@@ -428,14 +491,16 @@ async def test_slow_endpoint_does_not_delay_another(hooked: Hooked) -> None:
     hooked.receiver.by_path["/slow"] = lambda: Reply(200, delay=3.0)
 
     # when 20 events are delivered to both
-    started = time.monotonic()
     for _ in range(20):
         await create_payment(hooked.client, hooked.member)
 
-    # then the quick endpoint has all 20 long before the slow one could have taken them
-    quick = await hooked.receiver.wait_for(20, path="/quick", within=10)
-    assert quick[-1].at - started < 2.5, [round(q.at - started, 2) for q in quick]
-    assert len(hooked.receiver.at("/slow")) <= DEFAULT_CONCURRENCY
+    # then the quick endpoint has all 20 before the slow one answered any: every slow request
+    # that arrived is still being answered (a quick one is answered without a wait, so only
+    # slow ones are ever in flight while the test looks)
+    await hooked.receiver.wait_for(20, path="/quick", within=10)
+    slow = hooked.receiver.at("/slow")
+    assert hooked.receiver.in_flight == len(slow) > 0
+    assert len(slow) <= DEFAULT_CONCURRENCY
 
 
 async def test_an_endpoint_gets_at_most_the_configured_number_of_posts_at_once(
@@ -520,13 +585,18 @@ async def test_recover_resends_only_the_deliveries_that_did_not_succeed(hooked: 
     since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - 60))
     response = await hooked.post(f"/merchant/webhooks/{endpoint['id']}/recover", {"since": since})
 
-    # then only the failed event is sent again
+    # then only the failed event is sent again: the recovery stored its deliveries before it
+    # answered, so the endpoint's deliveries now are all it will ever attempt
     recovery = await response.json()
     assert response.status == 202, recovery
     assert recovery["deliveries"] == 1 and recovery["hasMore"] is False
+    before = {r["id"] for r in rows}
+    [resent] = [r for r in await hooked.deliveries(endpoint["id"]) if r["id"] not in before]
+    assert resent["eventId"] == failed["eventId"]
     requests = await hooked.receiver.wait_for(4)
     assert requests[3].event["id"] == failed["eventId"]
-    await asyncio.sleep(0.2)
+    # and once every one of them has ended, none has an attempt left to make
+    await hooked.settled(endpoint["id"], 4)
     assert len(hooked.receiver.received) == 4
 
 
@@ -614,10 +684,12 @@ async def test_endpoint_failing_for_five_days_is_disabled_with_an_event_and_a_ma
         hooked = Hooked(client, member, receiver)
         endpoint = await hooked.endpoint()
         await create_payment(client, member)
-        for _ in range(500):  # until its first attempt is recorded, on the clock as it is
-            if any(d["attempts"] for d in await hooked.deliveries(endpoint["id"])):
-                break
-            await asyncio.sleep(0.02)
+
+        async def attempted() -> bool:
+            return any(d["attempts"] for d in await hooked.deliveries(endpoint["id"]))
+
+        # until its first attempt is recorded, on the clock as it is
+        await eventually(attempted, every=0.02, what="the first attempt recorded")
 
         # when it still fails five days later (the member signs in again by then)
         clock.advance(days=5, minutes=1)
@@ -627,11 +699,11 @@ async def test_endpoint_failing_for_five_days_is_disabled_with_an_event_and_a_ma
         await receiver.wait_for(2)
 
         # then it is disabled, the company got an event, and its owner a mail
-        deadline = time.monotonic() + 5
-        while (await hooked.get(f"/merchant/webhooks/{endpoint['id']}"))["status"] != "disabled":
-            assert time.monotonic() < deadline, "the endpoint was not disabled"
-            await asyncio.sleep(0.05)
-        after = await hooked.get(f"/merchant/webhooks/{endpoint['id']}")
+        async def disabled_endpoint() -> Any:
+            found = await hooked.get(f"/merchant/webhooks/{endpoint['id']}")
+            return found if found["status"] == "disabled" else None
+
+        after = await eventually(disabled_endpoint, what="the endpoint disabled")
         assert "5 days" in after["disabledReason"]
         disabled = await hooked.get("/merchant/events?type=webhook.endpoint_disabled")
         assert [e["data"]["object"]["endpointId"] for e in disabled["data"]] == [endpoint["id"]]
