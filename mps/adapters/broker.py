@@ -20,6 +20,8 @@ import aio_pika
 import aio_pika.abc
 
 from mps.domain.ids import random_base62
+from mps.errors import Unavailable
+from mps.faults import is_infrastructure_fault
 
 __all__ = [
     "DELAY_LEVELS_MS",
@@ -332,8 +334,15 @@ class AmqpBroker:
 
         async def consume(message: aio_pika.abc.AbstractIncomingMessage) -> None:
             # Acknowledged only after the handler finished: a crash mid-way redelivers.
-            async with message.process(requeue=True):
-                await handler(message.body)
+            try:
+                async with message.process(requeue=True):
+                    await handler(message.body)
+            except Exception as exc:
+                if not _is_fault(exc):
+                    raise
+                # The database or the broker failed under the handler: the message is back in
+                # its queue and runs again; an outage is a line in the log, not a traceback.
+                logger.warning("%s: handler failed, message requeued: %r", queue, exc)
 
         await declared.consume(consume)
 
@@ -393,6 +402,10 @@ def open_broker(url: str) -> Broker:
         return AmqpBroker(url)
     msg = f"unsupported broker URL scheme: {url.split(':', 1)[0]}"
     raise ValueError(msg)
+
+
+def _is_fault(error: BaseException) -> bool:
+    return isinstance(error, Unavailable) or is_infrastructure_fault(error)
 
 
 def with_query_defaults(url: str, **defaults: str) -> str:
