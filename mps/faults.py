@@ -20,18 +20,28 @@ _FAULTS: tuple[type[BaseException], ...] = (
     ConnectionError,
     TimeoutError,
     socket.gaierror,
+    # The session is gone or could not be made (its subclasses: refused, reset, unknown outcome).
     asyncpg.PostgresConnectionError,
-    asyncpg.CannotConnectNowError,
+    # The server shut down, crashed, ended an idle session, or cancelled a statement.
     asyncpg.OperatorInterventionError,
-    asyncpg.InterfaceError,
+    # Too many connections, disk full, out of memory.
+    asyncpg.InsufficientResourcesError,
+    # asyncpg's protocol stuck after the server ended the session under it.
     asyncpg.InternalClientError,
     aiormq.exceptions.AMQPConnectionError,
-    aiormq.exceptions.ChannelClosed,
     aiormq.exceptions.ChannelInvalidStateError,
+)
+# Only these exact classes: their subclasses are our bugs or configuration (wrong arguments to
+# a query, a queue declared with other arguments, access refused), which must stay 500s.
+_EXACTLY: tuple[type[BaseException], ...] = (
+    asyncpg.InterfaceError,  # "the connection is closed"
+    aiormq.exceptions.ChannelClosed,  # the broker closed the channel under us
 )
 _NETWORK = frozenset({errno.ENETDOWN, errno.ENETUNREACH, errno.EHOSTDOWN, errno.EHOSTUNREACH})
 
 
 def is_infrastructure_fault(error: BaseException) -> bool:
     """Whether `error` says a database, broker or network we depend on failed."""
-    return isinstance(error, _FAULTS) or (isinstance(error, OSError) and error.errno in _NETWORK)
+    if isinstance(error, _FAULTS) or type(error) in _EXACTLY:
+        return True
+    return isinstance(error, OSError) and error.errno in _NETWORK

@@ -242,6 +242,8 @@ _Inbox = asyncio.Queue[tuple[bytes, asyncio.Future[None] | None]] | deque[bytes]
 
 # Seconds between attempts to reach the broker again after the connection is lost.
 RECONNECT_EVERY = 1.0
+# Seconds a message whose handler met an outage waits before it is requeued.
+REQUEUE_AFTER = 1.0
 
 
 class AmqpBroker:
@@ -336,7 +338,14 @@ class AmqpBroker:
             # Acknowledged only after the handler finished: a crash mid-way redelivers.
             try:
                 async with message.process(requeue=True):
-                    await handler(message.body)
+                    try:
+                        await handler(message.body)
+                    except Exception as exc:
+                        if _is_fault(exc):
+                            # Held a moment before it goes back to its queue: through an
+                            # outage, redelivery is a slow retry, not a tight loop.
+                            await asyncio.sleep(REQUEUE_AFTER)
+                        raise
             except Exception as exc:
                 if not _is_fault(exc):
                     raise

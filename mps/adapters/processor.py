@@ -4,6 +4,12 @@ always uses it, and so does live mode in the development server mode (decisions 
 An authorization carries an idempotency key (the checkout attempt's id, mps.actors.attempts):
 asked again under the same key, a processor answers what it answered the first time and charges
 nothing more, which is what lets a checkout whose answer was lost be asked again safely.
+
+That promise is only as wide as the processor's memory of its keys. A real processor keeps them
+on its side, so every node of a cluster asks the same memory. The simulator keeps them in its
+node's process: should a node be killed between an approval and its booking, the shard's next
+owner recalls nothing, settles the attempt VOID, and a retry is charged again (simulated money,
+in test mode and development only).
 """
 
 from __future__ import annotations
@@ -83,8 +89,9 @@ REMEMBERED = 20_000
 
 
 class SimulatorProcessor:
-    """Remembers its answers by idempotency key; `charges` counts the approvals it made (a
-    repeated key adds none), so a test can see a card was charged once."""
+    """Remembers its answers by idempotency key, in this process only (see the module's
+    docstring); `charges` counts the approvals it made (a repeated key adds none), so a test
+    can see a card was charged once."""
 
     def __init__(self, remembered: int = REMEMBERED) -> None:
         self._remembered = remembered

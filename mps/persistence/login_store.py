@@ -42,9 +42,15 @@ def spend_code(
     company is named, only if the login's user is a member of it. Returns the login's
     `user_id`, `company_id`, `email` and the company a sign-up will create
     (`signup_company_name`, `signup_owner_name`, NULL for other logins); no row when any
-    condition failed."""
+    condition failed.
+
+    A sign-up's code stays spendable, within its expiry, until its company exists: the company
+    is made after the spend, and should that fail (a fault, a shard moving), the person's retry
+    with the same code makes it rather than finding the code used."""
     sql = (
-        "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND consumed_at IS NULL "
+        "UPDATE logins SET consumed_at = $1 WHERE id = $2 AND (consumed_at IS NULL OR "
+        "(signup_company_name IS NOT NULL AND NOT EXISTS "
+        "(SELECT 1 FROM companies c WHERE c.id = logins.company_id))) "
         "AND failed_attempts < $3 AND code_hash = $4 AND code_expires_at > $1"
     )
     params: tuple[Any, ...] = (now, login_id, max_failed, code_hash)

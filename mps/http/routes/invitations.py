@@ -152,7 +152,9 @@ async def accept(call: Call) -> Resource:
     if shown_status(invitation, _now(call)) != "PENDING":
         raise Conflict("The invitation is no longer open", code="invalid_state")
     # The code mailed next comes from the invitee's one budget (mps.auth.signin), spent before
-    # the membership is saved so that a 429 leaves nothing half-done.
+    # the membership is saved so that a 429 leaves nothing half-done, and only on the node that
+    # serves the company: a request passed there whole would spend it twice.
+    await call.services.shards.require(invitation.company_id)
     await signin.spend_code_budget(call.services, invitation.email)
     user_id = await call.services.shards.ask_company(
         invitation.company_id, AcceptInvitation(invitation)
