@@ -535,6 +535,7 @@ async def _storage(args: argparse.Namespace, backend: str) -> AsyncIterator[Stor
         env |= {
             "MPS_DATABASE_URL": url,
             "MPS_BROKER_URL": args.broker_url,
+            "MPS_CLUSTER": "on",
             "MPS_CLUSTER_NAME": cluster,
         }
     else:

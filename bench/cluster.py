@@ -10,8 +10,12 @@ as a balancer would spread it; throughput is the sum, latency the worst node's. 
 endpoint is measured in the same run with the same total connections, for the ratio.
 
 Then, with two nodes or more, the off-owner hop: `--hops` sequential creates for one company
-sent to the node that owns its shard, and as many sent to a node that does not (passed through
-RabbitMQ to the owner and back); p50 and p99 of each, and the difference.
+sent to the node that owns its shard, and as many sent to a node that does not (passed straight
+to the owner's peer listener, mps.cluster.peers); p50 and p99 of each, the difference, and the
+CPU per create of every node and of RabbitMQ together (from /proc, RabbitMQ found by its port).
+`--hops-only` skips the throughput runs.
+
+    .venv/bin/python bench/cluster.py --nodes 2 --hops 1000 --hops-only
 
 This machine has two cores: every node, wrk and Postgres share them, so more nodes cannot add
 throughput here. The figures show what a hop and the coordination cost, not scaling.
@@ -42,9 +46,11 @@ from bench.load import (
     Run,
     Target,
     _bare,
+    _cpu_seconds,
     _drive,
     _drop_schema,
     _free_port,
+    _listener_pid,
     _process,
     _sign_up,
     _wait_up,
@@ -77,6 +83,7 @@ async def _cluster(args: argparse.Namespace, size: int) -> AsyncIterator[list[Ta
                 "MPS_DATA_DIR": tempfile.mkdtemp(prefix="mps-cluster-"),
                 "MPS_MODE": "development",
                 "MPS_NODE_ID": f"node{index + 1}",
+                "MPS_CLUSTER": "on",
                 "MPS_CLUSTER_NAME": f"bench-{nonce}",
                 "MPS_DATABASE_URL": f"{args.pg_url}{sep}schema={schema}",
                 "MPS_BROKER_URL": args.broker_url,
@@ -151,9 +158,9 @@ async def _hops(
         other = next(t for t in targets if t is not owner)
         headers = {"Authorization": f"Bearer {company.token}"}
 
-        async def sequential(target: Target) -> list[float]:
-            took = []
-            for _ in range(args.hops):
+        async def sequential(target: Target, count: int) -> list[float]:
+            took: list[float] = []
+            for _ in range(count):
                 started = time.perf_counter()
                 async with session.post(
                     f"{target.base}/api/v1/merchant/payments", json=AMOUNT, headers=headers
@@ -161,11 +168,26 @@ async def _hops(
                     await response.read()
                     assert response.status == 201, response.status
                 took.append((time.perf_counter() - started) * 1000)
-            return sorted(took)
+            return took
 
-        await sequential(owner)  # warm both paths
-        direct = await sequential(owner)
-        passed = await sequential(other)
+        broker = _listener_pid(args.broker_port)
+        pids = [t.pid for t in targets if t.pid is not None] + ([broker] if broker else [])
+
+        # In blocks of 50, the two paths taking turns: the machine's load (others' work) then
+        # weighs on both alike.
+        took: dict[str, list[float]] = {"owner": [], "other": []}
+        cpu = {"owner": 0.0, "other": 0.0}
+        await sequential(owner, 50)  # warm both paths
+        await sequential(other, 50)
+        for _ in range(max(1, args.hops // 50)):
+            for name, target in (("owner", owner), ("other", other)):
+                before = sum(_cpu_seconds(pid) for pid in pids)
+                took[name] += await sequential(target, 50)
+                cpu[name] += sum(_cpu_seconds(pid) for pid in pids) - before
+        direct, passed = sorted(took["owner"]), sorted(took["other"])
+        # CPU milliseconds per create, of the nodes and RabbitMQ together.
+        direct_cpu = cpu["owner"] * 1000 / len(direct)
+        passed_cpu = cpu["other"] * 1000 / len(passed)
 
     def at(values: list[float], q: float) -> float:
         return values[min(len(values) - 1, int(q * len(values)))]
@@ -175,7 +197,9 @@ async def _hops(
         f"owner p50 {at(direct, 0.5):.2f} ms p99 {at(direct, 0.99):.2f} ms; "
         f"off-owner p50 {at(passed, 0.5):.2f} ms p99 {at(passed, 0.99):.2f} ms; "
         f"added p50 {at(passed, 0.5) - at(direct, 0.5):.2f} ms "
-        f"p99 {at(passed, 0.99) - at(direct, 0.99):.2f} ms"
+        f"p99 {at(passed, 0.99) - at(direct, 0.99):.2f} ms; "
+        f"CPU per create (nodes{' and RabbitMQ' if broker else ''}) owner {direct_cpu:.2f} ms, "
+        f"off-owner {passed_cpu:.2f} ms ({passed_cpu / direct_cpu:.2f} x)"
     )
 
 
@@ -185,7 +209,7 @@ async def main(args: argparse.Namespace) -> int:
     args.bare_duration = None
     args.no_bare = False
     (args.out / "bare.data").write_text("")
-    bare = await _bare(args, args.out / "bare.data")
+    bare = None if args.hops_only else await _bare(args, args.out / "bare.data")
     if bare is not None:
         print(f"bare aiohttp: {bare.rps:,.0f} req/s, p99 {bare.latency_ms('p99'):.1f} ms")
     for size in args.nodes:
@@ -201,9 +225,10 @@ async def main(args: argparse.Namespace) -> int:
                     headers={"Authorization": f"Bearer {companies[-1].token}"},
                 ) as response:
                     ids.append(orjson.loads(await response.read())["company"]["id"])
-            rps, _ = await _throughput(args, targets, companies, size)
-            if bare is not None:
-                print(f"{size} nodes: {rps / bare.rps:.3f} x bare")
+            if not args.hops_only:
+                rps, _ = await _throughput(args, targets, companies, size)
+                if bare is not None:
+                    print(f"{size} nodes: {rps / bare.rps:.3f} x bare")
             if size >= 2:
                 await _hops(args, targets, companies[0], ids[0])
     return 0
@@ -217,6 +242,8 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--companies", type=int, default=4)
     parser.add_argument("--hops", type=int, default=500)
+    parser.add_argument("--hops-only", action="store_true", help="skip the throughput runs")
+    parser.add_argument("--broker-port", type=int, default=5672, help="RabbitMQ's, for its CPU")
     parser.add_argument(
         "--pg-url", default="postgresql://postgres@127.0.0.1:5432/mps_test", help="Postgres"
     )

@@ -41,6 +41,32 @@ One run:
    answered CANCELLED and every refund answered 201 is looked for in what the service lists
    afterwards (cursor paging over every company's payments and refunds); "acknowledged creates
    stored: N/N" (and refunds, ...) and the exit code say whether all are.
+
+Open loop (--rate, --find-rate; the create mix only):
+
+    .venv/bin/python bench/load.py --backend sqlite --rate 1000 --duration 8
+    .venv/bin/python bench/load.py --backend sqlite --find-rate --duration 8 --open-connections 1024
+    .venv/bin/python bench/load.py --backend sqlite --rate 1000 --max-in-flight 32 \\
+        --open-connections 1024
+
+wrk is closed-loop, so it hides queueing: while the service stalls, wrk's connections wait and
+send nothing, and the requests that would have arrived meanwhile are never timed (coordinated
+omission). In the open loop (bench/open_loop.py says how, and why a Python generator) creates
+are due on a fixed schedule, --rate a second, and each is timed from its due time to its answer.
+--rate R runs at R for --duration; --find-rate searches the highest rate held (every create
+answered 201, p99 <= --p99-ms, 30 by default, and the generator's send lag p99 <= 5 ms) in
+--step-seconds steps, doubling from --rate (200 when not given) until a step is not held, then
+halving the bracket --search-steps times. Then the service runs at the held rate and at
+--overload (2) times it, each time after the bare endpoint at the same rate: the bare
+endpoint's p99 shows the generator held the schedule (were it the limit, the bare endpoint
+would show it too), and the service's p50 and p99 are printed as multiples of the bare's. Past
+what the node can serve, the excess should come back 503 overloaded with Retry-After, fast
+(MPS_MAX_IN_FLIGHT, mps/http/admission.py; --max-in-flight sets it for the run, 0 turns it
+off), the accepted creates with a bounded p99, and every acknowledged create stored: the run
+prints the accepted and the 503 latencies apart, and the 503s that carried Retry-After.
+--processes (2) generator processes share the rate, each with at most --open-connections (256)
+connections; give more (1024) for an overload run, or the generator's own cap, not the
+service, holds the excess back.
 """
 
 from __future__ import annotations
@@ -527,12 +553,16 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[Target]:
         "MPS_RATE_LIMIT_SCALE": "0",
         "MPS_ACCESS_LOG": "off",
     }
+    if args.max_in_flight is not None:
+        env["MPS_MAX_IN_FLIGHT"] = str(args.max_in_flight)
     schema = None
     if args.backend == "postgres":
         schema = f"load_{args.nonce}"
         sep = "&" if "?" in args.pg_url else "?"
         env["MPS_DATABASE_URL"] = f"{args.pg_url}{sep}schema={schema}"
         env["MPS_BROKER_URL"] = args.broker_url or "amqp://guest:guest@127.0.0.1:5672/"
+        # A cluster of one, as the results in bench/RESULTS.md were measured.
+        env["MPS_CLUSTER"] = "on"
     elif args.broker_url:
         env["MPS_BROKER_URL"] = args.broker_url
     try:
@@ -786,8 +816,193 @@ def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
         print(f"  server RSS at the start of the run: {run.rss_start_kib / 1024:.1f} MiB")
 
 
+# -- open loop -------------------------------------------------------------------------------
+
+
+def _open_loop() -> Any:
+    """bench/open_loop.py, importable whether this file runs as a script or as bench.load."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench import open_loop
+
+    return open_loop
+
+
+def _open_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("open loop (the create mix; see the module's docstring)")
+    group.add_argument("--rate", type=float, help="creates a second, sent on a fixed schedule")
+    group.add_argument(
+        "--find-rate",
+        action="store_true",
+        help="search the highest rate held at p99 <= --p99-ms (from --rate, or 200)",
+    )
+    group.add_argument("--p99-ms", type=float, default=30.0, help="the p99 to hold (30)")
+    group.add_argument(
+        "--step-seconds", type=float, default=5.0, help="each step of the search (5)"
+    )
+    group.add_argument("--search-steps", type=int, default=4, help="halvings of the bracket (4)")
+    group.add_argument(
+        "--overload",
+        type=float,
+        default=2.0,
+        help="then run at this multiple of the rate (2; 0: not)",
+    )
+    group.add_argument("--processes", type=int, default=2, help="generator processes (2)")
+    group.add_argument(
+        "--open-connections", type=int, default=256, help="per generator process at most (256)"
+    )
+    group.add_argument(
+        "--max-in-flight",
+        type=int,
+        help="the service's MPS_MAX_IN_FLIGHT (its default unless given; 0: no bound)",
+    )
+
+
+# The generator's send lag (p99, ms) beyond which a step says nothing of the service.
+_LAG_LIMIT_MS = 5.0
+# Runs of a step again when the generator fell behind in it.
+_LAG_RETRIES = 2
+
+
+async def _open_run(
+    args: argparse.Namespace,
+    target: Target,
+    rate: float,
+    seconds: float,
+    label: str,
+    companies: Sequence[Company] = (),
+) -> Any:
+    """One open-loop run: creates spread over `companies`, or GET / of the bare endpoint."""
+    open_loop = _open_loop()
+    host, port = target.base.removeprefix("http://").rsplit(":", 1)
+    plan = open_loop.Plan(
+        host=host,
+        port=int(port),
+        rate=rate,
+        duration=seconds,
+        processes=args.processes,
+        connections=args.open_connections,
+        start_wall=0.0,
+    )
+    if companies:
+        plan.kind = "create"
+        plan.path = "/api/v1/merchant/payments"
+        plan.tokens = [c.token for c in companies]
+        plan.body = '{"amountMinor":"1500","currency":"USD","description":"open loop"}'
+        plan.nonce = f"{args.nonce}{label}"
+    cpu = _cpu_seconds(target.pid) if target.pid else 0.0
+    result = await asyncio.to_thread(open_loop.run, plan, args.out, label)
+    result.server_cpu = (_cpu_seconds(target.pid) - cpu) if target.pid else 0.0
+    return result
+
+
+def _open_report(label: str, run: Any, bare: Any | None, p99_ms: float) -> None:
+    print(f"{label}:")
+    for line in run.lines():
+        print(f"  {line}")
+    held = run.held(p99_ms, _LAG_LIMIT_MS)
+    print(f"  held (every create 201, p99 <= {p99_ms:g} ms): {'yes' if held else 'no'}")
+    print(f"  server CPU {run.server_cpu / max(run.duration, 1e-9):.0%} of a core")
+    if bare is None:
+        return
+    print("  bare endpoint at the same rate (the generator's check, and the reference):")
+    for line in bare.lines():
+        print(f"    {line}")
+    for name, share in (("p50", 0.5), ("p99", 0.99)):
+        mine, theirs = run.p("all", share), bare.p("all", share)
+        ratio = f"{mine / theirs:.1f}x" if theirs else "-"
+        print(f"  {name}: service {mine:.2f} ms, bare {theirs:.2f} ms, service/bare {ratio}")
+
+
+async def _find_rate(
+    args: argparse.Namespace, target: Target, companies: list[Company], check: Check
+) -> float:
+    """The highest rate whose step is held (every create 201, p99 <= --p99-ms, the schedule
+    kept): doubling from the start until a step is not held, then halving the bracket."""
+    good, bad = 0.0, 0.0
+    rate = args.rate or 200.0
+    step = 0
+
+    async def held(rate: float) -> bool:
+        nonlocal step
+        for attempt in range(_LAG_RETRIES + 1):
+            step += 1
+            run = await _open_run(args, target, rate, args.step_seconds, f"step{step}", companies)
+            check.created.update(run.ids)
+            ok = run.held(args.p99_ms, _LAG_LIMIT_MS)
+            behind = run.p("lag", 0.99) > _LAG_LIMIT_MS
+            verdict = "held" if ok else "generator behind" if behind else "not held"
+            print(
+                f"  step {step}: {rate:,.0f}/s  p99 {run.p('all', 0.99):8.2f} ms  "
+                f"ok {run.ok:,}/{run.sent:,}  send lag p99 {run.p('lag', 0.99):.2f} ms  "
+                f"{verdict}",
+                flush=True,
+            )
+            # A generator that fell behind (the machine is shared) says nothing of the
+            # service: the step is run again, up to twice.
+            if not behind or attempt == _LAG_RETRIES:
+                return ok
+        return False
+
+    print(
+        f"finding the highest rate held at p99 <= {args.p99_ms:g} ms "
+        f"({args.step_seconds:g} s steps)"
+    )
+    while await held(rate):
+        good, rate = rate, rate * 2
+    bad = rate
+    for _ in range(args.search_steps):
+        middle = (good + bad) / 2
+        if await held(middle):
+            good = middle
+        else:
+            bad = middle
+    return good
+
+
+async def _open_main(args: argparse.Namespace) -> int:
+    """The open loop: the held rate (given, or searched), then --overload times it; each run
+    beside the bare endpoint at the same rate; then every acknowledged create looked for."""
+    check = Check()
+    port = _free_port()
+    bare_command = [sys.executable, str(BENCH / "bare.py"), "--port", str(port)]
+    bare_command += ["--loop", args.bare_loop]
+    async with (
+        _process(bare_command, args.out / "bare.log", dict(os.environ)) as bare_process,
+        _service(args) as target,
+        aiohttp.ClientSession() as session,
+    ):
+        bare = Target(f"http://127.0.0.1:{port}", bare_process.pid)
+        await _wait_up(bare.base, "/", bare_process)
+        companies, _pool, _refund_pool = await _prepare(session, target, args, check)
+        rate = await _find_rate(args, target, companies, check) if args.find_rate else args.rate
+        if not rate:
+            raise SystemExit("no rate was held: try a lower --rate to start from")
+        if args.find_rate:
+            print(f"held: {rate:,.0f} creates/s at p99 <= {args.p99_ms:g} ms")
+        rates = [("at the rate", rate)]
+        if args.overload:
+            rates.append((f"at {args.overload:g} x the rate", rate * args.overload))
+        for index, (name, each) in enumerate(rates):
+            print(f"\n{name}: {each:,.0f}/s for {args.duration:g} s")
+            reference = (
+                None
+                if args.no_bare
+                else await _open_run(args, bare, each, args.duration, f"bare{index}")
+            )
+            run = await _open_run(args, target, each, args.duration, f"run{index}", companies)
+            check.created.update(run.ids)
+            _open_report(f"service, {name}", run, reference, args.p99_ms)
+        stored = await _stored_all(session, target.base, companies)
+        ok = _verify(check, stored, [])
+    print(f"files: {args.out}")
+    return 0 if ok else 1
+
+
 async def main(args: argparse.Namespace) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.rate is not None or args.find_rate:
+        return await _open_main(args)
     bare_data = args.out / "bare.data"
     bare_data.write_text("")
     bare = await _bare(args, bare_data)
@@ -856,7 +1071,10 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the data dir or schema")
     parser.add_argument("--out", type=Path, help="where a run's files go")
     parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
+    _open_arguments(parser)
     args = parser.parse_args()
+    if (args.rate is not None or args.find_rate) and args.mix != "create":
+        parser.error("the open loop (--rate, --find-rate) drives the create mix only")
     if args.connections < args.threads:
         parser.error("--connections must be at least --threads")
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -157,6 +157,7 @@ async def run(args: argparse.Namespace) -> None:
         "MPS_DATA_DIR": str(out / "var"),
         "MPS_DATABASE_URL": f"{args.pg_url}{sep}schema={schema}",
         "MPS_BROKER_URL": args.amqp_url,
+        "MPS_CLUSTER": "on",
         "MPS_CLUSTER_NAME": cluster,
         "MPS_RATE_LIMIT_SCALE": "0",
         "MPS_ACCESS_LOG": "off",

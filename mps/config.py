@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import base64
+import hashlib
+import hmac
 import os
 import re
 import secrets
@@ -28,6 +30,8 @@ __all__ = ["ConfigError", "Settings", "load_settings"]
 
 # More POSTs at once than this to one receiver is a flood, not a delivery.
 MAX_WEBHOOK_CONCURRENCY = 256
+# More requests in flight on one node than this is no bound at all.
+MAX_IN_FLIGHT = 1_000_000
 
 
 class ConfigError(Exception):
@@ -44,6 +48,11 @@ class Settings:
     broker_url: str = "memory://"
     public_url: str = "http://127.0.0.1:8080"
     node_id: str = "node-1"
+    # Whether this process is a node of a cluster (MPS_CLUSTER=on|off, README "Cluster"): on,
+    # it shares the shards with the other nodes through the broker, which must be AMQP; off,
+    # it owns every shard itself, whatever the broker. load_settings always decides it; None
+    # is only for Settings made by hand (tests), where it means on exactly with an AMQP broker.
+    cluster: bool | None = None
     # Names the cluster's queues and exchange on the broker, so two clusters can share one.
     cluster_name: str = "mps"
     # The shard queues' type: classic, or quorum for a replicated RabbitMQ cluster (README).
@@ -59,6 +68,9 @@ class Settings:
     # How many POSTs this node has in flight to one webhook endpoint at most (its lane's slots,
     # mps.actors.webhooks.dispatcher). In a cluster, each node has its own.
     webhook_concurrency: int = 16
+    # Requests this node serves at once at most; the next is answered 503 overloaded with
+    # Retry-After (mps.http.admission). Per node; 0 admits every request.
+    max_in_flight: int = 128
     # Multiplies every request rate limit (decisions 15); 0 turns limiting off (load tests).
     rate_limit_scale: float = 1.0
     smtp_url: str | None = None
@@ -106,6 +118,34 @@ class Settings:
     object_storage_url: str = ""
     # An identity document upload larger than this is answered 413 (decisions).
     kyc_max_upload_bytes: int = 10 * 1024 * 1024
+    # A cluster node's peer listener, where other nodes pass it requests (mps.cluster.peers):
+    # the address it listens on (None: `host`), its port (0: one the system picks; heartbeats
+    # tell the others), and the host other nodes reach it at (None: the listening address, or
+    # this machine's name when that is every address).
+    peer_host: str | None = None
+    peer_port: int = 0
+    peer_advertise: str | None = None
+    # Signs what nodes pass each other; every node of a cluster has the same. Empty: derived
+    # from the session secret (which the nodes share too).
+    cluster_secret: bytes = field(default=b"", repr=False)
+
+    def __post_init__(self) -> None:
+        if self.cluster and not _is_amqp(self.broker_url):
+            raise ConfigError(_CLUSTER_NEEDS_AMQP)
+
+    @property
+    def clustered(self) -> bool:
+        """Whether this process is a cluster node (`cluster`, or for Settings made by hand
+        without it, whether the broker is AMQP)."""
+        return _is_amqp(self.broker_url) if self.cluster is None else self.cluster
+
+    @property
+    def peer_secret(self) -> bytes:
+        """The cluster's secret: as configured, or derived from the session secret (its own
+        key, so neither can be learned from the other)."""
+        if self.cluster_secret:
+            return self.cluster_secret
+        return hmac.new(self.session_secret, b"mps cluster peers", hashlib.sha256).digest()
 
     @property
     def objects_url(self) -> str:
@@ -126,6 +166,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--broker-url", help="memory:// or amqp://… (MPS_BROKER_URL)")
     parser.add_argument("--mode", choices=["development", "production"], help="(MPS_MODE)")
     parser.add_argument("--public-url", help="base of payUrl and email links (MPS_PUBLIC_URL)")
+    parser.add_argument(
+        "--cluster",
+        choices=["on", "off"],
+        help="on: a node of a cluster, on an amqp:// broker; off: alone (MPS_CLUSTER, default off)",
+    )
     parser.add_argument("--node-id", help="this node's name in a cluster (MPS_NODE_ID)")
     parser.add_argument(
         "--cluster-name", help="names the cluster's queues on the broker (MPS_CLUSTER_NAME)"
@@ -144,6 +189,33 @@ def _parser() -> argparse.ArgumentParser:
         help="serve GET /metrics on this port too (MPS_METRICS_PORT; host: MPS_METRICS_HOST)",
     )
     return parser
+
+
+_CLUSTER_NEEDS_AMQP = (
+    "MPS_CLUSTER=on needs an AMQP broker, which the nodes share the shards through: "
+    "set MPS_BROKER_URL=amqp://… (or amqps://…)"
+)
+
+
+def _is_amqp(broker_url: str) -> bool:
+    return broker_url.startswith(("amqp://", "amqps://"))
+
+
+def _cluster(value: str | None, broker_url: str) -> bool:
+    """MPS_CLUSTER: off (the default) runs this process alone, owning every shard, even on an
+    AMQP broker (which then carries its webhooks and revocations only); on makes it a node of
+    the cluster named MPS_CLUSTER_NAME, and is refused without an AMQP broker. Said, not
+    guessed from the broker's URL: the URL says where the broker is, and whether a process
+    shares its shards is a decision of its own (two processes that each run alone on one
+    database would both run every shard's work, so the start-up log says which it is)."""
+    if not value or value == "off":
+        return False
+    if value != "on":
+        msg = "MPS_CLUSTER must be on or off"
+        raise ConfigError(msg)
+    if not _is_amqp(broker_url):
+        raise ConfigError(_CLUSTER_NEEDS_AMQP)
+    return True
 
 
 def _cluster_name(name: str) -> str:
@@ -275,6 +347,15 @@ def _webhook_concurrency(value: str | None) -> int:
     return int(value)
 
 
+def _max_in_flight(value: str | None) -> int:
+    if not value:
+        return Settings.max_in_flight
+    if not (value.isascii() and value.isdigit()) or int(value) > MAX_IN_FLIGHT:
+        msg = f"MPS_MAX_IN_FLIGHT must be a whole number from 0 (no bound) to {MAX_IN_FLIGHT}"
+        raise ConfigError(msg)
+    return int(value)
+
+
 def _metrics_port(value: str | None, service_port: int) -> int | None:
     if not value:
         return None
@@ -287,6 +368,22 @@ def _metrics_port(value: str | None, service_port: int) -> int | None:
         raise ConfigError(msg)
     if port == service_port:
         msg = "MPS_METRICS_PORT must differ from the service's port (MPS_PORT)"
+        raise ConfigError(msg)
+    return port
+
+
+def _peer_port(value: str | None, service_port: int) -> int:
+    if not value:
+        return 0
+    try:
+        port = int(value)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        msg = "MPS_PEER_PORT must be a port number (0 to 65535; 0: any free port)"
+        raise ConfigError(msg)
+    if port == service_port:
+        msg = "MPS_PEER_PORT must differ from the service's port (MPS_PORT)"
         raise ConfigError(msg)
     return port
 
@@ -355,6 +452,7 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         data_dir=data_dir,
         database_url=database_url,
         broker_url=broker_url or "memory://",
+        cluster=_cluster(args.cluster or env.get("MPS_CLUSTER"), broker_url or "memory://"),
         public_url=(args.public_url or env.get("MPS_PUBLIC_URL") or f"http://{host}:{port}").rstrip(
             "/"
         ),
@@ -370,6 +468,7 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         id_key=id_key or b"",
         webhook_retry_scale=float(env.get("MPS_WEBHOOK_RETRY_SCALE") or 1),
         webhook_concurrency=_webhook_concurrency(env.get("MPS_WEBHOOK_CONCURRENCY")),
+        max_in_flight=_max_in_flight(env.get("MPS_MAX_IN_FLIGHT")),
         rate_limit_scale=_scale(
             args.rate_limit_scale
             if args.rate_limit_scale is not None
@@ -381,6 +480,10 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         smtp_ca_file=_smtp_ca_file(env.get("MPS_SMTP_CA_FILE")),
         metrics_port=_metrics_port(args.metrics_port or env.get("MPS_METRICS_PORT"), port),
         metrics_host=env.get("MPS_METRICS_HOST") or Settings.metrics_host,
+        peer_host=env.get("MPS_PEER_HOST") or None,
+        peer_port=_peer_port(env.get("MPS_PEER_PORT"), port),
+        peer_advertise=env.get("MPS_PEER_ADVERTISE") or None,
+        cluster_secret=_secret_from_env(env, "MPS_CLUSTER_SECRET") or b"",
         object_storage_url=args.object_storage_url
         or env.get("MPS_OBJECT_STORAGE_URL")
         or (data_dir / "objects").absolute().as_uri(),

@@ -1,12 +1,14 @@
 """Serving the application until a signal, then stopping it cleanly.
 
+A start that fails (a resource that cannot be opened) closes what it had opened and raises.
+
 SIGTERM or SIGINT: in a cluster the node first hands every shard over (finishing the work in
 flight; requests that arrive meanwhile are passed to the new owners), then stops listening,
 finishes the requests it is still serving, and closes its resources. A single process skips the
 hand-over.
 
-A node of a cluster also listens on a private Unix socket, in a directory only its user can
-read, for the requests other nodes pass to it (mps.cluster.forwarding).
+A node of a cluster also listens on its peer port (`MPS_PEER_PORT`) for the requests other
+nodes pass to it (mps.cluster.peers).
 """
 
 from __future__ import annotations
@@ -14,14 +16,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-import shutil
 import signal
-import tempfile
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
+from mps.cluster.listener import PeerListenError, listen_for_peers
 from mps.config import Settings
 from mps.http.keys import SERVICES
 
@@ -42,9 +42,10 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    socket_dir: str | None = None
-    await runner.setup()
     try:
+        # Opens the app's resources in order (mps.bootstrap); if one fails, the cleanup below
+        # closes those already open before the error goes on.
+        await runner.setup()
         try:
             await web.TCPSite(runner, settings.host, settings.port).start()
         except OSError as exc:
@@ -52,10 +53,16 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
             raise ListenError(msg) from None
         cluster = app[SERVICES].cluster
         if cluster is not None:
-            socket_dir = tempfile.mkdtemp(prefix="mps-node-")
-            path = str(Path(socket_dir) / "node.sock")
-            await web.UnixSite(runner, path).start()
-            cluster.dispatch.serve_at(path)
+            try:
+                await listen_for_peers(
+                    runner,
+                    cluster,
+                    settings.peer_host or settings.host,
+                    settings.peer_port,
+                    settings.peer_advertise,
+                )
+            except PeerListenError as exc:
+                raise ListenError(str(exc)) from None
         # What start-up made (modules, the route table, settings) lives as long as the process;
         # left to the collector, each full collection walks it again for nothing, a 35-70 ms
         # pause every couple of seconds under load (bench/RESULTS.md, "Analytics").
@@ -74,5 +81,3 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
             await cluster.drain()
     finally:
         await runner.cleanup()
-        if socket_dir is not None:
-            shutil.rmtree(socket_dir, ignore_errors=True)

@@ -9,8 +9,10 @@ Every node runs in development mode with shared secrets (so a session made by on
 all), the broker heartbeat short (so a paused node loses its shards in seconds) and the rate
 limits off. The cluster's queues carry a name of the tests' own, so a developer's cluster on the
 same broker is never touched: each cluster has a name of its own (test runs may overlap), and its
-queues are deleted when it stops. In-process apps (pytest-aiohttp) join a cluster with
-`serve_passed_requests`, which gives their test server the private socket run.py opens.
+queues are deleted when it stops. Each node's peer listener is on a port the cluster chose
+(`peer_url`), and the nodes share `CLUSTER_SECRET`, so a test can call a peer listener itself.
+In-process apps (pytest-aiohttp) join a cluster with `serve_passed_requests`, which gives their
+test server the peer listener run.py opens.
 """
 
 from __future__ import annotations
@@ -18,27 +20,38 @@ from __future__ import annotations
 import asyncio
 import secrets
 import signal
-import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 from urllib.request import urlopen
 
+import aiohttp
 import orjson
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from mps.cluster.listener import listen_for_peers
 from mps.cluster.node import delete_cluster
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.keys import SERVICES
+from tests.helpers import free_port
 from tests.server import RunningServer
 
-__all__ = ["LocalCluster", "delete_cluster_queues", "new_cluster_name", "serve_passed_requests"]
+__all__ = [
+    "CLUSTER_SECRET",
+    "LocalCluster",
+    "NodeMember",
+    "delete_cluster_queues",
+    "new_cluster_name",
+    "serve_passed_requests",
+    "sign_up_on",
+]
 
 SESSION_SECRET = "cluster-test-session-secret-0123456789abcdef"
 ENCRYPTION_KEY = "cluster-test-encryption-key-0123456789abcdef"
+CLUSTER_SECRET = "cluster-test-peer-secret-0123456789abcdefgh"
 
 
 class LocalCluster:
@@ -55,6 +68,7 @@ class LocalCluster:
         broker = f"{amqp_url}{'&' if '?' in amqp_url else '?'}heartbeat={heartbeat}"
         self.amqp_url = amqp_url
         self.name = new_cluster_name()
+        self.peer_ports = [free_port() for _ in range(size)]
         self.nodes = [
             RunningServer(
                 _folder(folder / f"node{i + 1}"),
@@ -62,9 +76,12 @@ class LocalCluster:
                     "MPS_NODE_ID": f"node{i + 1}",
                     "MPS_DATABASE_URL": database_url,
                     "MPS_BROKER_URL": broker,
+                    "MPS_CLUSTER": "on",
                     "MPS_CLUSTER_NAME": self.name,
                     "MPS_SESSION_SECRET": SESSION_SECRET,
                     "MPS_ENCRYPTION_KEY": ENCRYPTION_KEY,
+                    "MPS_CLUSTER_SECRET": CLUSTER_SECRET,
+                    "MPS_PEER_PORT": str(self.peer_ports[i]),
                     "MPS_RATE_LIMIT_SCALE": "0",
                     "MPS_ACCESS_LOG": "off",
                     **(env or {}),
@@ -96,6 +113,10 @@ class LocalCluster:
 
     def urls(self) -> list[str]:
         return [node.base_url for node in self.nodes]
+
+    def peer_url(self, index: int) -> str:
+        """The base URL of the node's peer listener."""
+        return f"http://127.0.0.1:{self.peer_ports[index]}"
 
     def node_state(self, index: int) -> dict[str, Any] | None:
         """The node's own account of itself (GET /health from loopback); None if it does not
@@ -180,21 +201,41 @@ def _folder(path: Path) -> Path:
     return path
 
 
-async def serve_passed_requests(client: TestClient[Any, Any], folder: Path | None = None) -> None:
-    """Give an in-process app of a cluster the private socket on which its node runs what other
-    nodes pass to it, as run.py does (mps.serve)."""
+async def serve_passed_requests(client: TestClient[Any, Any], folder: Path | None = None) -> str:
+    """Give an in-process app of a cluster the peer listener on which its node runs what other
+    nodes pass to it, as run.py does (mps.serve); its address ("host:port")."""
+    del folder  # a port needs no folder; kept for the callers that name one
     server = client.server
     assert server.runner is not None
-    # A short path of its own: a socket's path may not be longer than about 100 bytes.
-    path = str(
-        Path(
-            tempfile.mkdtemp(
-                prefix="mps-", dir=folder if folder is not None and len(str(folder)) < 60 else None
-            )
-        )
-        / "n.sock"
-    )
-    await web.UnixSite(server.runner, path).start()
     cluster = client.app[SERVICES].cluster if client.app is not None else None
     assert cluster is not None, "the app is not part of a cluster (broker_url must be amqp://)"
-    cluster.dispatch.serve_at(path)
+    await listen_for_peers(server.runner, cluster, "127.0.0.1")
+    assert cluster.peer_address is not None
+    return cluster.peer_address
+
+
+@dataclass(frozen=True)
+class NodeMember:
+    """The first member of a company signed up on a node over HTTP: their session and company."""
+
+    token: str
+    company: str
+
+    def headers(self, **extra: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}", **extra}
+
+
+async def sign_up_on(http: aiohttp.ClientSession, base: str, email: str) -> NodeMember:
+    """Sign up through the node at `base` (its dev mailbox holds the code) and verify there."""
+    api = f"{base}/api/v1"
+    async with http.post(f"{api}/auth/signup", json={"companyName": "Acme", "email": email}) as r:
+        assert r.status == 201, await r.text()
+        signup = await r.json()
+    async with http.get(f"{api}/dev/mailbox", params={"to": email}) as r:
+        code = (await r.json())["data"][0]["otp"]
+    async with http.post(
+        f"{api}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
+    ) as r:
+        assert r.status == 200, await r.text()
+        session = await r.json()
+    return NodeMember(session["sessionToken"], signup["companyId"])

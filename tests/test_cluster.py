@@ -20,7 +20,7 @@ import pytest
 
 from mps.auth.credentials import Credentials
 from mps.domain.shards import SHARD_COUNT, shard_of
-from tests.cluster import LocalCluster
+from tests.cluster import LocalCluster, NodeMember, sign_up_on
 from tests.conftest import PG_URL
 from tests.fakes import wait_until
 from tests.helpers import eventually
@@ -74,27 +74,6 @@ class Db:
         await self.fetch(sql, *params)
 
 
-async def sign_up(http: aiohttp.ClientSession, base: str, email: str) -> dict[str, str]:
-    """Sign up through `base` (its dev mailbox holds the code) and verify there."""
-    async with http.post(
-        f"{base}{API}/auth/signup", json={"companyName": "Acme", "email": email}
-    ) as r:
-        assert r.status == 201, await r.text()
-        signup = await r.json()
-    async with http.get(f"{base}{API}/dev/mailbox", params={"to": email}) as r:
-        code = (await r.json())["data"][0]["otp"]
-    async with http.post(
-        f"{base}{API}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
-    ) as r:
-        assert r.status == 200, await r.text()
-        session = await r.json()
-    return {"token": session["sessionToken"], "company": signup["companyId"]}
-
-
-def bearer(member: dict[str, str], **extra: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {member['token']}", **extra}
-
-
 async def refused_by_every_node(
     http: aiohttp.ClientSession, urls: list[str], path: str, headers: dict[str, str]
 ) -> None:
@@ -120,15 +99,15 @@ async def test_any_node_serves_any_company_the_same_answer(
 ) -> None:
     # given a company whose shard one node owns
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[0], "ann@example.com")
-    owner = three_nodes.owner_of(member["company"])
+    member = await sign_up_on(http, urls[0], "ann@example.com")
+    owner = three_nodes.owner_of(member.company)
     others = [i for i in range(3) if i != owner]
 
     # when the same payment is created through its owner and through both other nodes
     answers = []
     for index in [owner, *others]:
         async with http.post(
-            f"{urls[index]}{API}/merchant/payments", json=AMOUNT, headers=bearer(member)
+            f"{urls[index]}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
         ) as r:
             answers.append((r.status, r.headers.copy(), await r.json()))
 
@@ -143,7 +122,7 @@ async def test_any_node_serves_any_company_the_same_answer(
     for _, _, body in answers:
         for url in urls:
             async with http.get(
-                f"{url}{API}/merchant/payments/{body['id']}", headers=bearer(member)
+                f"{url}{API}/merchant/payments/{body['id']}", headers=member.headers()
             ) as r:
                 assert r.status == 200
                 assert (await r.json())["id"] == body["id"]
@@ -153,8 +132,8 @@ async def test_one_idempotency_key_sent_to_all_nodes_at_once_creates_one_payment
     three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
 ) -> None:
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[1], "bob@example.com")
-    headers = bearer(member, **{"Idempotency-Key": "order-1001"})
+    member = await sign_up_on(http, urls[1], "bob@example.com")
+    headers = member.headers(**{"Idempotency-Key": "order-1001"})
 
     async def create(url: str) -> tuple[int, dict[str, Any]]:
         async with http.post(f"{url}{API}/merchant/payments", json=AMOUNT, headers=headers) as r:
@@ -167,7 +146,7 @@ async def test_one_idempotency_key_sent_to_all_nodes_at_once_creates_one_payment
     assert [status for status, _ in results] == [201] * 9, results
     assert len({body["id"] for _, body in results}) == 1
     rows = await Db(empty_database_url).fetch(
-        "SELECT count(*) AS n FROM payments WHERE company_id = $1", member["company"]
+        "SELECT count(*) AS n FROM payments WHERE company_id = $1", member.company
     )
     assert rows[0]["n"] == 1
 
@@ -176,15 +155,15 @@ async def test_a_logout_on_one_node_is_refused_by_the_others_before_their_caches
     three_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[0], "cy@example.com")
+    member = await sign_up_on(http, urls[0], "cy@example.com")
     for url in urls:
-        async with http.get(f"{url}{API}/auth/me", headers=bearer(member)) as r:
+        async with http.get(f"{url}{API}/auth/me", headers=member.headers()) as r:
             assert r.status == 200  # cached as valid on every node
 
-    async with http.post(f"{urls[2]}{API}/auth/logout", headers=bearer(member)) as r:
+    async with http.post(f"{urls[2]}{API}/auth/logout", headers=member.headers()) as r:
         assert r.status == 200
 
-    await refused_by_every_node(http, urls, f"{API}/auth/me", bearer(member))
+    await refused_by_every_node(http, urls, f"{API}/auth/me", member.headers())
 
 
 async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_before_revalidating(
@@ -192,15 +171,15 @@ async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_befor
 ) -> None:
     # given a secret key every node has verified, with the company's apiKeyAccess on
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[0], "di@example.com")
+    member = await sign_up_on(http, urls[0], "di@example.com")
     body = {"name": "backend", "scopes": ["payments:read"]}
     async with http.post(
-        f"{urls[0]}{API}/merchant/api-keys", json=body, headers=bearer(member)
+        f"{urls[0]}{API}/merchant/api-keys", json=body, headers=member.headers()
     ) as r:
         key = {"Authorization": f"Bearer {(await r.json())['key']}"}
     settings = f"{API}/merchant/settings"
     async with http.patch(
-        f"{urls[1]}{settings}", json={"apiKeyAccess": True}, headers=bearer(member)
+        f"{urls[1]}{settings}", json={"apiKeyAccess": True}, headers=member.headers()
     ) as r:
         assert r.status == 200
     for url in urls:
@@ -209,7 +188,7 @@ async def test_turning_key_access_off_on_one_node_is_refused_by_the_others_befor
 
     # when the switch goes off through one node
     async with http.patch(
-        f"{urls[2]}{settings}", json={"apiKeyAccess": False}, headers=bearer(member)
+        f"{urls[2]}{settings}", json={"apiKeyAccess": False}, headers=member.headers()
     ) as r:
         assert r.status == 200
 
@@ -221,11 +200,11 @@ async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one
     three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
 ) -> None:
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[0], "dee@example.com")
+    member = await sign_up_on(http, urls[0], "dee@example.com")
     async with http.post(
         f"{urls[0]}{API}/merchant/api-keys",
         json={"name": "sandbox", "scopes": ["payments:write"]},
-        headers=bearer(member),
+        headers=member.headers(),
     ) as r:
         assert r.status == 201, await r.text()
         key = (await r.json())["key"]
@@ -233,7 +212,7 @@ async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one
     card = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
     for attempt in range(6):
         async with http.post(
-            f"{urls[attempt % 3]}{API}/merchant/payments", json=AMOUNT, headers=bearer(member)
+            f"{urls[attempt % 3]}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
         ) as r:
             assert r.status == 201, await r.text()
             payment = await r.json()
@@ -246,7 +225,7 @@ async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one
             ),
             http.post(
                 f"{urls[(attempt + 1) % 3]}{API}/merchant/payments/{payment['id']}/cancel",
-                headers=bearer(member),
+                headers=member.headers(),
             ),
             http.post(
                 f"{urls[(attempt + 2) % 3]}{API}/developer/sandbox/payment.expired",
@@ -275,8 +254,8 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
     three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
 ) -> None:
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[0], "eve@example.com")
-    owner = three_nodes.owner_of(member["company"])
+    member = await sign_up_on(http, urls[0], "eve@example.com")
+    owner = three_nodes.owner_of(member.company)
     others = [i for i in range(3) if i != owner]
     acknowledged: list[str] = []
     refused: list[int] = []
@@ -286,7 +265,7 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
         n = 0
         while not stop.is_set():
             n += 1
-            headers = bearer(member, **{"Idempotency-Key": f"w{worker}-{n}"})
+            headers = member.headers(**{"Idempotency-Key": f"w{worker}-{n}"})
             for _ in range(40):  # a client retrying its keyed request until it is answered
                 try:
                     async with http.post(
@@ -306,7 +285,7 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
 
     # when its owner is killed, and its shards move (within 10 s, or wait_owned fails)
     three_nodes.nodes[owner].kill()
-    await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
+    await asyncio.to_thread(three_nodes.wait_owned, member.company, others, 10.0)
     moved = len(acknowledged)
 
     # then creates go on through the new owner (the bound only guards against a hang)
@@ -317,7 +296,7 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
     # and were only ever refused as unavailable, and every acknowledged one is stored
     assert all(status in (0, 503) for status in refused), refused
     stored = await Db(empty_database_url).fetch(
-        "SELECT id FROM payments WHERE company_id = $1", member["company"]
+        "SELECT id FROM payments WHERE company_id = $1", member.company
     )
     assert set(acknowledged) <= {row["id"] for row in stored}
     # and no keyed request was run twice: one payment per acknowledged key, nothing more
@@ -329,12 +308,12 @@ async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commi
 ) -> None:
     urls = three_nodes.urls()
     db = Db(empty_database_url)
-    member = await sign_up(http, urls[0], "fay@example.com")
-    owner = three_nodes.owner_of(member["company"])
+    member = await sign_up_on(http, urls[0], "fay@example.com")
+    owner = three_nodes.owner_of(member.company)
     others = [i for i in range(3) if i != owner]
-    shard = shard_of(member["company"])
+    shard = shard_of(member.company)
     [[epoch_before]] = await db.fetch("SELECT epoch FROM shard_epochs WHERE shard = $1", shard)
-    headers = bearer(member, **{"Idempotency-Key": "paused-1"})
+    headers = member.headers(**{"Idempotency-Key": "paused-1"})
 
     # given the owner paused, with a keyed create sent to it (its kernel accepts the bytes)
     three_nodes.pause(owner)
@@ -344,7 +323,7 @@ async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commi
 
     # when its shards move to the others (the broker stops hearing its heartbeats), within
     # 30 s or wait_owned fails
-    await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 30.0)
+    await asyncio.to_thread(three_nodes.wait_owned, member.company, others, 30.0)
     async with http.post(
         f"{urls[others[0]]}{API}/merchant/payments", json=AMOUNT, headers=headers
     ) as r:
@@ -360,7 +339,7 @@ async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commi
     # then the shard moved under a new epoch, and the one key made one payment
     [[epoch_after]] = await db.fetch("SELECT epoch FROM shard_epochs WHERE shard = $1", shard)
     assert epoch_after > epoch_before
-    rows = await db.fetch("SELECT id FROM payments WHERE company_id = $1", member["company"])
+    rows = await db.fetch("SELECT id FROM payments WHERE company_id = $1", member.company)
     assert [row["id"] for row in rows] == [created]
     assert late_status in (201, 503), late_body
     if late_status == 201:
@@ -387,11 +366,11 @@ async def test_the_per_user_limit_holds_across_three_nodes_within_five_percent(
     three_limited_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     urls = three_limited_nodes.urls()
-    member = await sign_up(http, urls[0], "gus@example.com")
+    member = await sign_up_on(http, urls[0], "gus@example.com")
     limit = 60  # 600 a minute, scaled by 0.1
 
     async def me(url: str) -> int:
-        async with http.get(f"{url}{API}/auth/me", headers=bearer(member)) as r:
+        async with http.get(f"{url}{API}/auth/me", headers=member.headers()) as r:
             return r.status
 
     # when the user's requests are spread evenly over the three nodes, in parallel, until every
@@ -412,7 +391,7 @@ async def test_a_rolling_restart_under_load_fails_no_request_and_loses_no_write(
     three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
 ) -> None:
     urls = three_nodes.urls()
-    members = [await sign_up(http, urls[i], f"roll{i}@example.com") for i in range(3)]
+    members = [await sign_up_on(http, urls[i], f"roll{i}@example.com") for i in range(3)]
     acknowledged: list[str] = []
     errors: list[tuple[int, str]] = []
     stop = asyncio.Event()
@@ -424,7 +403,7 @@ async def test_a_rolling_restart_under_load_fails_no_request_and_loses_no_write(
         n = 0
         while not stop.is_set():
             n += 1
-            headers = bearer(member, **{"Idempotency-Key": f"roll-{worker}-{n}"})
+            headers = member.headers(**{"Idempotency-Key": f"roll-{worker}-{n}"})
             for attempt in range(30):
                 url = urls[(worker + n + attempt) % 3]
                 try:
@@ -484,11 +463,11 @@ async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_t
 ) -> None:
     urls = three_nodes.urls()
     db = Db(empty_database_url)
-    member = await sign_up(http, urls[0], "hal@example.com")
-    owner = three_nodes.owner_of(member["company"])
+    member = await sign_up_on(http, urls[0], "hal@example.com")
+    owner = three_nodes.owner_of(member.company)
     others = [i for i in range(3) if i != owner]
     async with http.post(
-        f"{urls[owner]}{API}/merchant/payments", json=AMOUNT, headers=bearer(member)
+        f"{urls[owner]}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
     ) as r:
         assert r.status == 201
         payment = await r.json()
@@ -501,7 +480,7 @@ async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_t
     )
 
     # when the shard has moved to another node
-    await asyncio.to_thread(three_nodes.wait_owned, member["company"], others, 10.0)
+    await asyncio.to_thread(three_nodes.wait_owned, member.company, others, 10.0)
 
     # then that node's expiry finds the payment in storage and expires it, once
     async def expired_status() -> bool:
@@ -521,11 +500,11 @@ async def test_refunds_sent_to_every_node_at_once_never_exceed_the_payment(
 ) -> None:
     # given a paid payment of 5000
     urls = three_nodes.urls()
-    member = await sign_up(http, urls[0], "refunds@example.com")
+    member = await sign_up_on(http, urls[0], "refunds@example.com")
     async with http.post(
         f"{urls[1]}{API}/merchant/payments",
         json={"amountMinor": "5000", "currency": "USD"},
-        headers=bearer(member),
+        headers=member.headers(),
     ) as r:
         payment = await r.json()
     card = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
@@ -537,7 +516,7 @@ async def test_refunds_sent_to_every_node_at_once_never_exceed_the_payment(
     async def refund(url: str) -> int:
         body = {"paymentId": payment["id"], "amountMinor": "200"}
         async with http.post(
-            f"{url}{API}/merchant/refunds", json=body, headers=bearer(member)
+            f"{url}{API}/merchant/refunds", json=body, headers=member.headers()
         ) as r:
             return r.status
 
@@ -548,7 +527,7 @@ async def test_refunds_sent_to_every_node_at_once_never_exceed_the_payment(
     assert sorted(statuses) == [201] * 25 + [409] * 5, statuses
     for url in urls:
         async with http.get(
-            f"{url}{API}/merchant/balance", params={"currency": "USD"}, headers=bearer(member)
+            f"{url}{API}/merchant/balance", params={"currency": "USD"}, headers=member.headers()
         ) as r:
             shown = await r.json()
         assert (shown["availableMinor"], shown["reservedMinor"]) == ("0", "5000"), shown
@@ -565,14 +544,14 @@ async def test_a_kyc_upload_through_any_node_is_stored_by_the_owner_and_reviewed
     with LocalCluster(tmp_path, 3, empty_database_url, amqp_url, env=shared) as cluster:
         cluster.wait_balanced()
         urls = cluster.urls()
-        member = await sign_up(http, urls[0], "kyc@example.com")
-        owner = cluster.owner_of(member["company"])
+        member = await sign_up_on(http, urls[0], "kyc@example.com")
+        owner = cluster.owner_of(member.company)
         first, second = (urls[i] for i in range(3) if i != owner)
         async with http.post(
-            f"{first}{API}/auth/session/mode", json={"mode": "live"}, headers=bearer(member)
+            f"{first}{API}/auth/session/mode", json={"mode": "live"}, headers=member.headers()
         ) as r:
             assert r.status == 200, await r.text()
-            live = {**member, "token": (await r.json())["sessionToken"]}
+            live = NodeMember((await r.json())["sessionToken"], member.company)
         content = b"%PDF-1.4\n" + bytes(range(256)) * 4000 + b"\n%%EOF\n"
 
         # when the document is uploaded through a node that does not own the company
@@ -580,14 +559,14 @@ async def test_a_kyc_upload_through_any_node_is_stored_by_the_owner_and_reviewed
         form.add_field("type", "passport")
         form.add_field("file", content, filename="passport.pdf")
         async with http.post(
-            f"{first}{API}/merchant/kyc/documents", data=form, headers=bearer(live)
+            f"{first}{API}/merchant/kyc/documents", data=form, headers=live.headers()
         ) as r:
             assert r.status == 201, await r.text()
             document = await r.json()
         # and the operator approves from the command line
         review = await asyncio.create_subprocess_exec(
             sys.executable, "run.py", "kyc", "--database-url", empty_database_url, "review",
-            member["company"], "--approve", "--operator", "ops", "--wait", "30",
+            member.company, "--approve", "--operator", "ops", "--wait", "30",
             cwd=ROOT,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )  # fmt: skip
@@ -596,12 +575,12 @@ async def test_a_kyc_upload_through_any_node_is_stored_by_the_owner_and_reviewed
         # then the other non-owner serves the same bytes and the verified status
         assert review.returncode == 0, err.decode()
         async with http.get(
-            f"{second}{API}/merchant/kyc/documents/{document['id']}/file", headers=bearer(live)
+            f"{second}{API}/merchant/kyc/documents/{document['id']}/file", headers=live.headers()
         ) as r:
             assert r.status == 200 and await r.read() == content
-        async with http.get(f"{second}{API}/merchant/kyc", headers=bearer(live)) as r:
+        async with http.get(f"{second}{API}/merchant/kyc", headers=live.headers()) as r:
             assert (await r.json())["status"] == "VERIFIED"
         async with http.post(
-            f"{second}{API}/merchant/payments", json=AMOUNT, headers=bearer(live)
+            f"{second}{API}/merchant/payments", json=AMOUNT, headers=live.headers()
         ) as r:
             assert r.status == 201, await r.text()

@@ -3,12 +3,12 @@ the owner serves them as the client's own requests. The first node counted the r
 logs the API key's use, so the owner does neither again; the owner sees the client's address and
 the request id the first node saw; a request passed to a node that no longer owns the shard is
 refused rather than passed on a second time; and the headers that carry all this mean nothing
-from anyone but the node itself, over its private socket.
+but on a node's peer listener, signed with the cluster's secret, which refuses all else.
 
-The tests that need a node's secret run on two in-process nodes. The others run on two real
-run.py nodes, one cluster for the module, with a tenth of every rate limit; their clients
-connect from addresses of their own on loopback (127.0.0.2, 127.0.0.3, ...: Linux answers on all
-of 127.0.0.0/8), so each test's per-IP buckets are its own.
+The tests that call a node's peer listener themselves run on two in-process nodes. The others
+run on two real run.py nodes, one cluster for the module, with a tenth of every rate limit;
+their clients connect from addresses of their own on loopback (127.0.0.2, 127.0.0.3, ...: Linux
+answers on all of 127.0.0.0/8), so each test's per-IP buckets are its own.
 """
 
 from __future__ import annotations
@@ -17,13 +17,11 @@ import asyncio
 import io
 import secrets
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import aiohttp
@@ -33,19 +31,23 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from mps.cluster.forwarding import (
-    FORWARDED_FOR,
-    FORWARDED_REQUEST_ID,
-    FORWARDED_SECRET,
-    LocalDispatch,
-    Passed,
-)
+from mps.cluster.forwarding import FORWARDED_FOR, FORWARDED_REQUEST_ID, PEER_SIGNATURE, Passed
+from mps.cluster.node import ClusterNode
+from mps.cluster.peers import REFUSED, SHARD_MOVED, PeerClient, PeerKey
 from mps.domain.ids import request_id
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.access_log import BatchedAccessLog
 from mps.http.keys import SERVICES
-from tests.cluster import LocalCluster, delete_cluster_queues, new_cluster_name
+from tests.cluster import (
+    LocalCluster,
+    NodeMember,
+    delete_cluster_queues,
+    new_cluster_name,
+    serve_passed_requests,
+    sign_up_on,
+)
 from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
+from tests.helpers import assert_envelope
 
 API = "/api/v1"
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
@@ -58,15 +60,6 @@ CHECKOUT_LIMIT = 60  # per IP, on the node the shopper reaches: 600 a minute in 
 WITHIN = 10.0
 
 
-@dataclass(frozen=True)
-class Member:
-    token: str
-    company: str
-
-    def headers(self, **extra: str) -> dict[str, str]:
-        return {"Authorization": f"Bearer {self.token}", **extra}
-
-
 # ---------------------------------------------------------------------------------------------
 # Two in-process nodes: the tests that need a node's secret and its private socket. First in the
 # module, so they are done before the module's run.py nodes start: four nodes at once hold more
@@ -76,7 +69,8 @@ class Member:
 @dataclass
 class Node:
     client: TestClient[Any, Any]
-    socket_path: str
+    # Its peer listener, "host:port".
+    peer: str
     # The node's access log, as run.py writes it (text lines), into a string.
     access_log: type[BatchedAccessLog]
 
@@ -95,10 +89,10 @@ class Node:
             await asyncio.sleep(0.01)
 
     @property
-    def dispatch(self) -> LocalDispatch:
+    def cluster(self) -> ClusterNode:
         cluster = self.client.app[SERVICES].cluster
         assert cluster is not None
-        return cluster.dispatch
+        return cluster
 
     async def owned(self) -> list[int]:
         response = await self.client.get(f"{API}/health")
@@ -106,15 +100,10 @@ class Node:
         return shards
 
 
-async def _listen_for_passed_requests(client: TestClient[Any, Any]) -> str:
-    """The private socket run.py opens (mps.serve), at a path this test knows."""
-    assert client.server.runner is not None
-    path = str(Path(tempfile.mkdtemp(prefix="mps-")) / "n.sock")
-    await web.UnixSite(client.server.runner, path).start()
-    cluster = client.app[SERVICES].cluster
-    assert cluster is not None
-    cluster.dispatch.serve_at(path)
-    return path
+@pytest.fixture
+def node_settings() -> dict[str, Any]:
+    """Settings the in-process nodes run with beyond the cluster's own (a test may set some)."""
+    return {}
 
 
 @pytest.fixture
@@ -122,19 +111,22 @@ async def in_process_nodes(
     aiohttp_client: Callable[..., Any],
     make_app: Callable[..., web.Application],
     amqp_url: str,
+    node_settings: dict[str, Any],
 ) -> AsyncIterator[tuple[Node, Node]]:
     """Two nodes of one cluster on one database and one RabbitMQ, each owning its share."""
     name = new_cluster_name()
     nodes = []
     for index in range(2):
-        app = make_app(broker_url=amqp_url, cluster_name=name, node_id=f"node{index + 1}")
+        app = make_app(
+            broker_url=amqp_url, cluster_name=name, node_id=f"node{index + 1}", **node_settings
+        )
         access_log = BatchedAccessLog.configured()
         access_log.stream = io.StringIO()
         server = TestServer(app)
         # Started here: aiohttp_client hands its server no runner settings.
         await server.start_server(access_log_class=access_log)
         client = await aiohttp_client(server)
-        nodes.append(Node(client, await _listen_for_passed_requests(client), access_log))
+        nodes.append(Node(client, await serve_passed_requests(client), access_log))
     # Balanced, so no shard moves while the test runs: each node owns half of them.
     deadline = time.monotonic() + 20
     while True:
@@ -149,7 +141,7 @@ async def in_process_nodes(
     delete_cluster_queues(amqp_url, name)
 
 
-async def _company_and_its_other_node(nodes: tuple[Node, Node]) -> tuple[Member, Node, Node]:
+async def _company_and_its_other_node(nodes: tuple[Node, Node]) -> tuple[NodeMember, Node, Node]:
     """A member of a new company, the node owning its shard and the other node."""
     first, second = nodes
     # Sign-up picks a shard the node serving it owns.
@@ -164,17 +156,17 @@ async def _company_and_its_other_node(nodes: tuple[Node, Node]) -> tuple[Member,
         f"{API}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
     )
     assert response.status == 200, await response.text()
-    member = Member((await response.json())["sessionToken"], signup["companyId"])
+    member = NodeMember((await response.json())["sessionToken"], signup["companyId"])
     owner, other = (first, second) if await _owns(first, member) else (second, first)
     assert not await _owns(other, member)
     return member, owner, other
 
 
-async def _owns(node: Node, member: Member) -> bool:
+async def _owns(node: Node, member: NodeMember) -> bool:
     return shard_of(member.company) in await node.owned()
 
 
-def _create(member: Member, rid: str) -> Passed:
+def _create(member: NodeMember, rid: str) -> Passed:
     return Passed(
         method="POST",
         path=f"{API}/merchant/payments",
@@ -185,11 +177,39 @@ def _create(member: Member, rid: str) -> Passed:
     )
 
 
-async def _payments(node: Node, member: Member) -> list[dict[str, Any]]:
+async def _payments(node: Node, member: NodeMember) -> list[dict[str, Any]]:
     response = await node.client.get(f"{API}/merchant/payments", headers=member.headers())
     assert response.status == 200, await response.text()
     payments: list[dict[str, Any]] = (await response.json())["data"]
     return payments
+
+
+# The sign-in limits scaled down (guesses per email: 6 in 15 minutes), so a guess counted twice
+# shows in a handful of requests.
+@pytest.mark.parametrize("node_settings", [{"rate_limit_scale": 0.06}])
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_code_guess_passed_to_the_owner_counts_once_against_the_email(
+    in_process_nodes: tuple[Node, Node],
+) -> None:
+    # given a member (their sign-up spent one try of the email's six) whose company the other
+    # node does not own, and a login of theirs started there
+    _member, _owner, other = await _company_and_its_other_node(in_process_nodes)
+    started = await other.client.post(f"{API}/auth/login", json={"email": "fay@example.com"})
+    assert started.status == 200, await started.text()
+    login_id = (await started.json())["loginId"]
+
+    # when four wrong codes are tried through the node that passes them to the owner
+    answers = [
+        await other.client.post(
+            f"{API}/auth/otp/verify", json={"loginId": login_id, "code": "000000"}
+        )
+        for _ in range(4)
+    ]
+
+    # then each is counted once (five of six): all four are wrong codes, none is refused for
+    # too many tries, as the third would be if the first node counted each try too
+    for answer in answers:
+        assert_envelope(await answer.json(), 400, "invalid_code")
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -200,11 +220,15 @@ async def test_a_request_passed_to_a_node_that_no_longer_owns_its_shard_is_refus
     member, owner, other = await _company_and_its_other_node(in_process_nodes)
     rid = request_id()
 
-    # when a create reaches the other node as a request passed to it (as when the shard moved
-    # away between the first node's choice and the request's arrival)
-    answer = await other.dispatch.run(_create(member, rid), within=WITHIN)
+    # when a create reaches the other node's peer listener as a request passed to it (as when
+    # the shard moved away between the first node's choice and the request's arrival)
+    answer, not_run = await owner.cluster.peers.exchange(
+        other.peer, _create(member, rid), within=WITHIN
+    )
 
-    # then it is refused for the client to retry, under the first node's request id
+    # then it is refused, under the first node's request id, and the answer says it did not
+    # run there (so the asking node passes it through the broker instead)
+    assert not_run == SHARD_MOVED
     body = orjson.loads(answer.body)
     assert answer.status == 503, body
     assert body["requestId"] == rid
@@ -217,34 +241,63 @@ async def test_a_request_passed_to_a_node_that_no_longer_owns_its_shard_is_refus
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
-async def test_the_secret_of_a_passed_request_counts_only_on_the_private_socket(
+async def test_a_peer_signature_counts_only_on_the_peer_listener(
     in_process_nodes: tuple[Node, Node],
 ) -> None:
     # given a company whose shard one node owns
     member, owner, other = await _company_and_its_other_node(in_process_nodes)
 
-    # when the other node's own secret comes over TCP
+    # when a request signed with the cluster's secret comes to the other node's public port
     rid = request_id()
-    over_tcp = await other.client.post(
+    signed = other.cluster.peer_key.sign_request(_create(member, rid))
+    over_public = await other.client.post(
         f"{API}/merchant/payments",
         json=AMOUNT,
-        headers=member.headers(
-            **{FORWARDED_SECRET: other.dispatch.secret, FORWARDED_REQUEST_ID: rid}
-        ),
+        headers=member.headers(**{PEER_SIGNATURE: signed, FORWARDED_REQUEST_ID: rid}),
     )
-    # and a wrong secret over its private socket
-    stranger = LocalDispatch()
-    stranger.serve_at(other.socket_path)
+
+    # then it is an ordinary request: passed on to the owner, which creates the payment, under
+    # a request id of the node's own
+    assert over_public.status == 201, await over_public.text()
+    assert over_public.headers["X-Request-Id"] != rid
+    assert len(await _payments(owner, member)) == 1
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_the_peer_listener_refuses_a_request_unsigned_wrongly_signed_stale_or_replayed(
+    in_process_nodes: tuple[Node, Node],
+) -> None:
+    # given a company whose shard one node owns, and a client that is not of the cluster
+    member, owner, _other = await _company_and_its_other_node(in_process_nodes)
+    stranger = PeerClient(PeerKey(b"not-the-cluster-secret-0123456789abcdef"))
+    ours = owner.cluster.peers
     try:
-        wrong = await stranger.run(_create(member, request_id()), within=WITHIN)
+        # when creates reach the owner's peer listener: unsigned, signed with another secret,
+        # signed with the cluster's a minute ago, and one rightly signed sent twice
+        unsigned_create = _create(member, request_id())
+        unsigned = await stranger.exchange(owner.peer, unsigned_create, within=WITHIN, signature="")
+        wrong = await stranger.exchange(owner.peer, _create(member, request_id()), within=WITHIN)
+        stale_create = _create(member, request_id())
+        stale = await ours.exchange(
+            owner.peer,
+            stale_create,
+            within=WITHIN,
+            signature=ours.key.sign_request(stale_create, at=int(time.time()) - 60),
+        )
+        once = _create(member, request_id())
+        signature = ours.key.sign_request(once)
+        first = await ours.exchange(owner.peer, once, within=WITHIN, signature=signature)
+        replayed = await ours.exchange(owner.peer, once, within=WITHIN, signature=signature)
     finally:
         await stranger.close()
 
-    # then both are ordinary requests: passed on to the owner, which creates the payments
-    assert over_tcp.status == 201, await over_tcp.text()
-    assert over_tcp.headers["X-Request-Id"] != rid
-    assert wrong.status == 201, wrong.body
-    assert len(await _payments(owner, member)) == 2
+    # then all but the first rightly signed one are refused as not run, with 403
+    for answer, not_run in (unsigned, wrong, stale, replayed):
+        assert (answer.status, not_run) == (403, REFUSED), answer
+    assert first[0].status == 201, first[0].body
+    assert first[1] == ""
+    # and only that one created a payment
+    assert [p["id"] for p in await _payments(owner, member)] == [orjson.loads(first[0].body)["id"]]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,31 +358,14 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def sign_up(http: aiohttp.ClientSession, base: str, email: str) -> Member:
-    """Sign up through `base` (its dev mailbox holds the code) and verify there."""
-    async with http.post(
-        f"{base}{API}/auth/signup", json={"companyName": "Acme", "email": email}
-    ) as r:
-        assert r.status == 201, await r.text()
-        signup = await r.json()
-    async with http.get(f"{base}{API}/dev/mailbox", params={"to": email}) as r:
-        code = (await r.json())["data"][0]["otp"]
-    async with http.post(
-        f"{base}{API}/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
-    ) as r:
-        assert r.status == 200, await r.text()
-        session = await r.json()
-    return Member(session["sessionToken"], signup["companyId"])
-
-
-def owner_and_other(cluster: LocalCluster, member: Member) -> tuple[str, str]:
+def owner_and_other(cluster: LocalCluster, member: NodeMember) -> tuple[str, str]:
     """The base URLs of the node that owns the member's company and of the other node."""
     owner = cluster.owner_of(member.company)
     urls = cluster.urls()
     return urls[owner], urls[1 - owner]
 
 
-async def secret_key(http: aiohttp.ClientSession, base: str, member: Member) -> tuple[str, str]:
+async def secret_key(http: aiohttp.ClientSession, base: str, member: NodeMember) -> tuple[str, str]:
     """A secret key (its id and the key) that may create and list payments."""
     async with http.patch(
         f"{base}{API}/merchant/settings", json={"apiKeyAccess": True}, headers=member.headers()
@@ -345,7 +381,7 @@ async def secret_key(http: aiohttp.ClientSession, base: str, member: Member) -> 
 
 
 async def key_log(
-    http: aiohttp.ClientSession, cluster: LocalCluster, member: Member, key_id: str, key: str
+    http: aiohttp.ClientSession, cluster: LocalCluster, member: NodeMember, key_id: str, key: str
 ) -> list[dict[str, Any]]:
     """The key's request log once both nodes have written what they recorded so far: each node
     writes its rows in the order it recorded them, so once a read the key makes on each node
@@ -376,7 +412,7 @@ async def test_a_create_passed_to_the_owner_counts_once_against_the_rate_limit(
     two_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     # given a member of a company whose shard the other node owns
-    member = await sign_up(http, two_nodes.urls()[0], "ann@example.com")
+    member = await sign_up_on(http, two_nodes.urls()[0], "ann@example.com")
     _owner, other = owner_and_other(two_nodes, member)
     # Two thirds of the standard limit: counted on both nodes, the limit is reached halfway.
     creates = STANDARD_LIMIT * 2 // 3
@@ -399,7 +435,7 @@ async def test_checkout_pays_passed_to_the_owner_count_each_shopper_address_on_i
     two_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     # given a payment link of a company whose shard the other node owns
-    member = await sign_up(http, two_nodes.urls()[0], "bo@example.com")
+    member = await sign_up_on(http, two_nodes.urls()[0], "bo@example.com")
     owner, other = owner_and_other(two_nodes, member)
     async with http.post(
         f"{owner}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
@@ -439,7 +475,7 @@ async def test_the_owner_sees_the_client_address_of_a_request_passed_to_it(
     two_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     # given a member of a company whose shard the other node owns
-    member = await sign_up(http, two_nodes.urls()[0], "cy@example.com")
+    member = await sign_up_on(http, two_nodes.urls()[0], "cy@example.com")
     owner, other = owner_and_other(two_nodes, member)
 
     # when the member changes a setting through the other node, from an address of their own
@@ -468,7 +504,7 @@ async def test_api_key_use_passed_to_the_owner_is_logged_once(
     two_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     # given a secret key of a company whose shard the other node owns
-    member = await sign_up(http, two_nodes.urls()[0], "di@example.com")
+    member = await sign_up_on(http, two_nodes.urls()[0], "di@example.com")
     owner, other = owner_and_other(two_nodes, member)
     key_id, key = await secret_key(http, owner, member)
     auth = {"Authorization": f"Bearer {key}"}
@@ -492,7 +528,7 @@ async def test_forwarded_headers_from_an_ordinary_client_have_no_effect(
     two_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     # given a secret key of a company whose shard one of the nodes owns
-    member = await sign_up(http, two_nodes.urls()[0], "ed@example.com")
+    member = await sign_up_on(http, two_nodes.urls()[0], "ed@example.com")
     owner, other = owner_and_other(two_nodes, member)
     key_id, key = await secret_key(http, owner, member)
     forged = {
@@ -505,11 +541,11 @@ async def test_forwarded_headers_from_an_ordinary_client_have_no_effect(
     # with a secret of its own (one not even ASCII, for the owner)
     answers = []
     async with client_at("127.0.0.6") as client:
-        for base, secret in ((other, secrets.token_urlsafe(32)), (owner, "s\u00e9same")):
+        for base, secret in ((other, secrets.token_urlsafe(32)), (owner, "1 s\u00e9same")):
             async with client.post(
                 f"{base}{API}/merchant/payments",
                 json=AMOUNT,
-                headers={**forged, FORWARDED_SECRET: secret},
+                headers={**forged, PEER_SIGNATURE: secret},
             ) as r:
                 assert r.status == 201, await r.text()
                 answers.append(r.headers.copy())

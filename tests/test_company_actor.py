@@ -17,9 +17,9 @@ from mps.actors.directory import ActorDirectory
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import ActorRef, ask, stop
 from mps.auth.keyring import Keyring
-from mps.auth.scopes import OWNER_ROLE
 from mps.domain.clock import Clock
 from mps.domain.company import Company
+from mps.domain.scopes import OWNER_ROLE
 from mps.errors import NotFound
 from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.statements import Row, Statement, WriteUnit

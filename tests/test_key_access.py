@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from mps.auth.scopes import ALL_SCOPES, KEY_ROUTE_SCOPES, PING_SCOPE, SANDBOX_SCOPES
+from mps.domain.scopes import ALL_SCOPES, KEY_ROUTE_SCOPES, PING_SCOPE, SANDBOX_SCOPES
 from mps.http.routes import all_routes
 from mps.http.routes.sandbox import KINDS
 from mps.http.routing import Auth

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mps.auth.scopes import ALL_SCOPES, BUILTIN_ROLES
+from mps.domain.scopes import ALL_SCOPES, BUILTIN_ROLES
 
 READ = {s for s in ALL_SCOPES if s.endswith(":read")}
 

@@ -27,6 +27,7 @@ from tests.cluster import (
     delete_cluster_queues,
     new_cluster_name,
     serve_passed_requests,
+    sign_up_on,
 )
 from tests.conftest import PG_URL
 from tests.helpers import Member, create_payment, sign_up
@@ -145,8 +146,8 @@ async def test_every_event_is_delivered_after_kills_between_commit_publish_and_d
             node = cluster.nodes[0]
             await asyncio.to_thread(cluster.wait_balanced)
             base = node.base_url
-            member = await _sign_up(http, base)
-            headers = {"Authorization": f"Bearer {member['token']}"}
+            member = await sign_up_on(http, base, "kim@example.com")
+            headers = member.headers()
             async with http.post(
                 f"{base}{API}/merchant/webhooks",
                 json={"url": receiver.url(), "events": ["*"]},
@@ -191,12 +192,6 @@ async def test_every_event_is_delivered_after_kills_between_commit_publish_and_d
     # and the kills did land in both windows
     assert lost_publishes > 0, "no kill fell between a commit and its publish"
     assert lost_deliveries > 0, "no kill fell between a publish and its delivery"
-
-
-async def _sign_up(http: aiohttp.ClientSession, base: str) -> dict[str, str]:
-    from tests.test_cluster import sign_up as cluster_sign_up
-
-    return await cluster_sign_up(http, base, "kim@example.com")
 
 
 async def _create_until(

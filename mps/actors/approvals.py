@@ -42,6 +42,7 @@ from mps.persistence import approval_store as store
 from mps.persistence.database import Database
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Statement
+from mps.representations.approvals import approval_json
 from mps.representations.cards import card_json
 from mps.representations.money import payout_json, refund_json
 
@@ -74,7 +75,7 @@ class ApprovalGuard:
         self.executed = after
         statements = [
             store.finished(self.request.company_id, self.request.id, now, result=shown),
-            store.event(after, "approval.executed", now),
+            store.event(after, "approval.executed", now, approval_json(after)),
         ]
         if self.idempotency is not None:
             statements += self.idempotency.statements(after)

@@ -31,6 +31,7 @@ from mps.errors import Conflict, NotFound
 from mps.persistence import card_store as store
 from mps.persistence.approval_store import NotApproved
 from mps.persistence.statements import Statement
+from mps.representations.cards import card_json
 
 __all__ = [
     "AuthorizeCard",
@@ -304,7 +305,7 @@ class CardActor(AsyncioActor):
         idempotency: IdempotencyRecord | None,
     ) -> CardOutcome:
         balance = 0 if after.status == "TERMINATED" else self.balance
-        events, bodies = store.card_events(after, balance, event_types)
+        events, bodies = store.card_events(after, event_types, card_json(after, balance))
         outcome = CardOutcome(after, balance, bodies)
         statements = [store.card_update(before, after), *events, *_idem(idempotency, outcome)]
         if movements:
@@ -346,4 +347,5 @@ def card_events_at(
     """An event about the card made at `stamp` (an authorization, a funding: the card itself
     did not change), carrying what happened under `authorization` or `funding`."""
     key = "authorization" if event_type.startswith("card.authorization") else "funding"
-    return store.card_events(card, balance, (event_type,), {key: extra}, at=stamp)
+    obj = {**card_json(card, balance), key: extra}
+    return store.card_events(card, (event_type,), obj, at=stamp)

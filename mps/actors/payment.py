@@ -70,6 +70,8 @@ from mps.persistence.refund_store import (
     refund_update,
 )
 from mps.persistence.statements import Statement
+from mps.representations.money import refund_json
+from mps.representations.payments import payment_json
 
 PROCESSOR_DEADLINE = 10.0
 # How long after its creation a refund is put to the processor (mps.actors.money): long enough
@@ -652,7 +654,7 @@ class PaymentActor(AsyncioActor):
             now=now,
             process_after=now + timedelta(seconds=self.refund_delay),
         )
-        events, bodies = refund_events(refund, ("refund.created",))
+        events, bodies = refund_events(refund, ("refund.created",), refund_json(refund))
         outcome = RefundOutcome(refund, bodies)
 
         def reserve(books: Books, _settings: ModeSettings) -> list[Movement]:
@@ -688,9 +690,9 @@ class PaymentActor(AsyncioActor):
         statements: list[Statement] = [refund_update(refund, done)]
         if after != payment:
             statements += [payment_update(payment, after), *rollup_statements(payment, after)]
-        event_writes, bodies = refund_events(done, transition.refund_events)
+        event_writes, bodies = refund_events(done, transition.refund_events, refund_json(done))
         payment_writes, payment_bodies = event_statements(
-            transition.payment_events, self.public_url
+            transition.payment_events, lambda p: payment_json(p, self.public_url)
         )
         statements += [*event_writes, *payment_writes]
         outcome = RefundOutcome(done, [*bodies, *payment_bodies])
@@ -761,7 +763,7 @@ class PaymentActor(AsyncioActor):
         events = [
             rules.Event(e.type, linked.get(e.payment.id, e.payment)) for e in transition.events
         ]
-        event_writes, bodies = event_statements(events, self.public_url)
+        event_writes, bodies = event_statements(events, lambda p: payment_json(p, self.public_url))
         statements += event_writes
         outcome = Outcome(result, bodies)
         if idem is not None:

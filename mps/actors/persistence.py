@@ -26,9 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pykka._envelope import Envelope
-from pykka.messages import _ActorStop
-
+from mps.actors.pykka_internals import ActorStop as _ActorStop
+from mps.actors.pykka_internals import Envelope
 from mps.actors.runtime import ActorDeadError, AsyncioActor
 from mps.errors import ShardMoved, Unavailable
 from mps.faults import is_infrastructure_fault

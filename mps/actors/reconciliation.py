@@ -1,5 +1,6 @@
 """Reconciliation (decisions 5, 14): on a schedule, the ledger against the payments, refunds and
-payouts that moved its money, and the ledger's own zero sum.
+payouts that moved its money, the balance snapshots against the postings they sum, and the
+ledger's own zero sum.
 
 Each node checks the companies of the shards it owns, so in a cluster every company is checked
 by exactly one node and the pass scales out with the shards. A mismatch is logged as an error

@@ -38,9 +38,9 @@ from typing import Any, ClassVar, Self, TypeVar, cast
 
 import pykka
 from pykka import ActorDeadError, ActorRef
-from pykka._envelope import Envelope
-from pykka.messages import _ActorStop
 
+from mps.actors.pykka_internals import ActorStop as _ActorStop
+from mps.actors.pykka_internals import Envelope
 from mps.errors import KeyAlreadyStored, ServiceError
 
 __all__ = [

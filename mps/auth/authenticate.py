@@ -20,9 +20,9 @@ import orjson
 from mps.auth.api_keys import parse_key
 from mps.auth.keyring import Keyring
 from mps.auth.principals import ApiKeyPrincipal, SessionPrincipal
-from mps.auth.scopes import builtin_role
 from mps.auth.tokens import SessionTokens
 from mps.domain.clock import Clock, iso, parse_iso
+from mps.domain.scopes import builtin_role
 from mps.errors import Unauthenticated
 from mps.persistence.database import Database
 from mps.persistence.queries import credentials as q

@@ -27,11 +27,11 @@ from mps.actors.company import CreateCompany, OpenSession, RevokeSession
 from mps.adapters.mail import Mail, MailFailed
 from mps.auth.limits import auth_limits
 from mps.auth.principals import SessionPrincipal
-from mps.auth.scopes import builtin_role
 from mps.auth.tokens import SessionClaims
 from mps.domain.audit import AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
+from mps.domain.scopes import builtin_role
 from mps.errors import BadRequest, Forbidden, NotFound, Unavailable
 from mps.persistence import login_store
 from mps.persistence.queries import members as q
@@ -234,12 +234,14 @@ async def verify_code(
     another company. Both checks are conditional updates, safe however many requests race.
     """
     login = await q.login_by_id(services.database, login_id)
+    # First, as it only reads: a request another node serves is passed there whole, and a try
+    # counted here before that would be counted there again.
+    await _serve_here(services, login, company_id)
     if login is not None:
         # Every try counts against the email's guesses, whichever of its logins it names, and
         # before the code is looked at: parallel guesses cannot outrun the count.
         limit = auth_limits(services.settings.development).code_guesses_per_email
         await services.shared_limiter.hit(limit, f"email:{login['email']}")
-    await _serve_here(services, login, company_id)
     # A sign-up's company has no members until its code is entered: naming it is naming none.
     signup_company = login["company_id"] if login and login["signup_company_name"] else None
     spend_in = None if company_id is not None and company_id == signup_company else company_id

@@ -1,40 +1,43 @@
 """A request passed to the node that owns its company's shard, and the answer passed back.
 
 The node that received the request sends it whole (method, path, headers, body, the client's
-address and the request id) through the shard's queue; the owner runs it through its own HTTP
-stack, over a private Unix socket, exactly as if the client had asked it, and sends the answer
-back whole (status, headers, body). The client therefore gets the owner's answer byte for byte.
+address and the request id) to the owner: straight to its peer listener (mps.cluster.peers), or
+through the shard's queue when the owner is not known or did not run it (mps.cluster.node). The
+owner runs it through its own HTTP stack exactly as if the client had asked it, and sends the
+answer back whole (status, headers, body). The client therefore gets the owner's answer byte for
+byte.
 
-Both travel as one binary frame: a 4-byte length, a small JSON head, then the body as is.
-The owner trusts the forwarded client address and request id only from a request that arrived
-on its Unix socket carrying its own secret (`mps.http.forwarded`), which never leaves the process.
+Through the broker both travel as one binary frame: a 4-byte length, a small JSON head, then the
+body as is. The owner trusts the forwarded client address and request id only from a request
+that arrived on its peer listener signed with the cluster's secret (`mps.http.forwarded`).
 """
 
 from __future__ import annotations
 
-import asyncio
-import secrets
 import struct
 from dataclasses import dataclass
 from typing import Any
 
-import aiohttp
 import orjson
 from aiohttp import hdrs
 
 __all__ = [
     "FORWARDED_FOR",
     "FORWARDED_REQUEST_ID",
-    "FORWARDED_SECRET",
+    "NOT_RUN",
+    "PEER_ANSWER",
+    "PEER_SIGNATURE",
     "Answer",
-    "LocalDispatch",
     "Passed",
 ]
 
-# Headers of a request passed on through the owner's Unix socket.
-FORWARDED_SECRET = "X-Mps-Forwarded"  # noqa: S105 - a header name
+# Headers of a request passed to an owner's peer listener (mps.cluster.peers).
+PEER_SIGNATURE = "X-Mps-Peer"
 FORWARDED_FOR = "X-Mps-Forwarded-For"
 FORWARDED_REQUEST_ID = "X-Mps-Request-Id"
+# Headers of the owner's answer: its proof, and why it did not run the request.
+PEER_ANSWER = "X-Mps-Peer-Answer"
+NOT_RUN = "X-Mps-Not-Run"
 
 # Hop-by-hop or recomputed: never copied from one connection to the next.
 _NOT_COPIED = frozenset(
@@ -49,9 +52,11 @@ _NOT_COPIED = frozenset(
         hdrs.UPGRADE,
         hdrs.PROXY_AUTHORIZATION,
         hdrs.DATE,
-        FORWARDED_SECRET,
+        PEER_SIGNATURE,
         FORWARDED_FOR,
         FORWARDED_REQUEST_ID,
+        PEER_ANSWER,
+        NOT_RUN,
     )
 )
 _LENGTH = struct.Struct(">I")
@@ -84,7 +89,7 @@ class Passed:
     """A client's request, as the owner needs it."""
 
     method: str
-    path: str  # with its query string
+    path: str  # with its query string, as the client sent it (encoded)
     headers: list[tuple[str, str]]
     body: bytes
     client: str | None
@@ -128,60 +133,3 @@ class Answer:
     def decode(cls, data: bytes) -> Answer:
         head, body = _unframe(data)
         return cls(int(head["s"]), [(str(k), str(v)) for k, v in head["h"]], body)
-
-
-class LocalDispatch:
-    """Runs passed requests through this node's own HTTP stack, over its private Unix socket."""
-
-    def __init__(self) -> None:
-        # Known only to this process: marks a request on the socket as one we passed ourselves.
-        self.secret = secrets.token_urlsafe(32)
-        self._path: str | None = None
-        self._ready = asyncio.Event()
-        self._session: aiohttp.ClientSession | None = None
-
-    def serve_at(self, path: str) -> None:
-        """The socket is listening at `path`: passed requests can run from now on."""
-        self._path = path
-        self._ready.set()
-
-    @property
-    def ready(self) -> bool:
-        return self._ready.is_set()
-
-    async def run(self, passed: Passed, *, within: float) -> Answer:
-        async with asyncio.timeout(within):
-            await self._ready.wait()
-            session = self._client()
-            headers = [
-                *passed.headers,
-                (FORWARDED_SECRET, self.secret),
-                (FORWARDED_REQUEST_ID, passed.request_id),
-            ]
-            if passed.client is not None:
-                headers.append((FORWARDED_FOR, passed.client))
-            async with session.request(
-                passed.method,
-                f"http://node.internal{passed.path}",
-                headers=headers,
-                data=passed.body or None,
-                allow_redirects=False,
-                skip_auto_headers=("User-Agent", "Accept", "Accept-Encoding", "Content-Type"),
-            ) as response:
-                body = await response.read()
-                return Answer(response.status, copied(response.raw_headers), body)
-
-    def _client(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            assert self._path is not None
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.UnixConnector(path=self._path, limit=256),
-                auto_decompress=False,
-                timeout=aiohttp.ClientTimeout(total=None),
-            )
-        return self._session
-
-    async def close(self) -> None:
-        if self._session is not None:
-            await self._session.close()
-            self._session = None

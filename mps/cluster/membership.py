@@ -5,8 +5,11 @@ draining. From them a node knows how many nodes share the shards (its fair share
 shards nobody claims (an owner died, or a shard was just handed over): those it probes, so that
 whichever node the broker made the shard's active consumer learns it owns it.
 
-Membership decides nothing about ownership itself (the broker does); a wrong view only delays
-balancing or sends a needless probe.
+A heartbeat also names the node's peer listener ("host:port"), where other nodes pass it the
+requests of the shards it owns (mps.cluster.peers). Membership decides nothing about ownership
+itself (the broker does); a wrong view only delays balancing, sends a needless probe, or sends a
+request to a node that no longer owns its shard, which does not run it (the asker then passes it
+through the broker).
 """
 
 from __future__ import annotations
@@ -23,9 +26,16 @@ class Heartbeat:
     owned: frozenset[int]
     draining: bool = False
     seen_at: float = 0.0
+    # Where the node's peer listener is ("host:port"); None until it listens.
+    peer: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"node": self.node, "owned": sorted(self.owned), "draining": self.draining}
+        return {
+            "node": self.node,
+            "owned": sorted(self.owned),
+            "draining": self.draining,
+            "peer": self.peer,
+        }
 
     @classmethod
     def from_json(cls, data: dict[str, object], seen_at: float) -> Heartbeat:
@@ -35,6 +45,7 @@ class Heartbeat:
             owned=frozenset(int(i) for i in owned) if isinstance(owned, list) else frozenset(),
             draining=bool(data.get("draining")),
             seen_at=seen_at,
+            peer=str(data["peer"]) if data.get("peer") else None,
         )
 
 
@@ -61,6 +72,19 @@ class Membership:
         for name in [n for n, at in self._departed.items() if now - at > 3600]:
             del self._departed[name]
         return sorted(self._seen.values(), key=lambda h: h.node)
+
+    def peer_of(self, index: int, now: float) -> str | None:
+        """The peer listener of the node whose recent heartbeat claims shard `index`, when it is
+        not draining (it is handing its shards over); None when no such node is known."""
+        for heartbeat in self._seen.values():
+            if (
+                index in heartbeat.owned
+                and heartbeat.peer is not None
+                and not heartbeat.draining
+                and now - heartbeat.seen_at <= self.timeout
+            ):
+                return heartbeat.peer
+        return None
 
     def heard_at(self, node: str) -> float | None:
         """When `node`'s last heartbeat arrived (monotonic), heard from still or gone; None for

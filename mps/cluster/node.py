@@ -12,8 +12,10 @@ heartbeat claims: the probe reaches whoever is active.
 Messages of a shard queue:
 
 - `probe`: nothing to do but take the shard.
-- `http`: a client's request that reached another node; run here, answer sent back to the
-  asking node's reply queue (mps.cluster.forwarding).
+- `http`: a client's request that reached another node which could not pass it straight to the
+  owner (mps.cluster.peers: the owner was not known, or did not run it); run here through this
+  node's own peer listener, answer sent back to the asking node's reply queue
+  (mps.cluster.forwarding).
 - any other kind registered in `services` (the rate-limit leases of mps.cluster.leases): its
   handler's answer is sent back the same way.
 
@@ -58,8 +60,9 @@ import orjson
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks.topology import Topology
 from mps.adapters.broker import DELAY_LEVELS_MS, delay_queue_name, with_query_defaults
-from mps.cluster.forwarding import Answer, LocalDispatch, Passed
+from mps.cluster.forwarding import Answer, Passed
 from mps.cluster.membership import Heartbeat, Membership
+from mps.cluster.peers import NotRun, PeerClient, PeerKey
 from mps.domain.ids import random_base62
 from mps.domain.shards import SHARD_COUNT
 from mps.errors import ShardMoved, Unavailable
@@ -109,6 +112,10 @@ FAILED = "failed"
 _BROKER_ERRORS: tuple[type[BaseException], ...] = aio_pika.exceptions.CONNECTION_EXCEPTIONS
 
 
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
 class OwnerLost(TimeoutError):
     """The node running a passed request is gone: no answer will come."""
 
@@ -152,6 +159,7 @@ class ClusterNode:
         name: str = "mps",
         queue_type: str = "classic",
         timings: ClusterTimings | None = None,
+        secret: bytes,
     ) -> None:
         self.url = url
         self.node_id = node_id
@@ -160,7 +168,14 @@ class ClusterNode:
         self.router = router
         self._take_epoch = take
         self.timings = timings or ClusterTimings()
-        self.dispatch = LocalDispatch()
+        # Passes requests straight to their owners; signs and checks with the cluster's secret.
+        self.peers = PeerClient(PeerKey(secret))
+        # This node's peer listener: as other nodes reach it (in heartbeats), and as it reaches
+        # itself (to run what the broker brings).
+        self.peer_address: str | None = None
+        self.peer_port: int | None = None
+        self._peer_local: str | None = None
+        self._peer_ready = asyncio.Event()
         self.services: dict[str, Service] = {}
         self.membership = Membership(node_id, router.shard_count, self.timings.node_timeout)
         self.draining = False
@@ -185,6 +200,9 @@ class ClusterNode:
         self._later: set[asyncio.Task[None]] = set()
         self._sent_at: float | None = None
         self.round_trip: float | None = None
+        # Requests sent to shard queues (passed requests, leases): how often the broker carried
+        # what a peer listener could not.
+        self.asked = 0
 
     # Starting and stopping.
 
@@ -247,19 +265,53 @@ class ClusterNode:
         for waiting in self._replies.values():
             if not waiting.done():
                 waiting.set_exception(ShardMoved())
-        await self.dispatch.close()
+        await self.peers.close()
         if self._connection is not None:
             await self._connection.close()
         self.connected = self.joined = False
 
     # Passing requests to owners.
 
+    def serve_peers_at(self, host: str, port: int, *, listening_on: str) -> None:
+        """This node's peer listener takes requests from now on, on `port` of the address
+        `listening_on`: other nodes reach it at `host`:`port` (sent in heartbeats)."""
+        self.peer_address = f"{_bracketed(host)}:{port}"
+        self.peer_port = port
+        # This node reaches itself on loopback when it listens on every address.
+        local = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(  # noqa: S104
+            listening_on, listening_on
+        )
+        self._peer_local = f"{_bracketed(local)}:{port}"
+        self._peer_ready.set()
+
+    @property
+    def peer_key(self) -> PeerKey:
+        return self.peers.key
+
     async def forward(self, index: int, passed: Passed) -> Answer:
         """Send `passed` to the owner of shard `index` and return its answer. Raises
-        `Unavailable` (503, Retry-After) when no answer can come: the broker is away, the owner
-        stopped or did not answer within `forward_within`."""
+        `Unavailable` (503, Retry-After) when no answer can come: the owner stopped while
+        running it, did not answer within `forward_within`, or the broker is away when needed.
+
+        Straight to the owner's peer listener when a heartbeat names it; through the shard's
+        queue when none does (the shard is between owners, its owner drains) or the node named
+        did not run it (the shard moved on since; it refused our signature; it could not be
+        reached). The queue then brings it to whoever owns the shard, once it does: a request
+        never runs on a node that does not own its shard, and is never sent on a second hop."""
+        within = self.timings.forward_within
+        started = time.monotonic()
+        address = self.membership.peer_of(index, started)
+        if address is not None:
+            try:
+                return await self.peers.run(address, passed, within=within)
+            except NotRun as exc:
+                logger.info("passing a request through the broker: %s", exc)
+            within -= time.monotonic() - started
+            if within <= 0:
+                msg = "the node that serves this account did not answer in time; retry"
+                raise Unavailable(msg)
         try:
-            answer = await self.ask(index, HTTP, passed.encode(), self.timings.forward_within)
+            answer = await self.ask(index, HTTP, passed.encode(), within)
         except OwnerLost:
             msg = "the node that served this account stopped while running the request; retry"
             raise Unavailable(msg) from None
@@ -275,6 +327,7 @@ class ClusterNode:
         if self._publishing is None or self._reply_queue is None or not self._usable():
             msg = "this node is not connected to the cluster; retry"
             raise Unavailable(msg)
+        self.asked += 1
         correlation = random_base62(16)
         waiting: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._replies[correlation] = waiting
@@ -446,7 +499,18 @@ class ClusterNode:
         # Tell the asker who runs it: should this node die, the asker stops waiting for it.
         await self._reply(message, self.node_id.encode(), kind=STARTED)
         try:
-            answer = await self.dispatch.run(Passed.decode(message.body), within=within)
+            async with asyncio.timeout(within):
+                await self._peer_ready.wait()
+            assert self._peer_local is not None
+            # Through this node's own peer listener, as any passed request: its HTTP stack runs
+            # it, and refuses it (not run) if the shard moved away meanwhile.
+            answer = await self.peers.run(
+                self._peer_local, Passed.decode(message.body), within=within
+            )
+        except NotRun as exc:
+            logger.info("a request passed to this node did not run: %s", exc)
+            await self._reply(message, b"", kind=FAILED)
+            return
         except Exception:
             logger.exception("a request passed to this node failed")
             await self._reply(message, b"", kind=FAILED)
@@ -519,7 +583,9 @@ class ClusterNode:
     async def _send_heartbeat(self) -> None:
         if self._exchange is None or not self.connected:
             return
-        beat = Heartbeat(self.node_id, frozenset(self.router.owned), self.draining)
+        beat = Heartbeat(
+            self.node_id, frozenset(self.router.owned), self.draining, peer=self.peer_address
+        )
         started = time.monotonic()
         await self._exchange.publish(
             aio_pika.Message(orjson.dumps(beat.to_json()), expiration=10), routing_key=HEARTBEAT_KEY

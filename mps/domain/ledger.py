@@ -11,8 +11,10 @@ Vocabulary:
     posting     a signed amount on one account
     movement    one balanced transaction (`txn_`): postings that sum to zero, written in the
                 same commit as the state change that caused it
-    balance     the sum of an account's postings. Never stored anywhere else: the company
-                actor holds the sums in memory, loaded from the postings when it activates.
+    balance     the sum of an account's postings. The company actor holds the sums in memory,
+                loaded when it activates from their snapshot rows, which change only in the
+                unit that writes the postings they sum and which the reconciliation checks
+                against them (mps.persistence.ledger_store).
 
 Movements, by type:
     payment              processor -A, pending +A                a payment became PAID

@@ -2,7 +2,7 @@
 functions of the company's members and roles.
 
 Vocabulary:
-    built-in role  owner, admin, finance, developer, viewer (mps.auth.scopes); not editable
+    built-in role  owner, admin, finance, developer, viewer (mps.domain.scopes); not editable
     custom role    a company's own named set of scopes
     owner          holds every scope and alone may transfer ownership; a company always has one
 
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mps.auth.scopes import ALL_SCOPES, BUILTIN_ROLES, OWNER_ROLE, Role
+from mps.domain.scopes import ALL_SCOPES, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
 
 __all__ = [

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from mps.auth import purposes
+from mps.domain import purposes
 
 __all__ = [
     "DELIVERY_STATES",

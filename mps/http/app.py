@@ -11,6 +11,7 @@ from aiohttp import hdrs, web
 from aiohttp.typedefs import Handler, Middleware
 
 from mps.http import unparsed
+from mps.http.admission import ADMISSION, Admission
 from mps.http.forwarded import passed_middleware
 from mps.http.metrics_listener import scrape_handler
 from mps.http.middlewares import envelope_middleware
@@ -30,10 +31,15 @@ METRICS_PATH = "/metrics"
 
 
 def create_app(
-    routes: Iterable[Route], *, development: bool, metrics: Metrics | None = None
+    routes: Iterable[Route],
+    *,
+    development: bool,
+    metrics: Metrics | None = None,
+    max_in_flight: int = 0,
 ) -> web.Application:
     """The app serving `routes`; with `metrics`, every request is counted into it, and in
-    development `GET /metrics` answers loopback requests."""
+    development `GET /metrics` answers loopback requests. Beyond `max_in_flight` requests at
+    once (0: no bound) the next is answered 503 overloaded (mps.http.admission)."""
     chosen = [route for route in routes if development or not route.development_only]
     gated = frozenset(route.full_path for route in chosen if route.development_only)
     scrape = scrape_handler(metrics) if development and metrics is not None else None
@@ -46,11 +52,17 @@ def create_app(
     # those (mps.http.forwarded). The metrics read neither.
     middlewares.append(passed_middleware)
     middlewares.append(envelope_middleware)
+    # Inside the envelope (the refusal's request id and version) and the passing (a passed
+    # request was admitted by its first node); before the rest, so a refusal does no more work.
+    exempt = frozenset(route.full_path for route in chosen if route.tag == "health")
+    admission = Admission(max_in_flight, exempt | {METRICS_PATH})
+    middlewares.append(admission.middleware())
     if gated:
         middlewares.append(_loopback_only(gated))
     # Requests aiohttp cannot parse are answered before the app sees them: in the envelope too.
     unparsed.install()
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
+    app[ADMISSION] = admission
     # Security headers on every response the app prepares (mps.http.security says why a signal).
     app.on_response_prepare.append(secure_response)
     for route in chosen:

@@ -1,10 +1,12 @@
 """Requests another node passed to this one, the owner of their company's shard (mps.cluster).
 
-Such a request arrives on this node's private Unix socket with the secret only this process
-knows. It is then served as the client's own request: its client address and request id are the
-ones the first node saw, and it is not counted against rate limits or logged as API-key use a
-second time (the first node did both). The headers mean nothing on any other request: a TCP
-client that sends them, whatever the secret, is served as the address it connects from.
+Such a request arrives on this node's peer listener (`MPS_PEER_PORT`), signed with the cluster's
+secret (mps.cluster.peers). It is then served as the client's own request: its client address
+and request id are the ones the first node saw, and it is not counted against rate limits or
+logged as API-key use a second time (the first node did both). The peer listener serves nothing
+else: a request there without a valid signature (none, a wrong one, a stale one, a replay) is
+refused with 403 before anything runs. On the public listener the same headers mean nothing,
+whatever they carry: the client is served as the address it connects from.
 
 `passed_middleware` runs before the envelope middleware, so everything after it (the envelope,
 the route limits, the key log, the audit trail) sees the client's address as `request.remote`.
@@ -13,32 +15,59 @@ with the request it made: it prepares the response with it (the security headers
 nonce from it) and hands it to the access log. So that request is marked as passed too, and is
 given what the app set on the clone once the handler is done; the access log reads the client's
 address from it through `passed_client`.
+
+`sign_peer_answer` (an `on_response_prepare` signal, so a streamed answer is signed too) proves
+to the asking node that the answer comes from a node holding the secret, and tells it whether
+the request ran (mps.http.passing marks one refused because the shard moved away).
 """
 
 from __future__ import annotations
 
-import hmac
-import socket
-
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from mps.cluster.forwarding import FORWARDED_FOR, FORWARDED_REQUEST_ID, FORWARDED_SECRET
+from mps.cluster.forwarding import FORWARDED_FOR, FORWARDED_REQUEST_ID, NOT_RUN, PEER_ANSWER
+from mps.cluster.peers import REFUSED, SHARD_MOVED
 from mps.http.keys import PASSED, SERVICES
 
-__all__ = ["passed_client", "passed_middleware", "passed_request_id"]
+__all__ = [
+    "NOT_RUN_HERE",
+    "passed_client",
+    "passed_middleware",
+    "passed_request_id",
+    "sign_peer_answer",
+]
 
 # The client of a passed request whose first node knew no address for it.
 UNKNOWN_CLIENT = "unknown"
+# The signature of the passed request being served: its answer's proof is made from it.
+_SIGNATURE = web.RequestKey("peer_signature", str)
+# Set on a passed request this node did not run (its shard is not this node's).
+NOT_RUN_HERE = web.RequestKey("not_run_here", bool)
 
 
 @web.middleware
 async def passed_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    secret = request.headers.get(FORWARDED_SECRET)
-    if secret is None or not _is_ours(request, secret):
+    services = request.app.get(SERVICES)
+    cluster = services.cluster if services is not None else None
+    if cluster is None or cluster.peer_port is None:
         return await handler(request)
-    # Set before cloning: the clone copies it, and the access log reads the original.
+    # The peer listener is told apart by the port the connection came in on.
+    transport = request.transport
+    sockname = transport.get_extra_info("sockname") if transport is not None else None
+    if not sockname or sockname[1] != cluster.peer_port:
+        return await handler(request)
+    path = request.rel_url.raw_path_qs
+    signature = cluster.peer_key.admit(request.headers, request.method, path)
+    if signature is None:
+        return web.json_response(
+            {"code": "peer_refused", "message": "Only the nodes of this cluster may call here"},
+            status=403,
+            headers={NOT_RUN: REFUSED},
+        )
+    # Set before cloning: the clone copies them, and the access log reads the original.
     request[PASSED] = True
+    request[_SIGNATURE] = signature
     passed = request.clone(remote=_client(request))
     try:
         return await handler(passed)
@@ -49,17 +78,19 @@ async def passed_middleware(request: web.Request, handler: Handler) -> web.Strea
         request.update(passed)
 
 
-def _is_ours(request: web.Request, secret: str) -> bool:
-    services = request.app.get(SERVICES)
-    cluster = services.cluster if services is not None else None
-    # As bytes: compare_digest refuses a str with non-ASCII characters, which anyone may send.
-    sent = secret.encode("utf-8", "surrogateescape")
-    if cluster is None or not hmac.compare_digest(sent, cluster.dispatch.secret.encode()):
-        return False
-    # The secret alone is not enough: only this process's own socket may carry it.
-    transport = request.transport
-    sock = transport.get_extra_info("socket") if transport is not None else None
-    return sock is not None and sock.family == socket.AF_UNIX
+async def sign_peer_answer(request: web.Request, response: web.StreamResponse) -> None:
+    """Add the proof to the answer of a passed request, as aiohttp prepares it."""
+    signature = request.get(_SIGNATURE)
+    if signature is None:
+        return
+    cluster = request.app[SERVICES].cluster
+    assert cluster is not None
+    not_run = SHARD_MOVED if request.get(NOT_RUN_HERE) else ""
+    if not_run:
+        response.headers[NOT_RUN] = not_run
+    response.headers[PEER_ANSWER] = cluster.peer_key.sign_answer(
+        signature, response.status, not_run
+    )
 
 
 def passed_client(request: web.BaseRequest) -> str | None:

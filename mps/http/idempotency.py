@@ -33,8 +33,8 @@ from aiohttp import web
 
 from mps.actors.company import ClaimKey, ReleaseKey
 from mps.actors.shards import ShardElsewhere
-from mps.auth import purposes
 from mps.auth.keyring import Keyring
+from mps.domain import purposes
 from mps.domain.clock import iso
 from mps.errors import BadRequest, KeyAlreadyStored, ServiceError, Unavailable, Unprocessable
 from mps.http.render import reply_body

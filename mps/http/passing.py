@@ -6,6 +6,7 @@ from aiohttp import web
 
 from mps.cluster.forwarding import Passed, copied
 from mps.errors import PayloadTooLarge, ShardMoved
+from mps.http.forwarded import NOT_RUN_HERE
 from mps.http.keys import PASSED, RELAYED, REQUEST_ID
 from mps.services import Services
 
@@ -20,11 +21,14 @@ async def pass_on(
     cluster = services.cluster
     if cluster is None or request.get(PASSED):
         # Passed here because this node owned the shard, which it no longer does: a second hop
-        # could chase a moving shard around, so the client retries instead.
+        # could chase a moving shard around. The asking node learns it did not run here
+        # (mps.http.forwarded) and passes it through the broker, which reaches the new owner.
+        request[NOT_RUN_HERE] = True
         raise ShardMoved
     passed = Passed(
         method=request.method,
-        path=request.path_qs,
+        # As the client sent it: the owner checks the signature over these very bytes.
+        path=request.rel_url.raw_path_qs,
         headers=copied(request.raw_headers),
         body=await request.read() if max_body is None else await _upload_body(request, max_body),
         client=request.remote,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from mps.auth.scopes import ALL_SCOPES
 from mps.domain.approvals import APPROVAL_STATUSES
 from mps.domain.invitations import INVITATION_STATUSES
 from mps.domain.invoices import INVOICE_STATUSES
@@ -15,6 +14,7 @@ from mps.domain.ledger import MOVEMENT_TYPES
 from mps.domain.payments import STATUSES
 from mps.domain.payouts import PAYOUT_STATUSES
 from mps.domain.refunds import REFUND_STATUSES
+from mps.domain.scopes import ALL_SCOPES
 from mps.http.schema import Anything, Array, Bool, Enum, Int, Map, Obj, Schema, Str
 
 __all__ = [

@@ -22,10 +22,11 @@ from mps.persistence.database import Database
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.statements import Row, Statement, insert
-from mps.representations.approvals import approval_json
 
 __all__ = [
     "NotApproved",
+    "VotesShort",
+    "approved_by_votes",
     "event",
     "finished",
     "get_request",
@@ -34,7 +35,9 @@ __all__ = [
     "load_open",
     "load_policies",
     "open_due",
+    "policy_from_row",
     "policy_upsert",
+    "request_from_rows",
     "request_insert",
     "status_change",
     "vote_insert",
@@ -68,17 +71,18 @@ def policy_upsert(company_id: str, policy: Policy, now: str) -> Statement:
     )
 
 
+def policy_from_row(row: Row) -> Policy:
+    return Policy(
+        row["action"],
+        bool(row["enabled"]),
+        {k: int(v) for k, v in orjson.loads(row["thresholds"]).items()},
+        int(row["required_approvals"]),
+    )
+
+
 async def load_policies(db: Database, company_id: str) -> dict[str, Policy]:
     rows = await db.fetch("SELECT * FROM approval_policies WHERE company_id = $1", company_id)
-    return {
-        r["action"]: Policy(
-            r["action"],
-            bool(r["enabled"]),
-            {k: int(v) for k, v in orjson.loads(r["thresholds"]).items()},
-            int(r["required_approvals"]),
-        )
-        for r in rows
-    }
+    return {r["action"]: policy_from_row(r) for r in rows}
 
 
 def request_insert(request: ApprovalRequest) -> Statement:
@@ -124,6 +128,24 @@ def status_change(company_id: str, request_id: str, before: str, after: str, now
     )
 
 
+class VotesShort(StaleWrite):
+    """The request was to be approved, but storage holds fewer approving votes than it needs
+    (a vote counted in memory was refused): the unit rolls back whole."""
+
+
+def approved_by_votes(company_id: str, request_id: str, now: str, required: int) -> Statement:
+    """PENDING -> APPROVED, only if the stored approving votes (this unit's included) reach
+    `required`; the unit fails with VotesShort otherwise."""
+    return Statement(
+        "UPDATE approval_requests SET status = 'APPROVED', decided_at = $1 "
+        "WHERE id = $2 AND company_id = $3 AND status = 'PENDING' AND (SELECT COUNT(*) FROM "
+        "approval_votes WHERE request_id = $2 AND decision = 'approve') >= $4",
+        (now, request_id, company_id, required),
+        expect_rows=1,
+        stale_error=VotesShort,
+    )
+
+
 def finished(
     company_id: str,
     request_id: str,
@@ -144,13 +166,15 @@ def finished(
     )
 
 
-def event(request: ApprovalRequest, event_type: str, now: str) -> Statement:
+def event(request: ApprovalRequest, event_type: str, now: str, obj: dict[str, Any]) -> Statement:
+    """The outbox insert of the request's event, carrying `obj` (the request as the API shows
+    it, rendered by the caller)."""
     row = event_row(
         company_id=request.company_id,
         mode=request.mode,
         event_type=event_type,
         created_at=now,
-        obj=approval_json(request),
+        obj=obj,
     )
     return event_insert(row)
 
@@ -172,7 +196,8 @@ async def key_creator(db: Database, company_id: str, key_id: str) -> str | None:
     return None if found is None else str(found)
 
 
-def _request(row: Row, votes: list[Row]) -> ApprovalRequest:
+def request_from_rows(row: Row, votes: list[Row]) -> ApprovalRequest:
+    """A request from its row (with `requested_by_user`) and its votes' rows, in vote order."""
     return ApprovalRequest(
         id=row["id"],
         company_id=row["company_id"],
@@ -203,7 +228,7 @@ async def _with_votes(db: Database, rows: list[Row]) -> list[ApprovalRequest]:
     by_request: dict[str, list[Row]] = {}
     for v in votes:
         by_request.setdefault(v["request_id"], []).append(v)
-    return [_request(r, by_request.get(r["id"], [])) for r in rows]
+    return [request_from_rows(r, by_request.get(r["id"], [])) for r in rows]
 
 
 async def load_open(db: Database, company_id: str) -> dict[str, ApprovalRequest]:

@@ -6,15 +6,46 @@ from __future__ import annotations
 import orjson
 
 from mps.domain.audit import AuditContext, AuditEntry, AuditHead
+from mps.errors import StaleWrite
 from mps.persistence.database import Database
 from mps.persistence.statements import Row, Statement, insert
 
-__all__ = ["entry_from_row", "entry_insert", "load_head"]
+__all__ = ["ChainMoved", "entry_from_row", "entry_insert", "load_head"]
 
 
-def entry_insert(company_id: str, entry: AuditEntry) -> Statement:
-    """Fails its unit when the company's chain already has an entry with this number (a fork
-    that cannot happen while one actor appends, refused should it ever)."""
+class ChainMoved(StaleWrite):
+    """The entry a unit's first insert names as stored is not (the unit it was linked after was
+    refused, or the actor's head is not storage's): the unit is rolled back whole."""
+
+
+def entry_insert(company_id: str, entry: AuditEntry, after: AuditHead | None = None) -> Statement:
+    """The entry's row. With `after`, the insert is guarded: it writes only when the company's
+    chain holds the entry `after` names (`after.seq` 0: when the chain is empty), and fails its
+    unit with `ChainMoved` otherwise (mps.actors.company.audit). It returns the entry's id, so
+    the guarded inserts of a group commit's units go to the server together, in unit order,
+    each still checked for its one row (`Statement.keyed_by`). Either way the unit also fails
+    when the chain already has an entry with this number (unique `(company_id, seq)`)."""
+    plain = _insert(company_id, entry)
+    if after is None:
+        return plain
+    values = plain.sql[plain.sql.index(" VALUES ") :]
+    n = len(plain.params)
+    if after.seq == 0:
+        guard = f"NOT EXISTS (SELECT 1 FROM audit_entries WHERE company_id = ${n + 1})"
+        params: tuple[object, ...] = (*plain.params, company_id)
+    else:
+        guard = (
+            f"EXISTS (SELECT 1 FROM audit_entries WHERE company_id = ${n + 1} "
+            f"AND seq = ${n + 2} AND hash = ${n + 3})"
+        )
+        params = (*plain.params, company_id, after.seq, after.hash)
+    marks = values.removeprefix(" VALUES (").removesuffix(")")
+    head = plain.sql[: plain.sql.index(" VALUES ")]
+    sql = f"{head} SELECT {marks} WHERE {guard} RETURNING id"
+    return Statement(sql, params, expect_rows=1, stale_error=ChainMoved, keyed_by=0)
+
+
+def _insert(company_id: str, entry: AuditEntry) -> Statement:
     return insert(
         "audit_entries",
         {

@@ -15,7 +15,6 @@ from mps.domain.issuing import Card, Controls
 from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
-from mps.representations.cards import card_json
 
 __all__ = [
     "NumberTaken",
@@ -131,15 +130,13 @@ def authorization_insert(
 
 def card_events(
     card: Card,
-    balance: int,
     types: Iterable[str],
-    extra: dict[str, Any] | None = None,
+    obj: dict[str, Any],
     at: str | None = None,
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for the card's events (the card as the API shows it, with `extra`
-    fields such as the authorization), made `at` (the card's last change by default), and the
-    bodies a client will see."""
-    obj = {**card_json(card, balance), **(extra or {})}
+    """The outbox inserts for the card's events, each carrying `obj` (the card as the API shows
+    it, with fields such as the authorization, rendered by the caller), made `at` (the card's
+    last change by default), and the bodies a client will see."""
     rows = [
         event_row(
             company_id=card.company_id,

@@ -10,7 +10,7 @@ and commit again under a fresh reference (mps.actors.references).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import orjson
@@ -19,7 +19,6 @@ from mps.domain.payments import Event, Payment
 from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
-from mps.representations.payments import payment_json
 
 __all__ = [
     "ReferenceTaken",
@@ -175,16 +174,17 @@ def customer_statements(payment: Payment) -> list[Statement]:
 
 
 def event_statements(
-    events: Iterable[Event], public_url: str
+    events: Iterable[Event], shown: Callable[[Payment], dict[str, Any]]
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for `events`, and the event bodies as a client will see them."""
+    """The outbox inserts for `events`, each carrying its payment as `shown` renders it (the
+    caller's view of the API's JSON), and the event bodies as a client will see them."""
     rows = [
         event_row(
             company_id=e.payment.company_id,
             mode=e.payment.mode,
             event_type=e.type,
             created_at=e.payment.updated_at,
-            obj=payment_json(e.payment, public_url),
+            obj=shown(e.payment),
         )
         for e in events
     ]

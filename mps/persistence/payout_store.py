@@ -12,7 +12,6 @@ from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
-from mps.representations.money import payout_json
 
 __all__ = [
     "bank_account_delete",
@@ -143,16 +142,17 @@ async def load_open_payouts(db: Database, company_id: str) -> dict[str, Payout]:
 
 
 def payout_events(
-    payout: Payout, types: Iterable[str]
+    payout: Payout, types: Iterable[str], obj: dict[str, Any]
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for the payout's events, and the bodies a client will see."""
+    """The outbox inserts for the payout's events, each carrying `obj` (the payout as the API
+    shows it, rendered by the caller), and the bodies a client will see."""
     rows = [
         event_row(
             company_id=payout.company_id,
             mode=payout.mode,
             event_type=event_type,
             created_at=payout.updated_at,
-            obj=payout_json(payout),
+            obj=obj,
         )
         for event_type in types
     ]

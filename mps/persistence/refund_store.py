@@ -12,7 +12,6 @@ from mps.domain.refunds import Refund
 from mps.persistence.database import Database
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
-from mps.representations.money import refund_json
 
 __all__ = [
     "pending_refunds",
@@ -87,16 +86,17 @@ async def pending_refunds(db: Database, company_id: str, payment_id: str) -> lis
 
 
 def refund_events(
-    refund: Refund, types: Iterable[str]
+    refund: Refund, types: Iterable[str], obj: dict[str, Any]
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for the refund's events, and the bodies a client will see."""
+    """The outbox inserts for the refund's events, each carrying `obj` (the refund as the API
+    shows it, rendered by the caller), and the bodies a client will see."""
     rows = [
         event_row(
             company_id=refund.company_id,
             mode=refund.mode,
             event_type=event_type,
             created_at=refund.updated_at,
-            obj=refund_json(refund),
+            obj=obj,
         )
         for event_type in types
     ]

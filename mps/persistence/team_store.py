@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import orjson
 
-from mps.auth.scopes import Role
+from mps.domain.scopes import Role
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.statements import Statement, insert
+from mps.persistence.statements import Row, Statement, insert
 
 __all__ = [
     "RoleNameTaken",
@@ -17,6 +17,7 @@ __all__ = [
     "member_remove",
     "member_role",
     "role_delete",
+    "role_from_row",
     "role_insert",
     "role_update",
     "sessions_revoke",
@@ -108,9 +109,10 @@ async def live_keys(db: Database, company_id: str, user_id: str) -> list[str]:
     return [str(r["id"]) for r in rows]
 
 
+def role_from_row(row: Row) -> Role:
+    return Role(row["id"], row["name"], frozenset(orjson.loads(row["scopes"])), builtin=False)
+
+
 async def load_roles(db: Database, company_id: str) -> dict[str, Role]:
     rows = await db.fetch("SELECT id, name, scopes FROM roles WHERE company_id = $1", company_id)
-    return {
-        r["id"]: Role(r["id"], r["name"], frozenset(orjson.loads(r["scopes"])), builtin=False)
-        for r in rows
-    }
+    return {r["id"]: role_from_row(r) for r in rows}

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from mps.persistence.statements import Row
-
 __all__ = ["event_body", "event_view"]
 
 
-def event_view(row: Row) -> dict[str, Any]:
+def event_view(row: Mapping[str, Any]) -> dict[str, Any]:
     """The stored event with its `sequence`: one more than the company's previous event in this
     mode, so a receiver can tell from the events alone whether it missed one."""
     view: dict[str, Any] = orjson.loads(row["data"])
@@ -19,6 +18,6 @@ def event_view(row: Row) -> dict[str, Any]:
     return view
 
 
-def event_body(row: Row) -> bytes:
+def event_body(row: Mapping[str, Any]) -> bytes:
     """The bytes a delivery POSTs (and signs)."""
     return orjson.dumps(event_view(row))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.auth.scopes import Role
 from mps.domain.audit import AuditEntry
+from mps.domain.scopes import Role
 
 __all__ = ["audit_json", "member_json", "role_json"]
 

@@ -3,16 +3,15 @@ is added to the one response that shows it (create, rotate)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 
-from mps.persistence.statements import Row
-
 __all__ = ["attempt_view", "delivery_view", "endpoint_view"]
 
 
-def endpoint_view(row: Row) -> dict[str, Any]:
+def endpoint_view(row: Mapping[str, Any]) -> dict[str, Any]:
     events = row["events"]
     return {
         "id": row["id"],
@@ -29,7 +28,7 @@ def endpoint_view(row: Row) -> dict[str, Any]:
     }
 
 
-def delivery_view(row: Row) -> dict[str, Any]:
+def delivery_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "id": row["id"],
         "eventId": row["event_id"],
@@ -51,7 +50,7 @@ def delivery_view(row: Row) -> dict[str, Any]:
     }
 
 
-def attempt_view(row: Row) -> dict[str, Any]:
+def attempt_view(row: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "attempt": row["attempt"],
         "at": row["at"],

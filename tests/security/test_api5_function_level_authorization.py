@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from mps.auth.scopes import BUILTIN_ROLES
+from mps.domain.scopes import BUILTIN_ROLES
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
 from tests.helpers import add_member, assert_envelope, sign_up

@@ -1,13 +1,20 @@
 """The company actor: one per company, serializing changes to its settings, members and keys.
 
 It loads the company's snapshot and its members when activated and applies each command in
-turn: decide from memory with pure rules, hand the commit (with its events and the request's
-idempotency record) to the persistence actor, and only then adopt the new state and reply. A
-command that fails leaves the in-memory state as it was.
+turn: decide from memory with pure rules, hold what was decided (a reservation in the books, a
+payout's or an approval's new state, the company's new settings, a role), and return the commit
+(with its events, its audit entries and the request's idempotency record) as `Detached` work
+for the persistence actor. The caller's reply waits for the commit; the actor does not, and
+takes its next message, decided against what it holds. A commit that fails undoes what its turn
+held (mps.actors.commits), so a command that fails leaves the in-memory state as it was; one of
+unknown outcome has the actor reload before it decides again.
 
-A turn never awaits a read: whatever a command needs that the actor does not hold is read by
-the caller before it asks (the key row a revoke shows, the stored response of an idempotency
-key), so one merchant's traffic never queues behind database round trips.
+A turn never awaits a read, a commit or any other round trip: whatever a command needs that the
+actor does not hold is read by the caller before it asks (the key row a revoke shows, the stored
+response of an idempotency key) or, when nothing decided in the turn depends on it, by the
+detached work (an API key's creator for an approval request, a removed member's keys for their
+audit entries). So one merchant's traffic never queues behind database round trips, and its
+burst, audited writes included (mps.actors.company.audit), shares group commits.
 
 The package is split by capability: `actor` (activation, dispatch, passivation), `state` (what
 the actor holds, which every handler takes), `messages` (the commands and their replies), and

@@ -79,10 +79,7 @@ from mps.actors.references import References
 from mps.actors.runtime import AsyncioActor
 from mps.auth.keyring import Keyring
 from mps.domain.ids import payment_reference
-from mps.errors import NotFound
-from mps.persistence import approval_store, audit_store, invoice_store, payout_store, team_store
-from mps.persistence.ledger_store import load_books
-from mps.persistence.queries import companies
+from mps.persistence.company_snapshot import load_company
 
 __all__ = ["CompanyActor"]
 
@@ -114,22 +111,25 @@ class CompanyActor(AsyncioActor):
         return f"CompanyActor({self.state.company_id})"
 
     async def on_activate(self) -> None:
+        """Load the company's state in one read (mps.persistence.company_snapshot): its row,
+        members, books from their balance snapshots, bank accounts, open payouts, invoice
+        numbers, audit head, roles, policies and open approvals. No company: `company` stays
+        None and every command but a create answers 404."""
         state = self.state
-        try:
-            state.company = await companies.company(state.context.database, state.company_id)
-        except NotFound:
+        loaded = await load_company(state.context.database, state.company_id)
+        if loaded is None:
             state.company = None
             return
-        state.members = await companies.member_roles(state.context.database, state.company_id)
-        db = state.context.database
-        state.books = await load_books(db, state.company_id)
-        state.bank_accounts = await payout_store.load_bank_accounts(db, state.company_id)
-        state.payouts = await payout_store.load_open_payouts(db, state.company_id)
-        state.invoice_numbers = await invoice_store.load_invoice_numbers(db, state.company_id)
-        state.audit_head = await audit_store.load_head(db, state.company_id)
-        state.roles = await team_store.load_roles(db, state.company_id)
-        state.policies = await approval_store.load_policies(db, state.company_id)
-        state.approvals = await approval_store.load_open(db, state.company_id)
+        state.company = loaded.company
+        state.members = loaded.members
+        state.books = loaded.books
+        state.bank_accounts = loaded.bank_accounts
+        state.payouts = loaded.payouts
+        state.invoice_numbers = loaded.invoice_numbers
+        state.audit_head = loaded.audit_head
+        state.roles = loaded.roles
+        state.policies = loaded.policies
+        state.approvals = loaded.approvals
 
     def can_passivate(self) -> bool:
         # The futures of in-flight keys live here; passivating would strand their waiters. An
@@ -143,19 +143,19 @@ class CompanyActor(AsyncioActor):
         state = self.state
         match message:
             case CreateCompany():
-                return await members.create_company(state, message)
+                return members.create_company(state, message)
             case AddMember():
-                return await members.add_member(state, message)
+                return members.add_member(state, message)
             case UpdateSettings():
-                return await members.update_settings(state, message)
+                return members.update_settings(state, message)
             case OpenSession():
-                return await sessions.open_session(state, message)
+                return sessions.open_session(state, message)
             case RevokeSession():
-                return await sessions.revoke_session(state, message)
+                return sessions.revoke_session(state, message)
             case CreateApiKey():
-                return await api_keys.create_api_key(state, message)
+                return api_keys.create_api_key(state, message)
             case RevokeApiKey():
-                return await api_keys.revoke_api_key(state, message)
+                return api_keys.revoke_api_key(state, message)
             case ClaimKey(key=key):
                 return claims.claim_key(state, key)
             case ReleaseKey(key=key):
@@ -164,17 +164,17 @@ class CompanyActor(AsyncioActor):
             case CreatePayment():
                 return payments.create_payment(state, message)
             case CreateEndpoint():
-                return await webhooks.create_endpoint(state, message)
+                return webhooks.create_endpoint(state, message)
             case UpdateEndpoint():
-                return await webhooks.update_endpoint(state, message)
+                return webhooks.update_endpoint(state, message)
             case RotateEndpointSecret():
-                return await webhooks.rotate_secret(state, message)
+                return webhooks.rotate_secret(state, message)
             case DeleteEndpoint():
-                return await webhooks.delete_endpoint(state, message)
+                return webhooks.delete_endpoint(state, message)
             case RecordDeliveries():
-                return await webhooks.record_deliveries(state, message)
+                return webhooks.record_deliveries(state, message)
             case EmitEvent():
-                return await webhooks.emit_event(state, message)
+                return webhooks.emit_event(state, message)
             case Book():
                 return ledger.book(state, message)
             case Settle():
@@ -208,23 +208,23 @@ class CompanyActor(AsyncioActor):
             case TransferOwnership():
                 return team.transfer_ownership(state, message)
             case CreateInvitation():
-                return await invitations.create_invitation(state, message)
+                return invitations.create_invitation(state, message)
             case AcceptInvitation():
-                return await invitations.accept_invitation(state, message)
+                return invitations.accept_invitation(state, message)
             case DecideInvitation():
-                return await invitations.decide_invitation(state, message)
+                return invitations.decide_invitation(state, message)
             case SetPolicy():
-                return await approvals.set_policy(state, message)
+                return approvals.set_policy(state, message)
             case RequestApproval():
-                return await approvals.request_approval(state, message)
+                return approvals.request_approval(state, message)
             case VoteOnApproval():
-                return await approvals.vote_on_approval(state, message)
+                return approvals.vote_on_approval(state, message)
             case CancelApproval():
-                return await approvals.cancel_approval(state, message)
+                return approvals.cancel_approval(state, message)
             case ExpireApproval():
-                return await approvals.expire_approval(state, message)
+                return approvals.expire_approval(state, message)
             case FailApproval():
-                return await approvals.fail_approval(state, message)
+                return approvals.fail_approval(state, message)
             case ForgetApproval():
                 return approvals.forget_approval(state, message)
             case IssueCard():
@@ -232,8 +232,8 @@ class CompanyActor(AsyncioActor):
             case RecordAudit():
                 return audit.record(state, message)
             case RecordKycDocument():
-                return await kyc.record_document(state, message)
+                return kyc.record_document(state, message)
             case DecideKyc():
-                return await kyc.decide(state, message)
+                return kyc.decide(state, message)
         msg = f"CompanyActor does not understand {type(message).__name__}"
         raise TypeError(msg)

@@ -4,6 +4,7 @@ revoked.
 A key acts for its creator: it is made only by a member of the company (a session a removed
 member's node still holds is refused here), its reach follows the creator's role as it is now
 (mps.auth.authenticate), and removing the member revokes their keys (mps.actors.company.team).
+Both commit detached: a key is nothing the actor holds.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import CreateApiKey, RevokeApiKey
 from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
 from mps.auth.api_keys import generate_key, parse_key
-from mps.auth.scopes import unusable_key_scopes
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
+from mps.domain.scopes import unusable_key_scopes
 from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import company_store as store
 from mps.persistence.statements import Row
@@ -27,7 +29,8 @@ from mps.persistence.statements import Row
 __all__ = ["create_api_key", "revoke_api_key"]
 
 
-async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[dict[str, Any], str]:
+def create_api_key(state: CompanyState, command: CreateApiKey) -> Detached:
+    """Reply: (the key's row, the key itself, shown once), once committed."""
     require_fresh(state)
     state.require()
     if command.created_by not in state.members:
@@ -70,11 +73,16 @@ async def create_api_key(state: CompanyState, command: CreateApiKey) -> tuple[di
         state, command.audit, "api_key.created", ("api_key", key_id),
         name=command.name, type=command.type, mode=command.mode, scopes=sorted(set(command.scopes)),
     )  # fmt: skip
-    await commit_audited(state, statements, [audit])
-    return result
+
+    async def commit() -> tuple[dict[str, Any], str]:
+        await commit_audited(state, statements, [audit])
+        return result
+
+    return Detached(commit())
 
 
-async def revoke_api_key(state: CompanyState, command: RevokeApiKey) -> Row:
+def revoke_api_key(state: CompanyState, command: RevokeApiKey) -> Detached:
+    """Reply: the key's row as revoked (404 when the company has no such key)."""
     require_fresh(state)
     now = iso(state.context.clock())
     before = command.key
@@ -83,8 +91,12 @@ async def revoke_api_key(state: CompanyState, command: RevokeApiKey) -> Row:
     if command.idempotency is not None:
         statements += command.idempotency.statements(after)
     audit = entry(state, command.audit, "api_key.revoked", ("api_key", before["id"]))
-    rows = await commit_audited(state, statements, [audit])
-    if not rows[0]:
-        raise NotFound("No such API key")
-    revoked: Row = {**after, **rows[0][0]}
-    return revoked
+
+    async def commit() -> Row:
+        rows = await commit_audited(state, statements, [audit])
+        if not rows[0]:
+            raise NotFound("No such API key")
+        revoked: Row = {**after, **rows[0][0]}
+        return revoked
+
+    return Detached(commit())

@@ -5,12 +5,20 @@ two members voting at once are counted one after the other. A request that reach
 approvals becomes APPROVED; its action then runs outside this actor (mps.actors.approvals),
 through the same command as a direct call, with one more statement in its unit: APPROVED ->
 EXECUTED, guarded by the status, so the action commits at most once.
+
+Every command decides in the turn and commits detached. A policy, and a request's new status,
+are held from the turn on, so the next command is decided against them; should the commit
+fail, they are put back (mps.actors.commits), or the actor reloads when a later decision was
+already made on top of them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from datetime import datetime
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import (
@@ -23,14 +31,16 @@ from mps.actors.company.messages import (
     VoteOnApproval,
 )
 from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
 from mps.domain import approvals as rules
 from mps.domain.approvals import APPROVAL_TTL, ApprovalRequest, Policy, Vote
-from mps.domain.audit import SYSTEM
+from mps.domain.audit import SYSTEM, AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.errors import Conflict, Forbidden, NotFound
+from mps.errors import Conflict, Forbidden, NotFound, Unavailable
 from mps.persistence import approval_store as store
 from mps.persistence.statements import Statement
+from mps.representations.approvals import approval_json
 
 __all__ = [
     "cancel_approval",
@@ -43,7 +53,9 @@ __all__ = [
 ]
 
 
-async def set_policy(state: CompanyState, command: SetPolicy) -> Policy:
+def set_policy(state: CompanyState, command: SetPolicy) -> Detached:
+    """Reply: the policy, once committed; held from the turn on, so the next payout or card is
+    decided against it."""
     state.require()
     require_fresh(state)
     policy = command.policy
@@ -53,21 +65,52 @@ async def set_policy(state: CompanyState, command: SetPolicy) -> Policy:
         enabled=policy.enabled, requiredApprovals=policy.required_approvals,
         thresholds={k: str(v) for k, v in policy.thresholds.items()},
     )  # fmt: skip
-    await commit_audited(state, [store.policy_upsert(state.company_id, policy, now)], [audit])
+    before = state.policies.get(policy.action)
     state.policies[policy.action] = policy
-    return policy
+
+    def undo() -> None:
+        if state.policies.get(policy.action) is not policy:
+            state.mark_stale()  # a later policy was decided on top of this one: reload
+        elif before is None:
+            del state.policies[policy.action]
+        else:
+            state.policies[policy.action] = before
+
+    statement = store.policy_upsert(state.company_id, policy, now)
+
+    async def commit() -> Policy:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
+            await commit_audited(state, [statement], [audit])
+        return policy
+
+    return Detached(commit())
 
 
-async def request_approval(state: CompanyState, command: RequestApproval) -> ApprovalRequest | None:
+def request_approval(state: CompanyState, command: RequestApproval) -> Detached:
+    """Reply: the PENDING request once committed, or None when no policy asks for one.
+
+    Decided in the turn; the requester (a key's creator, read from storage) is found in the
+    detached work, as nothing decided here depends on who it is. The request is held once
+    committed: nobody can vote on it before its id is answered."""
     state.require()
     require_fresh(state)
     if not rules.needs_approval(
         state.policies, command.action, command.currency, command.amount_minor
     ):
-        return None
+        return Detached(_nothing())
     policy = state.policies[command.action]
-    requester = await _requester(state, command.requested_by)
     now = state.context.clock()
+    return Detached(_request(state, command, policy.required_approvals, now))
+
+
+async def _nothing() -> None:
+    return None
+
+
+async def _request(
+    state: CompanyState, command: RequestApproval, required: int, now: datetime
+) -> ApprovalRequest:
+    requester = await _requester(state, command.requested_by)
     request = ApprovalRequest(
         id=new_id("apr"),
         company_id=state.company_id,
@@ -76,14 +119,14 @@ async def request_approval(state: CompanyState, command: RequestApproval) -> App
         status="PENDING",
         requested_by=command.requested_by,
         payload=command.payload,
-        required_approvals=policy.required_approvals,
+        required_approvals=required,
         created_at=iso(now),
         expires_at=iso(now + APPROVAL_TTL),
         requested_by_user=requester,
     )
     statements: list[Statement] = [
         store.request_insert(request),
-        store.event(request, "approval.requested", request.created_at),
+        store.event(request, "approval.requested", request.created_at, approval_json(request)),
     ]
     if command.idempotency is not None:
         statements += command.idempotency.statements(request)
@@ -101,8 +144,8 @@ async def _requester(state: CompanyState, requested_by: str) -> str:
     they cannot approve what they asked for through their key (mps.domain.approvals).
 
     A key's creator is read here: one read by primary key, only for an action a key asks for
-    above its policy's threshold (rare, and a commit follows anyway). Payouts and cards run
-    this detached, outside the turn; a refund's RequestApproval runs it in the turn.
+    above its policy's threshold (rare, and a commit follows anyway), in detached work, never in
+    the turn.
     A key that is not the company's cannot have authenticated; should its row be missing all
     the same, the request is refused rather than left without a person who may not vote."""
     if not requested_by.startswith("key_"):
@@ -120,7 +163,9 @@ def _open(state: CompanyState, mode: str | None, request_id: str) -> ApprovalReq
     return request
 
 
-async def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> ApprovalRequest:
+def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Detached:
+    """Reply: the request after the vote, once committed; held from the turn on, so a second
+    vote is counted after this one."""
     state.require()
     require_fresh(state)
     before = _open(state, command.mode, command.request_id)
@@ -128,12 +173,19 @@ async def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Appr
     cast = Vote(command.voter, command.decision, now, command.comment)
     after = rules.vote(before, cast, command.voter_scopes, now)
     statements = [store.vote_insert(before.id, cast)]
-    if after.status != before.status:
+    if after.status == "APPROVED":
+        # Votes are decided in memory before the ones ahead of them have landed: approving
+        # is conditional on the approvals storage holds, so a vote that was refused after this
+        # one counted it can never leave the request approved a vote short.
+        statements.append(
+            store.approved_by_votes(state.company_id, before.id, now, after.required_approvals)
+        )
+    elif after.status != before.status:
         statements.append(
             store.status_change(state.company_id, before.id, "PENDING", after.status, now)
         )
     if after.status == "REJECTED":
-        statements.append(store.event(after, "approval.rejected", now))
+        statements.append(store.event(after, "approval.rejected", now, approval_json(after)))
     if command.idempotency is not None and after.status != "APPROVED":
         # An approving vote's response is the request as its action leaves it, stored in the
         # action's own unit (mps.actors.approvals.ApprovalGuard).
@@ -143,15 +195,55 @@ async def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Appr
         state, command.audit, action, ("approval_request", before.id),
         comment=command.comment, status=after.status,
     )  # fmt: skip
-    await commit_audited(state, statements, [audit])
-    if after.status == "REJECTED":
-        del state.approvals[before.id]
+    undo = _hold(state, before, None if after.status == "REJECTED" else after)
+    committing = _commit(state, statements, audit, after, undo).work
+
+    async def counted() -> ApprovalRequest:
+        try:
+            result: ApprovalRequest = await committing
+        except store.VotesShort as exc:
+            msg = "A vote counted with this one was not recorded; retry"
+            raise Unavailable(msg, retry_after=1) from exc
+        return result
+
+    return Detached(counted())
+
+
+def _hold(
+    state: CompanyState, before: ApprovalRequest, after: ApprovalRequest | None
+) -> Callable[[], None]:
+    """Hold the request as `after` (None: closed) from now on; the undo for its commit. When a
+    later decision was made on top of it, memory cannot be put back one step: reload."""
+    if after is None:
+        state.approvals.pop(before.id, None)
     else:
         state.approvals[before.id] = after
-    return after
+
+    def undo() -> None:
+        if state.approvals.get(before.id) is not after:
+            state.mark_stale()
+        else:
+            state.approvals[before.id] = before
+
+    return undo
 
 
-async def cancel_approval(state: CompanyState, command: CancelApproval) -> ApprovalRequest:
+def _commit(
+    state: CompanyState,
+    statements: list[Statement],
+    audit: AuditEntry,
+    reply: ApprovalRequest,
+    undo: Callable[[], None],
+) -> Detached:
+    async def commit() -> ApprovalRequest:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
+            await commit_audited(state, statements, [audit])
+        return reply
+
+    return Detached(commit())
+
+
+def cancel_approval(state: CompanyState, command: CancelApproval) -> Detached:
     require_fresh(state)
     state.require()
     before = _open(state, command.mode, command.request_id)
@@ -161,30 +253,24 @@ async def cancel_approval(state: CompanyState, command: CancelApproval) -> Appro
     if command.idempotency is not None:
         statements += command.idempotency.statements(after)
     audit = entry(state, command.audit, "approval.cancelled", ("approval_request", before.id))
-    await commit_audited(state, statements, [audit])
-    del state.approvals[before.id]
-    return after
+    return _commit(state, statements, audit, after, _hold(state, before, None))
 
 
-async def expire_approval(state: CompanyState, command: ExpireApproval) -> ApprovalRequest | None:
+def expire_approval(state: CompanyState, command: ExpireApproval) -> Detached:
+    """Reply: the request as expired, once committed; None when it is not due (or not open)."""
     require_fresh(state)
     state.require()
     request = state.approvals.get(command.request_id)
     now = iso(state.context.clock())
     if request is None or request.status != "PENDING" or request.expires_at > now:
-        return None
+        return Detached(_nothing())
     after = replace(request, status="EXPIRED", decided_at=now)
     audit = entry(state, SYSTEM, "approval.expired", ("approval_request", request.id))
-    await commit_audited(
-        state,
-        [store.status_change(state.company_id, request.id, "PENDING", "EXPIRED", now)],
-        [audit],
-    )
-    del state.approvals[request.id]
-    return after
+    statements = [store.status_change(state.company_id, request.id, "PENDING", "EXPIRED", now)]
+    return _commit(state, statements, audit, after, _hold(state, request, None))
 
 
-async def fail_approval(state: CompanyState, command: FailApproval) -> ApprovalRequest:
+def fail_approval(state: CompanyState, command: FailApproval) -> Detached:
     require_fresh(state)
     state.require()
     request = _open(state, None, command.request_id)
@@ -192,21 +278,27 @@ async def fail_approval(state: CompanyState, command: FailApproval) -> ApprovalR
     after = replace(request, status="FAILED", error=command.error, decided_at=now)
     statements = [
         store.finished(state.company_id, request.id, now, error=command.error),
-        store.event(after, "approval.executed", now),
+        store.event(after, "approval.executed", now, approval_json(after)),
     ]
     if command.idempotency is not None:
         statements += command.idempotency.statements(after)
     audit = entry(
         state, SYSTEM, "approval.failed", ("approval_request", request.id), error=command.error
     )
-    try:
-        await commit_audited(state, statements, [audit])
-    except store.NotApproved as exc:
-        # Another run of the action committed first: this request is decided already.
-        state.approvals.pop(request.id, None)
-        raise Conflict("The approval request was decided already", code="invalid_state") from exc
-    del state.approvals[request.id]
-    return after
+    undo = _hold(state, request, None)
+
+    async def commit() -> ApprovalRequest:
+        try:
+            with undo_on_failure(undo=undo, stale=state.mark_stale):
+                await commit_audited(state, statements, [audit])
+        except store.NotApproved as exc:
+            # Another run of the action committed first: this request is decided already.
+            state.approvals.pop(request.id, None)
+            msg = "The approval request was decided already"
+            raise Conflict(msg, code="invalid_state") from exc
+        return after
+
+    return Detached(commit())
 
 
 def forget_approval(state: CompanyState, command: ForgetApproval) -> None:

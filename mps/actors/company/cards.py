@@ -16,8 +16,8 @@ from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.messages import IssueCard, IssuedCard, RequestApproval
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
-from mps.auth import purposes
 from mps.domain import issuing as rules
+from mps.domain import purposes
 from mps.domain.approvals import needs_approval
 from mps.domain.cards import brand_of
 from mps.domain.clock import iso
@@ -27,11 +27,12 @@ from mps.domain.ledger import Movement
 from mps.errors import FieldError, Forbidden, ValidationFailed
 from mps.persistence import card_store as store
 from mps.persistence.statements import Statement
+from mps.representations.cards import card_json
 
 __all__ = ["CARD_CVC_PURPOSE", "CARD_NUMBER_PURPOSE", "issue_card"]
 
 NUMBER_ATTEMPTS = 3
-# Sealing purposes (mps.auth.keyring): a sealed number opens only as a card number.
+# Sealing purposes (mps.domain.purposes): a sealed number opens only as a card number.
 CARD_NUMBER_PURPOSE = purposes.CARD_NUMBER
 CARD_CVC_PURPOSE = purposes.CARD_CVC
 
@@ -69,7 +70,7 @@ def issue_card(state: CompanyState, command: IssueCard) -> Detached:
             command.mode, "card.issue", command.currency, weight, payload,
             command.requested_by, command.audit, command.idempotency,
         )  # fmt: skip
-        return Detached(request_approval(state, gate))
+        return request_approval(state, gate)
     now = state.context.clock()
     stamp = iso(now)
     card_id = new_id("card")
@@ -108,7 +109,7 @@ def issue_card(state: CompanyState, command: IssueCard) -> Detached:
             created_at=stamp,
             updated_at=stamp,
         )
-        events, bodies = store.card_events(card, funding, types)
+        events, bodies = store.card_events(card, types, card_json(card, funding))
         issued = IssuedCard(card, funding, bodies)
         statements = [
             store.card_insert(

@@ -3,7 +3,7 @@
 The company actor checks what it holds (the role exists and is not the owner's, the inviter may
 grant it, the person is not a member yet) and commits; every later change is guarded in storage
 by the status it expects, so an accept racing a revoke has exactly one winner. Accepting adds
-the member in the same unit.
+the member in the same unit. Every commit is detached.
 """
 
 from __future__ import annotations
@@ -15,12 +15,13 @@ from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import AcceptInvitation, CreateInvitation, DecideInvitation
 from mps.actors.company.state import CompanyState
-from mps.auth.scopes import OWNER_ROLE
+from mps.actors.runtime import Detached
 from mps.domain import team as rules
 from mps.domain.audit import AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.invitations import INVITATION_TTL, Invitation
+from mps.domain.scopes import OWNER_ROLE
 from mps.errors import Conflict, FieldError, ValidationFailed
 from mps.persistence import company_store
 from mps.persistence import invitation_store as store
@@ -29,9 +30,8 @@ from mps.persistence.database import IntegrityConflict
 __all__ = ["accept_invitation", "create_invitation", "decide_invitation"]
 
 
-async def create_invitation(
-    state: CompanyState, command: CreateInvitation
-) -> tuple[Invitation, str]:
+def create_invitation(state: CompanyState, command: CreateInvitation) -> Detached:
+    """Reply: (the invitation, its token, emailed once), once committed."""
     state.require()
     require_fresh(state)
     role = rules.resolve_role(command.role_id, state.roles)
@@ -62,11 +62,17 @@ async def create_invitation(
         state, command.audit, "invitation.created", ("invitation", invitation.id),
         email=invitation.email, roleId=role.id,
     )  # fmt: skip
-    await commit_audited(state, statements, [audit])
-    return invitation, token
+
+    async def commit() -> tuple[Invitation, str]:
+        await commit_audited(state, statements, [audit])
+        return invitation, token
+
+    return Detached(commit())
 
 
-async def accept_invitation(state: CompanyState, command: AcceptInvitation) -> str:
+def accept_invitation(state: CompanyState, command: AcceptInvitation) -> Detached:
+    """Reply: the new member's user id, once committed (who the user is, a new one or the
+    account the email has already, only the commit tells; the member is held from then on)."""
     state.require()
     require_fresh(state)
     invitation = command.invitation
@@ -85,18 +91,23 @@ async def accept_invitation(state: CompanyState, command: AcceptInvitation) -> s
         state, context, "invitation.accepted", ("invitation", invitation.id),
         email=invitation.email, roleId=invitation.role_id,
     )  # fmt: skip
-    try:
-        rows = await commit_audited(state, statements, [audit])
-    except store.InvitationClosed as exc:
-        raise Conflict("The invitation is no longer open", code="invalid_state") from exc
-    except IntegrityConflict as exc:
-        raise Conflict("That person is a member already", code="already_member") from exc
-    user_id: str = rows[-1][0]["user_id"]
-    state.members[user_id] = invitation.role_id
-    return user_id
+
+    async def commit() -> str:
+        try:
+            rows = await commit_audited(state, statements, [audit])
+        except store.InvitationClosed as exc:
+            raise Conflict("The invitation is no longer open", code="invalid_state") from exc
+        except IntegrityConflict as exc:
+            raise Conflict("That person is a member already", code="already_member") from exc
+        user_id: str = rows[-1][0]["user_id"]
+        state.members[user_id] = invitation.role_id
+        return user_id
+
+    return Detached(commit())
 
 
-async def decide_invitation(state: CompanyState, command: DecideInvitation) -> Invitation:
+def decide_invitation(state: CompanyState, command: DecideInvitation) -> Detached:
+    """Reply: the invitation as rejected or revoked, once committed."""
     require_fresh(state)
     state.require()
     invitation = command.invitation
@@ -107,8 +118,12 @@ async def decide_invitation(state: CompanyState, command: DecideInvitation) -> I
     if command.idempotency is not None:
         statements += command.idempotency.statements(after)
     audit = entry(state, command.audit, action, ("invitation", invitation.id))
-    try:
-        await commit_audited(state, statements, [audit])
-    except store.InvitationClosed as exc:
-        raise Conflict("The invitation is no longer open", code="invalid_state") from exc
-    return after
+
+    async def commit() -> Invitation:
+        try:
+            await commit_audited(state, statements, [audit])
+        except store.InvitationClosed as exc:
+            raise Conflict("The invitation is no longer open", code="invalid_state") from exc
+        return after
+
+    return Detached(commit())

@@ -1,6 +1,8 @@
 """Identity verification in the company actor: a stored document moves the mode's status, and
 a review decides it (mps.domain.kyc). The status lives in the company's settings, which only
-this actor writes, so an upload and a review of the same company never interleave."""
+this actor writes, so an upload and a review of the same company never interleave: the status
+each decides is held from its turn on (mps.actors.company.state.CompanyState.hold_company), and
+its commit is detached."""
 
 from __future__ import annotations
 
@@ -9,10 +11,12 @@ from typing import Any
 
 import orjson
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import DecideKyc, RecordKycDocument
 from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
 from mps.domain import kyc as rules
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
@@ -54,9 +58,8 @@ def _decision(
     return decided, statements, orjson.loads(row["data"])
 
 
-async def record_document(
-    state: CompanyState, command: RecordKycDocument
-) -> tuple[KycDocument, str]:
+def record_document(state: CompanyState, command: RecordKycDocument) -> Detached:
+    """Reply: (the document, the mode's status after it), once committed."""
     require_fresh(state)
     company = state.require()
     document = command.document
@@ -89,13 +92,22 @@ async def record_document(
     result = (document, status)
     if command.idempotency is not None:
         statements += command.idempotency.statements(result)
-    await commit_audited(state, statements, entries)
-    if after is not company:
-        state.company = replace(after, version=company.version + 1)
-    return result
+    undo = state.hold_company(company, after) if after is not company else _nothing
+
+    async def commit() -> tuple[KycDocument, str]:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
+            await commit_audited(state, statements, entries)
+        return result
+
+    return Detached(commit())
 
 
-async def decide(state: CompanyState, command: DecideKyc) -> dict[str, Any]:
+def _nothing() -> None:
+    pass
+
+
+def decide(state: CompanyState, command: DecideKyc) -> Detached:
+    """Reply: the decision's event body, once committed."""
     require_fresh(state)
     company = state.require()
     review = command.review
@@ -108,6 +120,11 @@ async def decide(state: CompanyState, command: DecideKyc) -> dict[str, Any]:
         state, command.audit, f"kyc.{review.status.lower()}", ("company", company.id),
         mode=review.mode, reviewedBy=review.reviewed_by, reason=review.reason,
     )  # fmt: skip
-    await commit_audited(state, statements, [audit])
-    state.company = replace(after, version=company.version + 1)
-    return event
+    undo = state.hold_company(company, after)
+
+    async def commit() -> dict[str, Any]:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
+            await commit_audited(state, statements, [audit])
+        return event
+
+    return Detached(commit())

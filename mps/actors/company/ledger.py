@@ -26,28 +26,16 @@ from typing import Any
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited
 from mps.actors.company.messages import Balances, Book, Settle
-from mps.actors.company.state import CompanyState
-from mps.actors.runtime import Detached, Reload
+from mps.actors.company.state import CompanyState, require_fresh
+from mps.actors.runtime import Detached
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ledger import Balance, Movement
-from mps.errors import StaleWrite, Unavailable
+from mps.errors import StaleWrite
 from mps.persistence.ledger_store import movement_statements
 from mps.persistence.statements import Statement
 
 __all__ = ["balances", "book", "commit_movements", "require_fresh", "settle"]
-
-
-def require_fresh(state: CompanyState) -> None:
-    """Raise unless what the actor holds (books, payouts, invoice numbers) may be trusted for a
-    decision: 503 while commits of the books are in flight after a fault, then a reload."""
-    if not state.stale:
-        return
-    if state.books.in_flight:
-        msg = "The balance is being checked after a database fault; retry shortly"
-        raise Unavailable(msg, retry_after=1)
-    msg = "a commit of unknown outcome"
-    raise Reload(msg)
 
 
 def book(state: CompanyState, command: Book) -> Detached:

@@ -1,19 +1,21 @@
 """The company and the people in it: creating the company with its owner, adding members,
-changing its settings."""
+changing its settings. Each decides in the turn and commits detached."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import AddMember, CreateCompany, UpdateSettings
 from mps.actors.company.state import CompanyState
-from mps.auth.scopes import OWNER_ROLE
+from mps.actors.runtime import Detached
 from mps.domain.clock import iso
 from mps.domain.company import Company
 from mps.domain.ids import new_id
 from mps.domain.payouts import next_run
+from mps.domain.scopes import OWNER_ROLE
 from mps.errors import Conflict
 from mps.persistence import company_store as store
 from mps.persistence import payout_store
@@ -22,10 +24,13 @@ from mps.persistence.database import IntegrityConflict
 __all__ = ["add_member", "create_company", "update_settings"]
 
 
-async def create_company(state: CompanyState, command: CreateCompany) -> str:
+def create_company(state: CompanyState, command: CreateCompany) -> Detached:
+    """Reply: the owner's user id, once committed. The company is held from the turn on (a
+    second create finds it); its owner joins the members once the commit names them."""
     if state.company is not None:
-        msg = "company already exists"
-        raise RuntimeError(msg)
+        # The same sign-up's code entered twice at once, both spends landing before the company
+        # did (a sign-up's code stays spendable until its company exists): one makes it.
+        raise Conflict("The company was created already", code="invalid_state")
     now = iso(state.context.clock())
     company = Company(id=state.company_id, name=command.name, version=1, created_at=now)
     # A fresh id is harmless when the email already has an account: that user is kept, and
@@ -36,29 +41,48 @@ async def create_company(state: CompanyState, command: CreateCompany) -> str:
             company.id, new_id("usr"), command.owner_email, command.owner_name, OWNER_ROLE, now
         ),
     ]
-    rows = await state.context.commit(*statements)
-    owner: str = rows[-1][0]["user_id"]
     state.company = company
-    state.members = {owner: OWNER_ROLE}
-    return owner
+
+    def undo() -> None:
+        if state.company is company:
+            state.company = None
+
+    async def commit() -> str:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
+            rows = await state.context.commit(*statements)
+        owner: str = rows[-1][0]["user_id"]
+        state.members[owner] = OWNER_ROLE
+        return owner
+
+    return Detached(commit())
 
 
-async def add_member(state: CompanyState, command: AddMember) -> str:
+def add_member(state: CompanyState, command: AddMember) -> Detached:
+    """Reply: the member's user id, once committed. Who the user is (a new one, or the account
+    the email has already) is known only from the commit, so the member is held from then on;
+    a message sent after the reply finds them."""
     state.require()
     now = iso(state.context.clock())
     statements = store.membership(
         state.company_id, new_id("usr"), command.email, command.name, command.role_id, now
     )
-    try:
-        rows = await state.context.commit(*statements)
-    except IntegrityConflict as exc:
-        raise Conflict("That person is a member already", code="already_member") from exc
-    user_id: str = rows[-1][0]["user_id"]
-    state.members[user_id] = command.role_id
-    return user_id
+
+    async def commit() -> str:
+        try:
+            with undo_on_failure(stale=state.mark_stale):
+                rows = await state.context.commit(*statements)
+        except IntegrityConflict as exc:
+            raise Conflict("That person is a member already", code="already_member") from exc
+        user_id: str = rows[-1][0]["user_id"]
+        state.members[user_id] = command.role_id
+        return user_id
+
+    return Detached(commit())
 
 
-async def update_settings(state: CompanyState, command: UpdateSettings) -> Company:
+def update_settings(state: CompanyState, command: UpdateSettings) -> Detached:
+    """Reply: the company as updated, once committed; held from the turn on, so the next
+    settings change (or a payout checking the live account) is decided against it."""
     require_fresh(state)
     company = state.require()
     updated = company.with_settings(
@@ -84,6 +108,13 @@ async def update_settings(state: CompanyState, command: UpdateSettings) -> Compa
         state, command.audit, "settings.updated", ("company", company.id),
         mode=command.mode, changes=shown,
     )  # fmt: skip
-    await commit_audited(state, statements, [audit])
-    state.company = replace(updated, version=company.version + 1)
-    return state.company
+    undo = state.hold_company(company, updated)
+    held = state.company
+
+    async def commit() -> Company:
+        with undo_on_failure(undo=undo, stale=state.mark_stale):
+            await commit_audited(state, statements, [audit])
+        assert held is not None
+        return held
+
+    return Detached(commit())

@@ -13,6 +13,7 @@ from mps.errors import FieldError, Forbidden, ValidationFailed
 from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.payment_store import customer_statements, event_statements, payment_insert
 from mps.persistence.statements import Statement
+from mps.representations.payments import payment_json
 
 __all__ = ["create_payment"]
 
@@ -54,7 +55,8 @@ def create_payment(state: CompanyState, command: CreatePayment) -> Detached:
         )
         payment = with_customer(transition.payment, state.keyring)
         event_writes, bodies = event_statements(
-            [rules.Event(e.type, payment) for e in transition.events], state.public_url
+            [rules.Event(e.type, payment) for e in transition.events],
+            lambda p: payment_json(p, state.public_url),
         )
         outcome = Outcome(payment, bodies)
         statements = [

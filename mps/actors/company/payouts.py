@@ -33,8 +33,8 @@ from mps.actors.company.messages import (
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
-from mps.auth import purposes
 from mps.domain import payouts as rules
+from mps.domain import purposes
 from mps.domain.approvals import needs_approval
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
@@ -44,6 +44,7 @@ from mps.domain.payouts import BankAccount, Payout
 from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import payout_store as store
 from mps.persistence.statements import Statement
+from mps.representations.money import payout_json
 
 __all__ = [
     "BANK_ACCOUNT_NUMBER_PURPOSE",
@@ -164,7 +165,7 @@ def create_payout(
             command.mode, "payout.create", command.currency, command.amount_minor, payload,
             command.requested_by, command.audit, command.idempotency,
         )  # fmt: skip
-        return Detached(request_approval(state, gate))
+        return request_approval(state, gate)
     now = state.context.clock()
     payout = rules.create(
         payout_id=new_id("po"),
@@ -178,7 +179,7 @@ def create_payout(
     movement = state.books.payout_reservation(
         payout.mode, payout.currency, payout.id, payout.amount_minor, payout.created_at
     )
-    events, bodies = store.payout_events(payout, ("payout.created",))
+    events, bodies = store.payout_events(payout, ("payout.created",), payout_json(payout))
     outcome = PayoutOutcome(payout, bodies)
     statements: list[Statement] = [store.payout_insert(payout), *events, *extra]
     if command.idempotency is not None:
@@ -294,7 +295,7 @@ def _transition(
         movements = [
             books.payout_release(after.mode, after.currency, after.id, after.amount_minor, stamp)
         ]
-    events, bodies = store.payout_events(after, (event,) if event else ())
+    events, bodies = store.payout_events(after, (event,) if event else (), payout_json(after))
     outcome = PayoutOutcome(after, bodies)
     statements: list[Statement] = [store.payout_update(before, after), *events]
     if idempotency is not None:

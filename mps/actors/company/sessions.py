@@ -1,4 +1,7 @@
-"""Sign-in sessions: opened for members only, decided from the member list the actor holds."""
+"""Sign-in sessions: opened for members only, decided from the member list the actor holds.
+
+Both commit detached: a session changes nothing the actor holds, so the next message is taken
+while it commits."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import OpenSession, RevokeSession
 from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
 from mps.auth.tokens import SESSION_TTL
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -17,7 +21,8 @@ from mps.persistence import company_store as store
 __all__ = ["open_session", "revoke_session"]
 
 
-async def open_session(state: CompanyState, command: OpenSession) -> tuple[str, datetime]:
+def open_session(state: CompanyState, command: OpenSession) -> Detached:
+    """Reply: (session id, expiry), once committed."""
     require_fresh(state)
     state.require()
     if command.user_id not in state.members:
@@ -28,26 +33,32 @@ async def open_session(state: CompanyState, command: OpenSession) -> tuple[str, 
     audit = entry(
         state, command.audit, "session.opened", ("session", session_id), mode=command.mode
     )
-    await commit_audited(
-        state,
-        [
-            store.session_insert(
-                {
-                    "id": session_id,
-                    "user_id": command.user_id,
-                    "company_id": state.company_id,
-                    "mode": command.mode,
-                    "created_at": iso(now),
-                    "expires_at": iso(expires_at),
-                    "revoked_at": None,
-                }
-            )
-        ],
-        [audit],
-    )
-    return session_id, expires_at
+    statements = [
+        store.session_insert(
+            {
+                "id": session_id,
+                "user_id": command.user_id,
+                "company_id": state.company_id,
+                "mode": command.mode,
+                "created_at": iso(now),
+                "expires_at": iso(expires_at),
+                "revoked_at": None,
+            }
+        )
+    ]
+
+    async def commit() -> tuple[str, datetime]:
+        await commit_audited(state, statements, [audit])
+        return session_id, expires_at
+
+    return Detached(commit())
 
 
-async def revoke_session(state: CompanyState, command: RevokeSession) -> None:
+def revoke_session(state: CompanyState, command: RevokeSession) -> Detached:
     now = iso(state.context.clock())
-    await state.context.commit(store.session_revoke(state.company_id, command.session_id, now))
+    statement = store.session_revoke(state.company_id, command.session_id, now)
+
+    async def commit() -> None:
+        await state.context.commit(statement)
+
+    return Detached(commit())

@@ -1,27 +1,30 @@
 """What a company actor holds, and what it was given: the state its handlers take.
 
 Each handler is a plain function of this state and one command, run in the actor's turn. It
-decides from memory, commits, and only then changes the state, so a command that fails leaves
-the state as it was.
+decides from memory, holds what it decided (so the next command is decided against it), and
+returns the commit as detached work; should the commit fail, what it held is undone
+(mps.actors.commits), so a command that fails leaves the state as it was.
 """
 
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from mps.actors.context import ActorContext
 from mps.actors.references import References
+from mps.actors.runtime import Reload
 from mps.auth.keyring import Keyring
-from mps.auth.scopes import Role
 from mps.domain.approvals import ApprovalRequest, Policy
 from mps.domain.audit import AuditHead
 from mps.domain.company import Company
 from mps.domain.ledger import Books
 from mps.domain.payouts import BankAccount, Payout
-from mps.errors import NotFound
+from mps.domain.scopes import Role
+from mps.errors import NotFound, Unavailable
 
-__all__ = ["CompanyState"]
+__all__ = ["CompanyState", "require_fresh"]
 
 
 @dataclass
@@ -36,7 +39,7 @@ class CompanyState:
     company: Company | None = None
     # user id -> role id: who may open a session, decided without a read.
     members: dict[str, str] = field(default_factory=dict)
-    # The company's custom roles (the built-in ones are mps.auth.scopes').
+    # The company's custom roles (the built-in ones are mps.domain.scopes').
     roles: dict[str, Role] = field(default_factory=dict)
     # Idempotency keys whose first request is still running, with a future its duplicates
     # wait on.
@@ -62,10 +65,14 @@ class CompanyState:
     # invoice was refused (given again first, so the sequence has no gap).
     invoice_numbers: dict[str, int] = field(default_factory=dict)
     returned_numbers: dict[str, list[int]] = field(default_factory=dict)
-    # The end of the company's audit chain, and the lock that appends to it one unit at a
-    # time (mps.actors.company.audit).
+    # The end of the company's audit chain in memory, units in flight included; the entry the
+    # next unit's insert requires to be stored (the first of the unit linked last; None: the
+    # head itself, as loaded); the generation, moved on when a refused unit rewinds the head;
+    # and how many audited units are in flight (mps.actors.company.audit).
     audit_head: AuditHead = field(default_factory=AuditHead)
-    audit_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    audit_anchor: AuditHead | None = None
+    audit_generation: int = 0
+    audit_in_flight: int = 0
     # Approval policies by action, and the open (PENDING or APPROVED) requests.
     policies: dict[str, Policy] = field(default_factory=dict)
     approvals: dict[str, ApprovalRequest] = field(default_factory=dict)
@@ -77,7 +84,36 @@ class CompanyState:
         """A commit's outcome is unknown (mps.actors.commits): reload before deciding again."""
         self.stale = True
 
+    def hold_company(self, before: Company, after: Company) -> Callable[[], None]:
+        """Hold `after` (committed as `before`'s next version) from now on, so the next command
+        is decided against it; the undo for its commit. Should a later decision have been built
+        on it meanwhile, its versioned write will be refused too, and memory cannot be put back
+        one step: the actor reloads instead (stale)."""
+        held = replace(after, version=before.version + 1)
+        self.company = held
+
+        def undo() -> None:
+            if self.company is held:
+                self.company = before
+            else:
+                self.mark_stale()
+
+        return undo
+
     def require(self) -> Company:
         if self.company is None:
             raise NotFound("No such company")
         return self.company
+
+
+def require_fresh(state: CompanyState) -> None:
+    """Raise unless what the actor holds (books, payouts, invoice numbers, the audit head) may
+    be trusted for a decision: 503 while commits of the books are in flight after a fault, then
+    a reload (mps.actors.commits)."""
+    if not state.stale:
+        return
+    if state.books.in_flight:
+        msg = "The balance is being checked after a database fault; retry shortly"
+        raise Unavailable(msg, retry_after=1)
+    msg = "a commit of unknown outcome"
+    raise Reload(msg)

@@ -25,11 +25,11 @@ from mps.actors.company.messages import (
 )
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
-from mps.auth.scopes import ADMIN_ROLE, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.domain import team as rules
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
+from mps.domain.scopes import ADMIN_ROLE, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.errors import Conflict, NotFound
 from mps.persistence import invitation_store
 from mps.persistence import team_store as store

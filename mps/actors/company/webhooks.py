@@ -10,7 +10,8 @@ returns. The endpoint copy serves only to name the row, and for the audit entry.
 
 Rotation thus moves the secret stored *at commit* to `previous_secret` (`endpoint_rotate`), not
 the one the caller read. Of several rotations racing, every one succeeds, in the order the actor
-takes them (one turn at a time, each committed before the next), and the endpoint ends with the
+takes them (one turn at a time; the commits are detached, and the writer lands one actor's
+units in the order they were sent), and the endpoint ends with the
 secret returned by the last as current and the one returned by the one before it as previous,
 for its overlap; the older ones are superseded as if the rotations had been sent one after the
 other. That is what a client of a Stripe-class API expects of a retried or doubled "roll
@@ -32,6 +33,7 @@ from typing import Any
 
 import orjson
 
+from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.messages import (
@@ -43,6 +45,7 @@ from mps.actors.company.messages import (
     UpdateEndpoint,
 )
 from mps.actors.company.state import CompanyState
+from mps.actors.runtime import Detached
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -74,7 +77,9 @@ def _seal(state: CompanyState, secret: str) -> str:
     return state.keyring.seal(secret.encode(), SECRET_PURPOSE)
 
 
-async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple[Row, str]:
+def create_endpoint(state: CompanyState, command: CreateEndpoint) -> Detached:
+    """Reply: (the endpoint's row, its secret, shown once), once committed. It counts against
+    the cap from the turn on, so creates racing past it are refused without a write."""
     require_fresh(state)
     state.require()
     count = state.endpoint_counts.setdefault(command.mode, command.stored_count)
@@ -111,14 +116,22 @@ async def create_endpoint(state: CompanyState, command: CreateEndpoint) -> tuple
         state, command.audit, "webhook_endpoint.created", ("webhook_endpoint", row["id"]),
         url=command.url, mode=command.mode, events=list(command.events),
     )  # fmt: skip
-    try:
-        await commit_audited(state, statements, [audit])
-    except _LimitReached as exc:
-        # The count learnt from a read was low: storage holds the cap already.
-        state.endpoint_counts[command.mode] = MAX_ENDPOINTS
-        raise _limit_reached() from exc
     state.endpoint_counts[command.mode] = count + 1
-    return result
+
+    def undo() -> None:
+        state.endpoint_counts[command.mode] = max(0, state.endpoint_counts[command.mode] - 1)
+
+    async def commit() -> tuple[Row, str]:
+        try:
+            with undo_on_failure(undo=undo):
+                await commit_audited(state, statements, [audit])
+        except _LimitReached as exc:
+            # The count learnt from a read was low: storage holds the cap already.
+            state.endpoint_counts[command.mode] = MAX_ENDPOINTS
+            raise _limit_reached() from exc
+        return result
+
+    return Detached(commit())
 
 
 def _limit_reached() -> Conflict:
@@ -130,7 +143,7 @@ class _LimitReached(StaleWrite):
     """The insert found the company's mode at the cap already: its unit is rolled back."""
 
 
-async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
+def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Detached:
     """Set the named fields, whatever the endpoint holds now (a PATCH: a concurrent change to
     other fields stays); the reply is the row as committed."""
     require_fresh(state)
@@ -147,10 +160,10 @@ async def update_endpoint(state: CompanyState, command: UpdateEndpoint) -> Row:
         state, command.audit, "webhook_endpoint.updated", ("webhook_endpoint", before["id"]),
         changes={k: list(v) if isinstance(v, tuple) else v for k, v in command.changes.items()},
     )  # fmt: skip
-    return await _change(state, before, changes, command.idempotency, audit)
+    return _change(state, before, changes, command.idempotency, audit)
 
 
-async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> tuple[Row, str]:
+def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> Detached:
     """A new secret; the one stored when this commits becomes the previous (module docstring).
 
     The reply is the row as committed. A stored idempotent response is rendered before the
@@ -177,8 +190,12 @@ async def rotate_secret(state: CompanyState, command: RotateEndpointSecret) -> t
     audit = entry(
         state, command.audit, "webhook_endpoint.secret_rotated", ("webhook_endpoint", before["id"])
     )
-    [after] = await _commit_existing(state, statements, audit)
-    return after, secret
+
+    async def commit() -> tuple[Row, str]:
+        [after] = await _commit_existing(state, statements, audit)
+        return after, secret
+
+    return Detached(commit())
 
 
 class _EndpointGone(StaleWrite):
@@ -201,20 +218,24 @@ async def _commit_existing(
     return rows[0]
 
 
-async def _change(
+def _change(
     state: CompanyState, before: Row, changes: dict[str, Any], idempotency: Any, audit: AuditEntry
-) -> Row:
+) -> Detached:
     statements = [
         _existing(store.endpoint_update(state.company_id, before["mode"], before["id"], changes))
     ]
     if idempotency is not None:
         # Rendered before the commit, so from the caller's copy (as rotate_secret's).
         statements += idempotency.statements({**before, **changes})
-    [after] = await _commit_existing(state, statements, audit)
-    return after
+
+    async def commit() -> Row:
+        [after] = await _commit_existing(state, statements, audit)
+        return after
+
+    return Detached(commit())
 
 
-async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
+def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Detached:
     """Delete the endpoint; the reply is the row as it was when deleted."""
     require_fresh(state)
     endpoint = command.endpoint
@@ -223,24 +244,34 @@ async def delete_endpoint(state: CompanyState, command: DeleteEndpoint) -> Row:
         url=endpoint["url"],
     )  # fmt: skip
     statement = store.endpoint_delete(state.company_id, endpoint["mode"], endpoint["id"])
-    [deleted] = await _commit_existing(state, [_existing(statement)], audit)
-    mode = endpoint["mode"]
-    if mode in state.endpoint_counts:
-        state.endpoint_counts[mode] = max(0, state.endpoint_counts[mode] - 1)
-    return deleted
+
+    async def commit() -> Row:
+        [deleted] = await _commit_existing(state, [_existing(statement)], audit)
+        # Counted down once gone (not in the turn): until then a create past the cap is
+        # refused, the cautious side.
+        mode = endpoint["mode"]
+        if mode in state.endpoint_counts:
+            state.endpoint_counts[mode] = max(0, state.endpoint_counts[mode] - 1)
+        return deleted
+
+    return Detached(commit())
 
 
-async def record_deliveries(state: CompanyState, command: RecordDeliveries) -> list[Row]:
+def record_deliveries(state: CompanyState, command: RecordDeliveries) -> Detached:
     """Commit new deliveries (a replay or a recovery) with the request's key."""
     statements = [store.delivery_insert(r) for r in command.rows]
     if command.idempotency is not None:
         statements += command.idempotency.statements(command.rows)
-    if statements:
-        await state.context.commit(*statements)
-    return list(command.rows)
+
+    async def commit() -> list[Row]:
+        if statements:
+            await state.context.commit(*statements)
+        return list(command.rows)
+
+    return Detached(commit())
 
 
-async def emit_event(state: CompanyState, command: EmitEvent) -> dict[str, Any]:
+def emit_event(state: CompanyState, command: EmitEvent) -> Detached:
     """An event about the company itself (webhook.ping); its body as a client sees it."""
     state.require()
     row = event_row(
@@ -254,5 +285,9 @@ async def emit_event(state: CompanyState, command: EmitEvent) -> dict[str, Any]:
     statements = [event_insert(row)]
     if command.idempotency is not None:
         statements += command.idempotency.statements(body)
-    await state.context.commit(*statements)
-    return body
+
+    async def commit() -> dict[str, Any]:
+        await state.context.commit(*statements)
+        return body
+
+    return Detached(commit())

@@ -12,7 +12,7 @@ from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Enum, Obj, OneOf, Str
 from mps.persistence.queries import ledger as q
-from mps.representations.money import balance_json
+from mps.representations.money import balance_json, transaction_json
 
 __all__ = ["ROUTES"]
 
@@ -39,7 +39,7 @@ async def list_transactions(call: Call) -> Page:
         source_id=query.get("sourceId"),
         kind=query.get("type"),
     )
-    return Page(rows, cursor)
+    return Page([transaction_json(row) for row in rows], cursor)
 
 
 ROUTES = [

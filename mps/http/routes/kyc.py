@@ -17,7 +17,7 @@ from aiohttp import BodyPartReader, MultipartReader, web
 
 from mps.actors.company import RecordAudit, RecordKycDocument
 from mps.actors.shards import ShardElsewhere
-from mps.auth import purposes
+from mps.domain import purposes
 from mps.domain.clock import iso
 from mps.domain.file_types import ALLOWED, EXTENSIONS, detect
 from mps.domain.ids import new_id

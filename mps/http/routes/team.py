@@ -24,8 +24,8 @@ from mps.actors.company import (
     TransferOwnership,
     UpdateRole,
 )
-from mps.auth.scopes import ADMIN_ROLE, ALL_SCOPES, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.domain import audit as chain
+from mps.domain.scopes import ADMIN_ROLE, ALL_SCOPES, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.domain.team import resolve_role
 from mps.errors import NotFound
 from mps.http.keys import API_VERSION

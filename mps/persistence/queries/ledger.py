@@ -4,13 +4,11 @@ zero-sum checks of the ledger service (decisions 5, 14)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Row
-from mps.representations.money import transaction_json
 
 __all__ = ["due_settlements", "list_transactions", "unbalanced", "zero_sum"]
 
@@ -24,10 +22,10 @@ async def list_transactions(
     currency: str | None = None,
     source_id: str | None = None,
     kind: str | None = None,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """A page of the company's movements, newest first, each with its postings summed per
-    merchant account. The page is cut from the transactions first, so only its own postings
-    are read."""
+) -> tuple[list[Row], str | None]:
+    """A page of the company's movements, newest first, each row with its postings summed per
+    merchant account (`available`, `pending`, `reserved`). The page is cut from the
+    transactions first, so only its own postings are read."""
     where = (
         Where()
         .compare("company_id", company_id)
@@ -51,20 +49,18 @@ async def list_transactions(
         changes.setdefault(posting["transaction_id"], {})[posting["account"]] = int(
             posting["amount_minor"]
         )
-    shown = []
+    summed = []
     for row in rows:
         moved = changes.get(row["id"], {})
-        shown.append(
-            transaction_json(
-                {
-                    **row,
-                    "available": moved.get("available", 0),
-                    "pending": moved.get("pending", 0),
-                    "reserved": moved.get("reserved", 0),
-                }
-            )
+        summed.append(
+            {
+                **row,
+                "available": moved.get("available", 0),
+                "pending": moved.get("pending", 0),
+                "reserved": moved.get("reserved", 0),
+            }
         )
-    return shown, cursor
+    return summed, cursor
 
 
 async def due_settlements(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mps.auth.scopes import OWNER_ROLE
+from mps.domain.scopes import OWNER_ROLE
 from mps.persistence.database import Database
 from mps.persistence.statements import Row
 

@@ -7,6 +7,10 @@ over the companies given (the shards a node owns), so a pass costs a scan of tho
 query per payment. A change and its movements commit in one unit, and one statement reads one
 snapshot (on both backends), so a refund completing during a pass cannot show as a mismatch:
 any difference is real. (Two separate queries could each see a different moment.)
+
+The balance snapshots (`balance_snapshots`, kept with the postings by
+mps.persistence.ledger_store) are checked the same way: each row against the sum of its
+postings and open settlements, every figure of every row in one statement.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass
 
 from mps.domain.analytics import COUNTERS, STATUS_COUNTERS
 from mps.persistence.database import Database
+from mps.persistence.ledger_store import SNAPSHOT_COLUMNS
 from mps.persistence.queries.shards import owned_companies
 
 __all__ = ["Mismatch", "mismatches"]
@@ -119,6 +124,7 @@ async def mismatches(db: Database, shards: Sequence[int] | None) -> list[Mismatc
     cards_scope = owned_companies("t.company_id", shards) or ""
     return (
         found
+        + await _balance_snapshots(db, scope)
         + await _pending_beyond_credits(db, scope)
         + await _cards_below_zero(db, cards_scope)
         + await _analytics_rollups(db, scope)
@@ -181,6 +187,55 @@ async def _analytics_rollups(db: Database, scope: str) -> list[Mismatch]:
         for r in rows
         for counter in COUNTERS
         if int(r[f"expected_{counter}"]) != int(r[f"found_{counter}"])
+    ]
+
+
+# The balances as the postings and open settlements sum them: what each snapshot row must hold.
+_BALANCES_FROM_ROWS = (
+    "SELECT company_id, mode, currency, "
+    + ", ".join(f"SUM({c}) AS {c}" for c in SNAPSHOT_COLUMNS)
+    + " FROM (SELECT company_id, mode, currency, "
+    + ", ".join(
+        f"CASE WHEN account = '{c}' THEN amount_minor ELSE 0 END AS {c}"
+        for c in SNAPSHOT_COLUMNS
+        if c != "unsettled"
+    )
+    + ", 0 AS unsettled FROM ledger_postings "
+    "WHERE account IN ('available', 'pending', 'reserved') {scope} "
+    "UNION ALL SELECT company_id, mode, currency, 0, 0, 0, amount_minor FROM settlements "
+    "WHERE settled_at IS NULL {scope}) AS summed GROUP BY company_id, mode, currency"
+)
+
+
+async def _balance_snapshots(db: Database, scope: str) -> list[Mismatch]:
+    """Every balance snapshot figure that differs from the sum of its postings (or, for
+    `unsettled`, of the open settlements), and every balance with postings but no snapshot (or
+    a snapshot but no postings); one statement, so one moment, for all of them."""
+    differs = " OR ".join(f"COALESCE(s.{c}, 0) <> COALESCE(e.{c}, 0)" for c in SNAPSHOT_COLUMNS)
+    pairs = ", ".join(
+        f"COALESCE(e.{c}, 0) AS expected_{c}, COALESCE(s.{c}, 0) AS found_{c}"
+        for c in SNAPSHOT_COLUMNS
+    )
+    rows = await db.fetch(
+        "SELECT COALESCE(e.company_id, s.company_id) AS company_id, "
+        "COALESCE(e.mode, s.mode) AS mode, COALESCE(e.currency, s.currency) AS currency, "
+        f"{pairs} FROM ({_BALANCES_FROM_ROWS.format(scope=scope)}) AS e "
+        f"FULL OUTER JOIN (SELECT * FROM balance_snapshots WHERE TRUE {scope}) AS s "
+        "ON s.company_id = e.company_id AND s.mode = e.mode AND s.currency = e.currency "
+        f"WHERE {differs} ORDER BY 1, 2, 3"
+    )
+    return [
+        Mismatch(
+            r["company_id"],
+            r["mode"],
+            r["currency"],
+            f"balance snapshot {column}",
+            int(r[f"expected_{column}"]),
+            int(r[f"found_{column}"]),
+        )
+        for r in rows
+        for column in SNAPSHOT_COLUMNS
+        if int(r[f"expected_{column}"]) != int(r[f"found_{column}"])
     ]
 
 

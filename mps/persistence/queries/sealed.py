@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mps.auth import purposes
+from mps.domain import purposes
 from mps.persistence.database import Database
 from mps.persistence.statements import Row, Statement
 

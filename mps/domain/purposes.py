@@ -1,5 +1,6 @@
-"""What values are sealed for (`Keyring.seal`). A purpose names the key derived for it and is
-bound to the value as associated data, so a value sealed for one use never opens as another."""
+"""What values are sealed for (`mps.auth.keyring.Keyring.seal`). A purpose names the key derived
+for it and is bound to the value as associated data, so a value sealed for one use never opens
+as another."""
 
 from __future__ import annotations
 
