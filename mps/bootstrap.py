@@ -20,23 +20,23 @@ from typing import Protocol, TypeVar
 
 from aiohttp import web
 
-from mps.actors.approvals import Approvals
 from mps.actors.card import CardActor
 from mps.actors.company import CompanyActor
 from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
-from mps.actors.expiry import PaymentExpiry
-from mps.actors.housekeeping import Housekeeping
 from mps.actors.invoice import InvoiceActor
-from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
-from mps.actors.kyc_desk import KycDesk
-from mps.actors.money import MoneyWork
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
 from mps.actors.recent import RecentPayments
-from mps.actors.reconciliation import Reconciliation
 from mps.actors.runtime import ActorRef, stop
+from mps.actors.schedulers.approvals import Approvals
+from mps.actors.schedulers.expiry import PaymentExpiry
+from mps.actors.schedulers.housekeeping import Housekeeping
+from mps.actors.schedulers.invoice_overdue import InvoiceOverdue
+from mps.actors.schedulers.kyc_desk import KycDesk
+from mps.actors.schedulers.money import MoneyWork
+from mps.actors.schedulers.reconciliation import Reconciliation
 from mps.actors.shards import CardKey, InvoiceKey, PaymentKey, Shard, ShardRouter
 from mps.actors.webhooks import Webhooks
 from mps.adapters.bank import Bank, SimulatorBank
@@ -56,12 +56,11 @@ from mps.http.forwarded import sign_peer_answer
 from mps.http.keys import ROUTE_TABLE, SERVICES
 from mps.http.metrics_listener import serving_metrics
 from mps.http.routes import all_routes
-from mps.limits import RateLimiter
+from mps.limits import LocalAuthority, QuotaLedger, RateLimiter, SharedLimiter
 from mps.metrics import Metrics
 from mps.persistence.database import Database, open_database
 from mps.persistence.shard_store import backfill_company_shards
 from mps.persistence.shard_store import take as take_shard
-from mps.quota import LocalAuthority, QuotaLedger, SharedLimiter
 from mps.representations.invoices import hosted_url
 from mps.services import Services
 from mps.storage import ObjectStore, open_store
@@ -505,7 +504,7 @@ async def _services(app: web.Application) -> AsyncIterator[None]:
         tokens=parts.tokens,
         limiter=RateLimiter(scale=settings.rate_limit_scale, on_refusal=metrics.refused),
         # One process is the authority of every user's window; in a cluster, the owner of the
-        # shard a user's key hashes to (mps.quota, mps.cluster.leases).
+        # shard a user's key hashes to (mps.limits.shared, mps.cluster.leases).
         shared_limiter=SharedLimiter(
             ClusterAuthority(parts.cluster)
             if parts.cluster is not None

@@ -88,9 +88,9 @@ class Settings:
     recent_payments: int = 20_000
     # How often overdue PENDING payments are looked for; expiry lands within this of expiresAt.
     expiry_interval: float = 1.0
-    # Money (mps.actors.money): how often due settlements, refunds and payout steps are looked
-    # for; how long a refund waits before the processor is asked (so the sandbox can force an
-    # outcome first); how long the simulated bank takes to pick a payout up and to pay it.
+    # Money (mps.actors.schedulers.money): how often due settlements, refunds and payout steps
+    # are looked for; how long a refund waits before the processor is asked (so the sandbox can
+    # force an outcome first); how long the simulated bank takes to pick a payout up and to pay it.
     money_interval: float = 0.5
     refund_delay: float = 1.0
     payout_transit_after: float = 2.0
@@ -100,11 +100,12 @@ class Settings:
     # How often approval requests past 72 hours are expired, and approved ones whose action a
     # crash kept from running are run.
     approval_interval: float = 5.0
-    # How often the operator's identity-verification reviews are looked for (mps.actors.kyc_desk).
+    # How often the operator's identity-verification reviews are looked for
+    # (mps.actors.schedulers.kyc_desk).
     kyc_interval: float = 1.0
     # How often the ledger is reconciled against payments, refunds and payouts.
     reconciliation_interval: float = 60.0
-    # How often housekeeping deletes rows past their retention (mps.actors.housekeeping).
+    # How often housekeeping deletes rows past their retention (mps.actors.schedulers.housekeeping).
     housekeeping_interval: float = 600.0
     # How often the API-key uses buffered in memory (request log, lastUsedAt) are written.
     key_usage_interval: float = 1.0

@@ -9,7 +9,8 @@ A review is a request written to the database; the node that owns the company ca
 seconds, 30 by default) to print what came of it. It reaches the service through its database
 only, so it works for one process and for a cluster alike, and a request made while the service
 is down is carried out when it starts. The database is the service's own (MPS_DATABASE_URL, or
-the data directory's SQLite file).
+the data directory's SQLite file). What it reads and the request it writes are
+mps.persistence.operator_requests and mps.persistence.queries.kyc: no SQL here.
 """
 
 from __future__ import annotations
@@ -27,8 +28,8 @@ import orjson
 
 from mps.domain.clock import iso, utcnow
 from mps.domain.ids import new_id
+from mps.persistence import operator_requests
 from mps.persistence.database import Database, open_database
-from mps.persistence.kyc_store import operator_request_insert
 from mps.persistence.queries import kyc as q
 
 __all__ = ["main", "pending_reviews", "request_review", "wait_for"]
@@ -44,17 +45,14 @@ async def request_review(
     if decision == "reject" and not reason:
         msg = "a rejection needs --reason, which the merchant will read"
         raise ValueError(msg)
-    if await db.fetchrow("SELECT id FROM companies WHERE id = $1", company_id) is None:
+    if not await operator_requests.company_exists(db, company_id):
         msg = f"no company {company_id}"
         raise ValueError(msg)
     request_id = new_id("opr")
     payload = {"mode": "live", "decision": decision, "reason": reason}
-    statement = operator_request_insert(
-        request_id, company_id, "kyc.review", payload, operator, iso(utcnow())
+    await operator_requests.submit(
+        db, request_id, company_id, "kyc.review", payload, operator, iso(utcnow())
     )
-    [outcome] = await db.write([[statement]])
-    if isinstance(outcome, Exception):
-        raise outcome
     return request_id
 
 
@@ -70,13 +68,7 @@ async def wait_for(db: Database, request_id: str) -> dict[str, Any]:
 
 async def pending_reviews(db: Database) -> list[dict[str, Any]]:
     """Companies whose live status waits for a review, with their pending documents."""
-    rows = await db.fetch(
-        "SELECT d.company_id, c.name, COUNT(*) AS documents, MIN(d.created_at) AS since, "
-        "MAX(d.created_at) AS latest FROM kyc_documents d JOIN companies c ON c.id = d.company_id "
-        "WHERE d.mode = 'live' AND d.status = 'PENDING' "
-        "GROUP BY d.company_id, c.name ORDER BY since"
-    )
-    return [dict(r) for r in rows]
+    return await operator_requests.pending_kyc_reviews(db)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -6,14 +6,14 @@ from dataclasses import dataclass
 
 from pykka import ActorRef
 
-from mps.actors.approvals import Approvals
 from mps.actors.context import ActorContext
-from mps.actors.invoice_overdue import InvoiceOverdue
 from mps.actors.key_usage import KeyUsage
-from mps.actors.kyc_desk import KycDesk
-from mps.actors.money import MoneyWork
 from mps.actors.persistence import PersistenceActor
-from mps.actors.reconciliation import Reconciliation
+from mps.actors.schedulers.approvals import Approvals
+from mps.actors.schedulers.invoice_overdue import InvoiceOverdue
+from mps.actors.schedulers.kyc_desk import KycDesk
+from mps.actors.schedulers.money import MoneyWork
+from mps.actors.schedulers.reconciliation import Reconciliation
 from mps.actors.shards import ShardRouter
 from mps.actors.webhooks import Webhooks
 from mps.adapters.broker import Broker
@@ -25,9 +25,8 @@ from mps.cluster.node import ClusterNode
 from mps.config import Settings
 from mps.domain.clock import Clock
 from mps.http.deadlines import Deadlines
-from mps.limits import RateLimiter
+from mps.limits import RateLimiter, SharedLimiter
 from mps.persistence.database import Database
-from mps.quota import SharedLimiter
 from mps.storage import ObjectStore
 
 __all__ = ["Services"]

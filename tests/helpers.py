@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
 
@@ -22,6 +23,19 @@ class Member:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+
+def production_env(**extra: str) -> dict[str, str]:
+    """The environment of a production node with every required setting given explicitly."""
+    return {
+        "MPS_MODE": "production",
+        "MPS_DATABASE_URL": "postgresql://db/x",
+        "MPS_BROKER_URL": "amqp://mq",
+        "MPS_SESSION_SECRET": "s" * 40,
+        "MPS_ENCRYPTION_KEY": "e" * 40,
+        "MPS_SMTP_URL": "smtp://mail.example.com:587",
+        **extra,
+    }
 
 
 async def latest_code(client: TestClient[Any, Any], email: str) -> str:
@@ -48,6 +62,13 @@ async def sign_up(
     assert response.status == 200, await response.text()
     session = await response.json()
     return Member(session["sessionToken"], signup["companyId"], session["user"]["id"], email)
+
+
+async def post_as(
+    client: TestClient[Any, Any], member: Member, path: str, body: Any
+) -> ClientResponse:
+    """POST `body` as JSON to `path` in `member`'s session; the response, unchecked."""
+    return await client.post(path, json=body, headers=member.headers)
 
 
 def assert_envelope(body: dict[str, Any], status: int, code: str | None = None) -> None:

@@ -46,23 +46,28 @@ async def balance(
     return {k: int(body[f"{k}Minor"]) for k in ("available", "pending", "reserved")}
 
 
-async def movements(
-    client: TestClient[Any, Any], member: Member, **params: str
+async def every_item(
+    client: TestClient[Any, Any], member: Member, path: str, **params: str
 ) -> list[dict[str, Any]]:
-    """Every movement of the ledger, following the cursor to the end, newest first."""
+    """Every item of the listing at `path`, following its cursor to the end."""
     found: list[dict[str, Any]] = []
     cursor: str | None = None
     while True:
         query = {"limit": "100", **params, **({"cursor": cursor} if cursor else {})}
-        response = await client.get(
-            "/api/v1/merchant/balance/transactions", params=query, headers=member.headers
-        )
+        response = await client.get(path, params=query, headers=member.headers)
         assert response.status == 200, await response.text()
         body = await response.json()
         found += body["data"]
         cursor = body["nextCursor"]
         if cursor is None:
             return found
+
+
+async def movements(
+    client: TestClient[Any, Any], member: Member, **params: str
+) -> list[dict[str, Any]]:
+    """Every movement of the ledger, following the cursor to the end, newest first."""
+    return await every_item(client, member, "/api/v1/merchant/balance/transactions", **params)
 
 
 async def refund(

@@ -11,7 +11,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.actors.company import VoteOnApproval
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, sign_in, sign_up
+from tests.helpers import Member, add_member, assert_envelope, post_as, sign_in, sign_up
 from tests.money import ACCOUNT, balance, paid_payment, services
 
 pytestmark = pytest.mark.both_backends
@@ -36,20 +36,22 @@ async def _account(client: TestClient[Any, Any], member: Member) -> str:
 
 
 async def _payout(client: TestClient[Any, Any], member: Member, account: str, amount: str) -> Any:
-    return await client.post(
+    return await post_as(
+        client,
+        member,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": amount, "currency": "USD", "bankAccountId": account},
-        headers=member.headers,
+        {"amountMinor": amount, "currency": "USD", "bankAccountId": account},
     )
 
 
 async def _vote(
     client: TestClient[Any, Any], member: Member, request_id: str, decision: str = "approve"
 ) -> Any:
-    return await client.post(
+    return await post_as(
+        client,
+        member,
         f"/api/v1/team/approvals/requests/{request_id}/{decision}",
-        json={"comment": "ok"},
-        headers=member.headers,
+        {"comment": "ok"},
     )
 
 
@@ -208,10 +210,11 @@ async def test_a_refund_above_the_threshold_waits_for_approval(
     payment = await paid_payment(client, owner, "10000")
     await _policy(client, owner, "refund.create", "2000")
 
-    held = await client.post(
+    held = await post_as(
+        client,
+        owner,
         "/api/v1/merchant/refunds",
-        json={"paymentId": payment["id"], "amountMinor": "5000"},
-        headers=owner.headers,
+        {"paymentId": payment["id"], "amountMinor": "5000"},
     )
     request = (await held.json())["approvalRequest"]
     done = await (await _vote(client, admin, request["id"])).json()
@@ -276,10 +279,8 @@ async def test_card_issuing_and_funding_above_their_thresholds_wait_for_approval
     await _policy(client, owner, "card.fund", "500")
     body = {"cardholderName": "Ann", "currency": "USD"}
 
-    small = await client.post(
-        "/api/v1/merchant/cards",
-        json={**body, "initialFundingMinor": "1000"},
-        headers=owner.headers,
+    small = await post_as(
+        client, owner, "/api/v1/merchant/cards", {**body, "initialFundingMinor": "1000"}
     )
     held = await client.post(
         "/api/v1/merchant/cards",
@@ -290,10 +291,8 @@ async def test_card_issuing_and_funding_above_their_thresholds_wait_for_approval
         headers=owner.headers,
     )
     card = await small.json()
-    topped = await client.post(
-        f"/api/v1/merchant/cards/{card['id']}/fund",
-        json={"amountMinor": "600"},
-        headers=owner.headers,
+    topped = await post_as(
+        client, owner, f"/api/v1/merchant/cards/{card['id']}/fund", {"amountMinor": "600"}
     )
 
     assert small.status == 201 and held.status == 202 and topped.status == 202

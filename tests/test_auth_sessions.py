@@ -15,7 +15,8 @@ from mps.auth.tokens import AUDIENCE, ISSUER
 from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, sign_up
+from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
+from tests.keys import create_key
 
 
 def _claims(member: Member, **changes: Any) -> dict[str, Any]:
@@ -143,12 +144,7 @@ async def test_api_key_on_a_session_route_is_401_session_required(
     client: TestClient[Any, Any],
 ) -> None:
     member = await sign_up(client)
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["analytics:read"]},
-        headers=member.headers,
-    )
-    key = (await created.json())["key"]
+    key = (await create_key(client, member, ["analytics:read"]))["key"]
 
     response = await _me(client, key)
 
@@ -175,10 +171,8 @@ async def test_member_without_the_scope_is_403_insufficient_scope(
     viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
 
     # when the viewer tries a write
-    response = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["analytics:read"]},
-        headers=viewer.headers,
+    response = await post_as(
+        client, viewer, "/api/v1/merchant/api-keys", {"name": "ci", "scopes": ["analytics:read"]}
     )
 
     # then

@@ -19,7 +19,7 @@ from mps.persistence.migrations import load_migrations
 from mps.persistence.queries.reconciliation import Mismatch, mismatches
 from mps.persistence.statements import Statement
 from tests.conftest import Clock
-from tests.helpers import Member, sign_up
+from tests.helpers import Member, post_as, sign_up
 from tests.money import (
     ACCOUNT,
     balance,
@@ -106,10 +106,11 @@ async def _every_kind_of_movement(client: TestClient[Any, Any], clock: Clock) ->
     )
     payouts = [
         await _ok(
-            await client.post(
+            await post_as(
+                client,
+                member,
                 "/api/v1/merchant/payouts",
-                json={"amountMinor": amount, "currency": "USD", "bankAccountId": account["id"]},
-                headers=member.headers,
+                {"amountMinor": amount, "currency": "USD", "bankAccountId": account["id"]},
             )
         )
         for amount in ("1000", "1500", "700")
@@ -118,10 +119,11 @@ async def _every_kind_of_movement(client: TestClient[Any, Any], clock: Clock) ->
     await simulate(client, key, "payout.failed", payoutId=payouts[1]["id"])
 
     card = await _ok(
-        await client.post(
+        await post_as(
+            client,
+            member,
             "/api/v1/merchant/cards",
-            json={"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "3000"},
-            headers=member.headers,
+            {"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "3000"},
         )
     )
     await _ok(

@@ -45,7 +45,7 @@ from tests.conftest import Clock
 from tests.databases import copy_sqlite_template
 from tests.helpers import Member, sign_in, sign_up
 from tests.log_guard import watch
-from tests.money import balance, paid_payment, sandbox_key, services, simulate
+from tests.money import balance, every_item, paid_payment, sandbox_key, services, simulate
 
 PAID_IN = 100_000
 GAMBLING = "betting_casino_gambling"
@@ -217,21 +217,6 @@ async def _answer(response: Any, allowed: dict[int, set[str] | None], what: Any)
     return body
 
 
-async def _all(run: Run, path: str) -> list[dict[str, Any]]:
-    """Every item of a listing, following its cursor to the end."""
-    found: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        query = {"limit": "100", **({"cursor": cursor} if cursor else {})}
-        response = await run.client.get(path, params=query, headers=run.member.headers)
-        assert response.status == 200, await response.text()
-        body = await response.json()
-        found += body["data"]
-        cursor = body["nextCursor"]
-        if cursor is None:
-            return found
-
-
 async def _card(run: Run, card_id: str) -> dict[str, Any]:
     response = await run.client.get(f"/api/v1/merchant/cards/{card_id}", headers=run.member.headers)
     assert response.status == 200, await response.text()
@@ -375,7 +360,10 @@ async def _check(run: Run, done: list[Operation]) -> None:
     assert int(total) == 0, ("the ledger does not sum to zero", int(total), done)
     assert unbalanced == [], ("unbalanced transactions", [dict(r) for r in unbalanced], done)
 
-    listed = {card["id"]: card for card in await _all(run, "/api/v1/merchant/cards")}
+    listed = {
+        card["id"]: card
+        for card in await every_item(run.client, run.member, "/api/v1/merchant/cards")
+    }
     assert set(listed) == {model.id for model in run.cards}, ("cards", listed, run.cards, done)
     held = spent = 0
     for model in run.cards:
@@ -387,7 +375,9 @@ async def _check(run: Run, done: list[Operation]) -> None:
         if card["status"] == "TERMINATED":
             assert amount == 0, ("a TERMINATED card holds money", card, done)
         assert (card["status"], amount) == (model.status, model.balance), (card, model, done)
-        authorizations = await _all(run, f"/api/v1/merchant/cards/{model.id}/transactions")
+        authorizations = await every_item(
+            run.client, run.member, f"/api/v1/merchant/cards/{model.id}/transactions"
+        )
         approved = sum(int(a["amountMinor"]) for a in authorizations if a["approved"])
         assert len(authorizations) == model.authorizations, (authorizations, model, done)
         assert approved == model.spent_since(None), (authorizations, model, done)

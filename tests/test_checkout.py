@@ -254,7 +254,7 @@ async def test_public_routes_ignore_an_unrelated_authorization_header(
 
 
 async def test_events_are_kept_for_thirty_days(client: TestClient[Any, Any], clock: Any) -> None:
-    from mps.actors.housekeeping import Housekeeping
+    from mps.actors.schedulers.housekeeping import Housekeeping
 
     member = await sign_up(client)
     await create_payment(client, member)

@@ -18,7 +18,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 import orjson
@@ -335,12 +334,7 @@ class Listening:
             await asyncio.gather(*self._readers)
         return status
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def __aexit__(self, *exc: object) -> None:
         if self.process is not None and self.process.returncode is None:
             await self.stop()
 

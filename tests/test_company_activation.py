@@ -22,7 +22,7 @@ from mps.persistence.database import Database
 from mps.persistence.queries import companies
 from mps.services import Services
 from tests.fakes import SlowDatabase
-from tests.helpers import Member, add_member, sign_up
+from tests.helpers import Member, add_member, post_as, sign_up
 from tests.money import ACCOUNT, balance, paid_payment, services
 
 pytestmark = pytest.mark.both_backends
@@ -60,10 +60,8 @@ async def company(client: TestClient[Any, Any]) -> Company:
     request under it with one vote of two, an invoice, and its audit trail."""
     owner = await sign_up(client)
     role = await _ok(
-        await client.post(
-            "/api/v1/team/roles",
-            json={"name": "Support", "scopes": ["payments:read"]},
-            headers=owner.headers,
+        await post_as(
+            client, owner, "/api/v1/team/roles", {"name": "Support", "scopes": ["payments:read"]}
         )
     )
     await add_member(client, owner, "support@example.com", role["id"])

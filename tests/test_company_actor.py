@@ -22,7 +22,8 @@ from mps.domain.company import Company
 from mps.domain.scopes import OWNER_ROLE
 from mps.errors import NotFound
 from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
-from mps.persistence.statements import Row, Statement, WriteUnit
+from mps.persistence.statements import Statement, WriteUnit
+from tests.fakes import WrappedDatabase
 
 pytestmark = pytest.mark.both_backends
 
@@ -34,7 +35,7 @@ KEYRING = Keyring(
 )
 
 
-class FaultyDatabase(Database):
+class FaultyDatabase(WrappedDatabase):
     """A real database that can make the next write unit fail after all its own statements ran.
 
     The extra statement breaks a NOT NULL constraint, so the server rejects the unit part-way
@@ -42,14 +43,8 @@ class FaultyDatabase(Database):
     """
 
     def __init__(self, real: Database) -> None:
-        self.real = real
+        super().__init__(real)
         self.break_next_unit = False
-
-    async def open(self) -> None:
-        await self.real.open()
-
-    async def close(self) -> None:
-        await self.real.close()
 
     async def write(
         self, units: Sequence[WriteUnit], fences: Fences | None = None
@@ -59,9 +54,6 @@ class FaultyDatabase(Database):
             broken = (*units[0], Statement("INSERT INTO companies (id) VALUES (NULL)"))
             units = [broken, *units[1:]]
         return await self.real.write(units, fences)
-
-    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        return await self.real.fetch(sql, *params)
 
 
 class FlakyClock:

@@ -13,7 +13,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import build_app
 from mps.config import ConfigError, load_settings
-from tests.helpers import sign_up
+from tests.helpers import production_env, sign_up
 
 
 def test_no_arguments_means_development_on_sqlite_in_the_data_dir(tmp_path: Path) -> None:
@@ -64,14 +64,7 @@ def test_production_refuses_to_start_without_its_dependencies(
 
 
 def test_production_starts_with_everything_explicit(tmp_path: Path) -> None:
-    env = {
-        "MPS_MODE": "production",
-        "MPS_DATABASE_URL": "postgresql://db/x",
-        "MPS_BROKER_URL": "amqp://mq",
-        "MPS_SESSION_SECRET": "s" * 40,
-        "MPS_ENCRYPTION_KEY": "e" * 40,
-        "MPS_SMTP_URL": "smtp://mail:587",
-    }
+    env = production_env(MPS_SMTP_URL="smtp://mail:587")
 
     settings = load_settings(["--data-dir", str(tmp_path)], env)
 

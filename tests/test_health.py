@@ -17,7 +17,7 @@ from mps.http.keys import SERVICES
 from mps.persistence.statements import Statement
 from tests.cluster import delete_cluster_queues, new_cluster_name, serve_passed_requests
 from tests.conftest import Clock
-from tests.helpers import Member, create_payment, pay, sign_up
+from tests.helpers import Member, create_payment, pay, post_as, sign_up
 
 
 async def test_health_probes_the_database_and_broker(client: TestClient[Any, Any]) -> None:
@@ -49,10 +49,11 @@ async def test_webhooks_health_reports_the_backlog_and_degrades_when_deliveries_
 ) -> None:
     # given an endpoint nobody listens on, and an event for it
     member = await sign_up(client)
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/webhooks",
-        json={"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
-        headers=member.headers,
+        {"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
     )
     assert response.status == 201
     await create_payment(client, member)
@@ -260,7 +261,7 @@ async def test_a_first_reconciliation_still_running_degrades_health_but_does_not
         await release.wait()
         return await original()
 
-    monkeypatch.setattr("mps.actors.reconciliation.FIRST_PASS_WAIT", 0.1)
+    monkeypatch.setattr("mps.actors.schedulers.reconciliation.FIRST_PASS_WAIT", 0.1)
     monkeypatch.setattr(reconciliation, "run_once", slow_pass)
     reconciliation.last = None
     reconciliation._passed.clear()  # as just after a start

@@ -1,5 +1,5 @@
 """Housekeeping on the real database: what is past retention goes, the rest stays, and a backlog
-goes in bounded batches (mps.actors.housekeeping, mps.persistence.retention)."""
+goes in bounded batches (mps.actors.schedulers.housekeeping, mps.persistence.retention)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from mps.actors.context import ActorContext
-from mps.actors.housekeeping import Housekeeping, Swept
 from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import stop
+from mps.actors.schedulers.housekeeping import Housekeeping, Swept
 from mps.domain.clock import iso
 from mps.persistence.database import Database
 from mps.persistence.statements import Statement, insert

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_envelope, create_payment, sign_up
+from tests.helpers import assert_envelope, create_payment, post_as, sign_up
 
 
 async def test_success_body_has_ok_and_request_id_matching_the_header(
@@ -138,10 +138,11 @@ async def test_an_unknown_field_close_to_a_known_one_names_it(
 ) -> None:
     member = await sign_up(client)
 
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/payments",
-        json={"amount_minor": "100", "amountMinor": "100", "currency": "USD", "descripton": "x"},
-        headers=member.headers,
+        {"amount_minor": "100", "amountMinor": "100", "currency": "USD", "descripton": "x"},
     )
 
     body = await response.json()
@@ -168,10 +169,11 @@ async def test_bad_input_changes_nothing(client: TestClient[Any, Any]) -> None:
     member = await sign_up(client)
 
     # when
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["payments:read", "no:such"]},
-        headers=member.headers,
+        {"name": "ci", "scopes": ["payments:read", "no:such"]},
     )
 
     # then
@@ -288,10 +290,8 @@ async def test_an_empty_object_is_taken_as_no_body_but_anything_else_is_refused(
     cancelled = await client.post(
         f"/api/v1/merchant/payments/{first['id']}/cancel", json={}, headers=member.headers
     )
-    refused = await client.post(
-        f"/api/v1/merchant/payments/{second['id']}/cancel",
-        json={"reason": "x"},
-        headers=member.headers,
+    refused = await post_as(
+        client, member, f"/api/v1/merchant/payments/{second['id']}/cancel", {"reason": "x"}
     )
 
     assert cancelled.status == 200 and (await cancelled.json())["status"] == "CANCELLED"

@@ -21,6 +21,7 @@ from tests.helpers import (
     add_member,
     assert_envelope,
     create_payment,
+    post_as,
     sign_in,
     sign_up,
 )
@@ -206,7 +207,7 @@ async def test_checkout_double_submit_with_one_key_charges_once(
 async def test_keys_older_than_a_day_are_deleted_and_can_be_used_again(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    from mps.actors.housekeeping import Housekeeping
+    from mps.actors.schedulers.housekeeping import Housekeeping
 
     # given a key used a day ago
     member = await sign_up(client)
@@ -305,10 +306,11 @@ async def test_revoking_an_invitation_stores_its_key_with_the_revocation(
 ) -> None:
     client, db = recorded
     owner = await sign_up(client)
-    invited = await client.post(
+    invited = await post_as(
+        client,
+        owner,
         "/api/v1/team/invitations",
-        json={"email": "new@example.com", "roleId": "role_finance"},
-        headers=owner.headers,
+        {"email": "new@example.com", "roleId": "role_finance"},
     )
     path = f"/api/v1/team/invitations/{(await invited.json())['id']}/revoke"
 
@@ -327,10 +329,11 @@ async def _payout(client: TestClient[Any, Any], owner: Member, amount: str) -> C
             "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
         )
         accounts = [await made.json()]
-    return await client.post(
+    return await post_as(
+        client,
+        owner,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": amount, "currency": "USD", "bankAccountId": accounts[0]["id"]},
-        headers=owner.headers,
+        {"amountMinor": amount, "currency": "USD", "bankAccountId": accounts[0]["id"]},
     )
 
 

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, post_as, sign_up
 from tests.money import paid_payment, refund
 
 ROUTES = all_routes(development=True)
@@ -192,10 +192,11 @@ async def world(
     client: TestClient[Any, Any] = await aiohttp_client(make_app(rate_limit_scale=0))
     member = await sign_up(client, "ann@example.com")
     # An endpoint nothing listens on: its deliveries exist, and keep failing.
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/webhooks",
-        json={"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
-        headers=member.headers,
+        {"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
     )
     assert response.status == 201, await response.text()
     endpoint = await response.json()
@@ -217,31 +218,32 @@ async def world(
     )
     assert response.status == 201, await response.text()
     account = await response.json()
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": "100", "currency": "USD", "bankAccountId": account["id"]},
-        headers=member.headers,
+        {"amountMinor": "100", "currency": "USD", "bankAccountId": account["id"]},
     )
     assert response.status == 201, await response.text()
     payout = await response.json()
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/invoices",
-        json={"currency": "USD", "customerEmail": "bob@example.com", "amountMinor": "100"},
-        headers=member.headers,
+        {"currency": "USD", "customerEmail": "bob@example.com", "amountMinor": "100"},
     )
     assert response.status == 201, await response.text()
     invoice = await response.json()
-    response = await client.post(
-        "/api/v1/team/roles",
-        json={"name": "Edges", "scopes": ["payments:read"]},
-        headers=member.headers,
+    response = await post_as(
+        client, member, "/api/v1/team/roles", {"name": "Edges", "scopes": ["payments:read"]}
     )
     assert response.status == 201, await response.text()
     role = await response.json()
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/team/invitations",
-        json={"email": "invitee@example.com", "roleId": "role_viewer"},
-        headers=member.headers,
+        {"email": "invitee@example.com", "roleId": "role_viewer"},
     )
     assert response.status == 201, await response.text()
     invitation = await response.json()
@@ -253,24 +255,21 @@ async def world(
         headers=member.headers,
     )
     assert response.status == 200, await response.text()
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": "50", "currency": "USD", "bankAccountId": account["id"]},
-        headers=member.headers,
+        {"amountMinor": "50", "currency": "USD", "bankAccountId": account["id"]},
     )
     assert response.status == 202, await response.text()
     approval = (await response.json())["approvalRequest"]
-    response = await client.post(
-        "/api/v1/merchant/company-cards",
-        json={"nickname": "Edges", "currency": "USD"},
-        headers=member.headers,
+    response = await post_as(
+        client, member, "/api/v1/merchant/company-cards", {"nickname": "Edges", "currency": "USD"}
     )
     assert response.status == 201, await response.text()
     card = await response.json()
-    response = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "edges", "scopes": ["payments:write"]},
-        headers=member.headers,
+    response = await post_as(
+        client, member, "/api/v1/merchant/api-keys", {"name": "edges", "scopes": ["payments:write"]}
     )
     assert response.status == 201, await response.text()
     key = await response.json()

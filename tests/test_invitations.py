@@ -9,7 +9,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, latest_code, sign_up
+from tests.helpers import Member, add_member, assert_envelope, latest_code, post_as, sign_up
 from tests.log_guard import remember
 
 pytestmark = pytest.mark.both_backends
@@ -125,10 +125,8 @@ async def test_invitations_respect_the_owner_rule_and_the_inviters_scopes(
     client: TestClient[Any, Any],
 ) -> None:
     owner = await sign_up(client)
-    response = await client.post(
-        "/api/v1/team/roles",
-        json={"name": "Lead", "scopes": ["team:read", "team:write"]},
-        headers=owner.headers,
+    response = await post_as(
+        client, owner, "/api/v1/team/roles", {"name": "Lead", "scopes": ["team:read", "team:write"]}
     )
     lead = await add_member(client, owner, "lead@example.com", (await response.json())["id"])
 

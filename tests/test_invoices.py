@@ -16,7 +16,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, sign_in, sign_up
+from tests.helpers import Member, assert_envelope, post_as, sign_in, sign_up
 from tests.money import sandbox_key, services, simulate
 
 pytestmark = pytest.mark.both_backends
@@ -42,10 +42,8 @@ async def _invoice(client: TestClient[Any, Any], member: Member, **fields: Any) 
 async def _action(
     client: TestClient[Any, Any], member: Member, invoice_id: str, action: str, **body: Any
 ) -> Any:
-    return await client.post(
-        f"/api/v1/merchant/invoices/{invoice_id}/{action}",
-        json=body or None,
-        headers=member.headers,
+    return await post_as(
+        client, member, f"/api/v1/merchant/invoices/{invoice_id}/{action}", body or None
     )
 
 

@@ -12,7 +12,7 @@ from mps.domain.scopes import ALL_SCOPES, KEY_ROUTE_SCOPES, PING_SCOPE, SANDBOX_
 from mps.http.routes import all_routes
 from mps.http.routes.sandbox import KINDS
 from mps.http.routing import Auth
-from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import Member, assert_envelope, create_payment, pay, post_as, sign_up
 from tests.money import ACCOUNT, until
 
 SECRET_SCOPES = sorted(KEY_ROUTE_SCOPES | {PING_SCOPE})
@@ -27,10 +27,8 @@ async def _key(
     client: TestClient[Any, Any], owner: Member, scopes: list[str] = SECRET_SCOPES, **body: Any
 ) -> tuple[str, str]:
     """A new key's secret and id."""
-    response = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "backend", "scopes": scopes, **body},
-        headers=owner.headers,
+    response = await post_as(
+        client, owner, "/api/v1/merchant/api-keys", {"name": "backend", "scopes": scopes, **body}
     )
     created = await response.json()
     assert response.status == 201, created

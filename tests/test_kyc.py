@@ -28,9 +28,10 @@ from tests.helpers import (
     create_payment,
     eventually,
     pay,
+    post_as,
     sign_up,
 )
-from tests.money import balance, sandbox_key, services, simulate
+from tests.money import ACCOUNT, balance, sandbox_key, services, simulate
 from tests.s3 import ACCESS_KEY, SECRET_KEY, new_bucket, s3_admin
 
 pytestmark = pytest.mark.both_backends
@@ -38,13 +39,6 @@ pytestmark = pytest.mark.both_backends
 ROOT = Path(__file__).resolve().parents[1]
 DOCUMENTS = "/api/v1/merchant/kyc/documents"
 MiB = 1024 * 1024
-ACCOUNT = {
-    "accountHolderName": "Acme Ltd",
-    "accountNumber": "000123456789",
-    "bankCode": "110000000",
-    "currency": "USD",
-    "country": "US",
-}
 
 
 def a_pdf(text: str = "Passport of Ann Lee") -> bytes:
@@ -447,10 +441,11 @@ async def test_live_mode_is_verified_only_by_the_operator_and_then_moves_money(
         "/api/v1/merchant/settings", json={"kycStatus": "VERIFIED"}, headers=live_owner.headers
     )
     assert patched.status == 400
-    live_key = await client.post(
+    live_key = await post_as(
+        client,
+        live_owner,
         "/api/v1/merchant/api-keys",
-        json={"name": "live", "scopes": ["settings:write"]},
-        headers=live_owner.headers,
+        {"name": "live", "scopes": ["settings:write"]},
     )
     assert live_key.status == 201, await live_key.text()
     forced = await simulate(
@@ -515,10 +510,11 @@ async def test_live_mode_is_verified_only_by_the_operator_and_then_moves_money(
         headers=live_owner.headers,
     )
     assert payout.status == 201, await payout.text()
-    card = await client.post(
+    card = await post_as(
+        client,
+        live_owner,
         "/api/v1/merchant/cards",
-        json={"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "2000"},
-        headers=live_owner.headers,
+        {"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "2000"},
     )
     assert card.status == 201, await card.text()
 

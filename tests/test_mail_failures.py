@@ -14,7 +14,7 @@ from mps.adapters.mail import DevMailbox, Mail, MailFailed
 from mps.bootstrap import Overrides
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, sign_up
+from tests.helpers import Member, assert_envelope, post_as, sign_up
 
 LINE_BREAKS = ["Acme\r\nBcc: thief@example.net", "Acme\u2028Ltd", "Acme\x85Ltd", "Acme\nLtd"]
 
@@ -104,10 +104,11 @@ async def test_an_invoice_whose_email_fails_is_created_once_and_says_so(
     mailbox.failing = True
 
     # when
-    created = await client.post(
+    created = await post_as(
+        client,
+        owner,
         "/api/v1/merchant/invoices",
-        json={"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
-        headers=owner.headers,
+        {"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
     )
 
     # then: 201 with the failure, one invoice, and it shows the failure when read again
@@ -161,10 +162,11 @@ async def test_an_invitation_whose_email_fails_is_created_once_and_says_so(
     mailbox.failing = True
 
     # when
-    created = await client.post(
+    created = await post_as(
+        client,
+        owner,
         "/api/v1/team/invitations",
-        json={"email": "new@example.com", "roleId": "role_viewer"},
-        headers=owner.headers,
+        {"email": "new@example.com", "roleId": "role_viewer"},
     )
 
     # then

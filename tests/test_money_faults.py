@@ -16,7 +16,7 @@ from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
 from tests.fakes import WrappedDatabase
-from tests.helpers import assert_envelope, sign_up
+from tests.helpers import assert_envelope, post_as, sign_up
 from tests.money import balance, paid_payment, refund
 
 pytestmark = pytest.mark.both_backends
@@ -81,10 +81,11 @@ async def test_refund_of_unknown_outcome_is_decided_again_from_storage(
     again = await refund(client, member, first["id"], "1")
     assert again.status == 409
     assert_envelope(await again.json(), 409, "refund_exceeds_remaining")
-    too_much = await client.post(
+    too_much = await post_as(
+        client,
+        member,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": "1001", "currency": "USD", "bankAccountId": account["id"]},
-        headers=member.headers,
+        {"amountMinor": "1001", "currency": "USD", "bankAccountId": account["id"]},
     )
     assert too_much.status == 409
     assert_envelope(await too_much.json(), 409, "balance_insufficient")

@@ -38,7 +38,16 @@ from tests.conftest import Clock
 from tests.databases import copy_sqlite_template
 from tests.helpers import Member, create_payment, pay, sign_up
 from tests.log_guard import watch
-from tests.money import balance, movements, paid_payment, refund, sandbox_key, services, simulate
+from tests.money import (
+    balance,
+    every_item,
+    movements,
+    paid_payment,
+    refund,
+    sandbox_key,
+    services,
+    simulate,
+)
 
 ACCOUNTS = ("available", "pending", "reserved")
 GOOD_ACCOUNT = "000123456789"
@@ -271,19 +280,9 @@ async def _step(run: Run, op: Operation) -> None:
 
 
 async def _refunds_of(run: Run, payment_id: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        query = {"limit": "100", "paymentId": payment_id, **({"cursor": cursor} if cursor else {})}
-        response = await run.client.get(
-            "/api/v1/merchant/refunds", params=query, headers=run.member.headers
-        )
-        assert response.status == 200, await response.text()
-        body = await response.json()
-        found += body["data"]
-        cursor = body["nextCursor"]
-        if cursor is None:
-            return found
+    return await every_item(
+        run.client, run.member, "/api/v1/merchant/refunds", paymentId=payment_id
+    )
 
 
 async def _check(run: Run, done: list[Operation]) -> None:

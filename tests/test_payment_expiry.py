@@ -91,7 +91,7 @@ async def test_no_expiry_payments_never_expire(
     make_app: Callable[..., web.Application],
     clock: Clock,
 ) -> None:
-    from mps.actors.expiry import PaymentExpiry
+    from mps.actors.schedulers.expiry import PaymentExpiry
 
     # given a payment without expiry, one that expires in a minute to show the pass looks, and
     # an app whose own expiry loop, after its first pass, sleeps for an hour
@@ -121,7 +121,7 @@ async def test_no_expiry_payments_never_expire(
 async def test_a_backlog_larger_than_one_batch_is_drained_without_waiting(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    from mps.actors.expiry import PaymentExpiry
+    from mps.actors.schedulers.expiry import PaymentExpiry
 
     # given 25 overdue payments and an expiry loop that takes 10 at a time and otherwise
     # sleeps for an hour

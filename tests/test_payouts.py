@@ -13,7 +13,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, sign_in, sign_up
+from tests.helpers import Member, assert_envelope, post_as, sign_in, sign_up
 from tests.money import ACCOUNT, balance, movements, paid_payment, sandbox_key, services, simulate
 
 pytestmark = pytest.mark.both_backends
@@ -31,10 +31,11 @@ async def _account(client: TestClient[Any, Any], member: Member, **changes: Any)
 async def _payout(
     client: TestClient[Any, Any], member: Member, account_id: str, amount: str, **extra: Any
 ) -> Any:
-    return await client.post(
+    return await post_as(
+        client,
+        member,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": amount, "currency": "USD", "bankAccountId": account_id, **extra},
-        headers=member.headers,
+        {"amountMinor": amount, "currency": "USD", "bankAccountId": account_id, **extra},
     )
 
 
@@ -243,10 +244,8 @@ async def test_bad_payout_input_is_400_and_reserves_nothing(client: TestClient[A
 
     wrong_currency = await _payout(client, member, euro["id"], "100")
     unknown = await _payout(client, member, "ba_nothing", "100")
-    bad_account = await client.post(
-        "/api/v1/merchant/bank-accounts",
-        json={**ACCOUNT, "accountNumber": "12"},
-        headers=member.headers,
+    bad_account = await post_as(
+        client, member, "/api/v1/merchant/bank-accounts", {**ACCOUNT, "accountNumber": "12"}
     )
 
     for response in (wrong_currency, unknown, bad_account):

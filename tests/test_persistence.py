@@ -48,7 +48,7 @@ from mps.persistence.statements import (
     versioned_update,
 )
 from mps.persistence.webhook_store import endpoint_failing
-from tests.fakes import wait_until
+from tests.fakes import WrappedDatabase, wait_until
 from tests.helpers import eventually
 
 pytestmark = pytest.mark.both_backends
@@ -92,7 +92,7 @@ async def user_ids(database: Database) -> list[str]:
     return [r["id"] for r in await database.fetch("SELECT id FROM users ORDER BY id")]
 
 
-class BreakingDatabase(Database):
+class BreakingDatabase(WrappedDatabase):
     """A real database whose next group commit fails part-way, as a lost connection would.
 
     The failure comes from the server, after every unit of the batch has been executed inside the
@@ -100,15 +100,9 @@ class BreakingDatabase(Database):
     """
 
     def __init__(self, real: Database) -> None:
-        self.real = real
+        super().__init__(real)
         self.break_next = False
         self.writes = 0
-
-    async def open(self) -> None:
-        await self.real.open()
-
-    async def close(self) -> None:
-        await self.real.close()
 
     async def write(
         self, units: Sequence[WriteUnit], fences: Fences | None = None
@@ -119,9 +113,6 @@ class BreakingDatabase(Database):
             # Not a unit's own failure (a constraint or a version), so the whole batch fails.
             units = [*units, (Statement("SELECT no_such_column FROM users"),)]
         return await self.real.write(units, fences)
-
-    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        return await self.real.fetch(sql, *params)
 
 
 class StuckDatabase(BreakingDatabase):

@@ -18,8 +18,15 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from mps.errors import RateLimited
-from mps.limits import Limit, RateLimiter, Verdict
-from mps.quota import Grant, LocalAuthority, QuotaLedger, SharedLimiter
+from mps.limits import (
+    Grant,
+    Limit,
+    LocalAuthority,
+    QuotaLedger,
+    RateLimiter,
+    SharedLimiter,
+    Verdict,
+)
 from tests.helpers import assert_envelope, sign_up
 
 STANDARD = Limit("standard", 600, 60)

@@ -14,7 +14,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import add_member, assert_envelope, latest_code, sign_up
+from tests.helpers import add_member, assert_envelope, latest_code, post_as, sign_up
 
 PRODUCTION_LIKE = {"rate_limit_scale": 0.1}
 
@@ -86,10 +86,11 @@ async def test_accepting_an_invitation_is_refused_before_joining_when_the_budget
     # given: an invitation to someone whose address has had ten logins already
     client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     owner = await sign_up(client, "owner@example.com")
-    invited = await client.post(
+    invited = await post_as(
+        client,
+        owner,
         "/api/v1/team/invitations",
-        json={"email": "new@example.com", "roleId": "role_viewer"},
-        headers=owner.headers,
+        {"email": "new@example.com", "roleId": "role_viewer"},
     )
     assert invited.status == 201, await invited.text()
     link = (await _mails(client, "new@example.com"))[0]["link"]

@@ -12,7 +12,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.persistence.statements import Statement
-from tests.helpers import Member, add_member, assert_envelope, create_payment, sign_up
+from tests.helpers import Member, add_member, assert_envelope, create_payment, post_as, sign_up
 from tests.log_guard import remember
 from tests.money import services
 
@@ -87,10 +87,8 @@ async def test_a_custom_roles_new_scopes_take_effect_on_the_next_request(
 
 
 async def create_payment_status(client: TestClient[Any, Any], member: Member) -> int:
-    response = await client.post(
-        "/api/v1/merchant/payments",
-        json={"amountMinor": "100", "currency": "USD"},
-        headers=member.headers,
+    response = await post_as(
+        client, member, "/api/v1/merchant/payments", {"amountMinor": "100", "currency": "USD"}
     )
     return response.status
 

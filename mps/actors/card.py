@@ -15,7 +15,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mps.actors.commits import undo_on_failure
-from mps.actors.company.messages import Book, RequestApproval
+from mps.actors.company.approvals import RequestApproval
+from mps.actors.company.ledger import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import AsyncioActor, Reload

@@ -13,6 +13,15 @@ counted for addresses with and without an account alike, so a 429 tells nothing 
 A sign-up creates nothing but its login: the login carries the company to create, and the
 company and its owner's membership are made when the code is entered (`verify_code`), so
 signing up with someone else's address attaches nothing to them.
+
+Writes: a login belongs to no company yet, so the sign-in flow has no actor of its own. Its
+writes (a login created, a fresh code, a code spent, a wrong code counted) are the statements
+of one named store, `mps.persistence.login_store`, each handed to the writer
+(`services.actors.commit`, mps.actors.persistence) as a unit of its own; the checks they make
+are conditions inside those statements, which is what keeps them safe without an actor to
+serialize them. Everything else it changes (the company a sign-up creates, sessions) is asked
+of the company actor that owns it. It reads through `mps.persistence.queries.members`, and
+holds no SQL.
 """
 
 from __future__ import annotations
@@ -25,7 +34,6 @@ from typing import Any
 
 from mps.actors.company import CreateCompany, OpenSession, RevokeSession
 from mps.adapters.mail import Mail, MailFailed
-from mps.auth.limits import auth_limits
 from mps.auth.principals import SessionPrincipal
 from mps.auth.tokens import SessionClaims
 from mps.domain.audit import AuditContext
@@ -33,6 +41,7 @@ from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.scopes import builtin_role
 from mps.errors import BadRequest, Forbidden, NotFound, Unavailable
+from mps.limits import auth_limits
 from mps.persistence import login_store
 from mps.persistence.queries import members as q
 from mps.persistence.statements import Row

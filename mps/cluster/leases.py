@@ -1,6 +1,6 @@
-"""The per-user standard limit's authority in a cluster (mps.quota): the owner of the shard the
-user's key hashes to keeps the key's window, and the other nodes lease blocks of it through the
-shard's queue, as they pass requests on.
+"""The per-user standard limit's authority in a cluster (mps.limits.shared): the owner of the
+shard the user's key hashes to keeps the key's window, and the other nodes lease blocks of it
+through the shard's queue, as they pass requests on.
 
 When the owner cannot be asked (the broker is away, the shard is moving), a node still must not
 let a user past the limit: it then grants from a ledger of its own, holding the key to its part
@@ -16,8 +16,7 @@ import orjson
 from mps.cluster.node import ClusterNode
 from mps.domain.shards import shard_of
 from mps.errors import Unavailable
-from mps.limits import Limit
-from mps.quota import Grant, QuotaLedger
+from mps.limits import Grant, Limit, QuotaLedger
 
 __all__ = ["LEASE", "ClusterAuthority"]
 

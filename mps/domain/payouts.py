@@ -73,7 +73,7 @@ class Payout:
     failure_reason: str | None = None
     automatic: bool = False
     arrival_at: str | None = None
-    # When the bank takes the next step of an open payout (mps.actors.money).
+    # When the bank takes the next step of an open payout (mps.actors.schedulers.money).
     next_step_at: str | None = None
 
     @property

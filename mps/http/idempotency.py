@@ -16,6 +16,13 @@
    its in-flight marks), the second unit rolls back with `KeyAlreadyStored` and the second
    request replays the first one's response instead of creating a duplicate.
 5. Whatever happens, the key is released. A failed request stored nothing, so the key is free.
+
+Writes: the stored response is a statement of `mps.persistence.queries.idempotency`
+(`store_response`), committed in the unit of the change by the actor that makes it. The two
+written from the request's side, after its actor answered, are the same named statements handed
+to the writer (`services.actors.commit`): the late store of a response whose route stored
+nothing (`_store_late`), and the body replaced by a route that learns its answer after its
+commit (`replace_body`, mps.http.mailed). Neither holds SQL here.
 """
 
 from __future__ import annotations

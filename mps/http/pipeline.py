@@ -186,8 +186,9 @@ def _authorize(route: Route, principal: Principal | None) -> None:
 async def _apply_limits(call: Call) -> Verdict | None:
     """Count the request against every limit that applies; the tightest verdict is reported.
 
-    The standard limit holds across the cluster (`mps.quota`): it awaits only when this node
-    has no allowance left for the user. The others are counted on this node (`mps.limits`)."""
+    The standard limit holds across the cluster (`mps.limits.shared`): it awaits only when this
+    node has no allowance left for the user. The others are counted on this node
+    (`mps.limits.local`)."""
     services, route, principal = call.services, call.route, call.principal
     limiter = services.limiter
     if not limiter.enabled:

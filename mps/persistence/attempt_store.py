@@ -130,7 +130,7 @@ async def attempt_by_retry_key(
 
 async def unsettled_payments(db: Database, before: str, limit: int) -> list[Row]:
     """(company_id, payment_id) of payments holding an attempt IN_FLIGHT since before `before`:
-    their actors are woken so that activation settles it (mps.actors.expiry)."""
+    their actors are woken so that activation settles it (mps.actors.schedulers.expiry)."""
     return await db.fetch(
         "SELECT DISTINCT company_id, payment_id FROM checkout_attempts "
         "WHERE status = 'IN_FLIGHT' AND created_at < $1 ORDER BY company_id, payment_id LIMIT $2",

@@ -26,7 +26,7 @@ from aiohttp.typedefs import Handler, Middleware
 from playwright.async_api import Page, Request, async_playwright
 
 from tests.conftest import CHROMIUM_ARGS
-from tests.helpers import Member, assert_envelope, create_payment, sign_up
+from tests.helpers import Member, assert_envelope, create_payment, post_as, sign_up
 from tests.pages.browser import record_violations
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
@@ -386,10 +386,11 @@ async def _secret_key(client: TestClient[Any, Any], member: Member) -> str:
         "/api/v1/merchant/settings", json={"apiKeyAccess": True}, headers=member.headers
     )
     assert settings.status == 200, await settings.text()
-    created = await client.post(
+    created = await post_as(
+        client,
+        member,
         "/api/v1/merchant/api-keys",
-        json={"name": "explorer", "scopes": ["payments:read", "payments:write"]},
-        headers=member.headers,
+        {"name": "explorer", "scopes": ["payments:read", "payments:write"]},
     )
     assert created.status == 201, await created.text()
     key: str = (await created.json())["key"]

@@ -13,6 +13,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up
+from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
 
@@ -23,13 +24,8 @@ async def _owned_objects(client: TestClient[Any, Any], owner: Member) -> dict[st
     assert (await pay(client, payment["reference"])).status == 200
     customers = await client.get("/api/v1/merchant/customers", headers=owner.headers)
     customer_id = (await customers.json())["data"][0]["id"]
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "server", "scopes": ["analytics:read"]},
-        headers=owner.headers,
-    )
-    key = await created.json()
-    ping = await client.get("/api/v1/developer/ping", headers=_bearer(key["key"]))
+    key = await create_key(client, owner, ["analytics:read"], "server")
+    ping = await client.get("/api/v1/developer/ping", headers=bearer(key["key"]))
     assert ping.status == 200
     return {
         "payment": payment["id"],
@@ -37,10 +33,6 @@ async def _owned_objects(client: TestClient[Any, Any], owner: Member) -> dict[st
         "key": key["id"],
         "secret": key["key"],
     }
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def _reads(objects: dict[str, str]) -> list[str]:
@@ -112,7 +104,7 @@ async def test_another_company_cannot_cancel_a_payment_or_revoke_a_key_and_both_
     assert (await still.json())["status"] == "PENDING"
     keys = await client.get("/api/v1/merchant/api-keys", headers=owner.headers)
     assert [k["revokedAt"] for k in (await keys.json())["data"]] == [None]
-    ping = await client.get("/api/v1/developer/ping", headers=_bearer(objects["secret"]))
+    ping = await client.get("/api/v1/developer/ping", headers=bearer(objects["secret"]))
     assert ping.status == 200
 
 
@@ -161,7 +153,7 @@ async def test_a_live_mode_session_cannot_reach_test_mode_objects_by_id_or_list(
     switched = await client.post(
         "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
     )
-    live = _bearer((await switched.json())["sessionToken"])
+    live = bearer((await switched.json())["sessionToken"])
 
     # when
     reads = [await client.get(path, headers=live) for path in _reads(objects)[:3]]
@@ -185,19 +177,14 @@ async def test_a_test_key_cannot_drive_another_companys_payment_through_the_sand
     owner = await sign_up(client)
     stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
     payment = await create_payment(client, owner)
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["payments:write"]},
-        headers=stranger.headers,
-    )
-    key = (await created.json())["key"]
+    key = (await create_key(client, stranger, ["payments:write"]))["key"]
 
     # when the stranger simulates each transition on the owner's payment
     answers = [
         await client.post(
             f"/api/v1/developer/sandbox/{kind}",
             json={"paymentId": payment["id"]},
-            headers=_bearer(key),
+            headers=bearer(key),
         )
         for kind in ("payment.completed", "payment.expired", "payment.reversed")
     ]

@@ -22,7 +22,8 @@ from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import Member, assert_envelope, latest_code, sign_up
+from tests.helpers import Member, assert_envelope, latest_code, post_as, sign_up
+from tests.keys import bearer
 
 pytestmark = pytest.mark.both_backends
 
@@ -34,10 +35,6 @@ KEY_ROUTES = [r for r in ROUTES if r.auth is Auth.API_KEY]
 def _url(route: Route) -> str:
     """The route's path with every parameter filled with an id that names nothing."""
     return re.sub(r"\{[^}]+\}", "x_0000000000", route.full_path)
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def _claims(member: Member, **changes: Any) -> dict[str, Any]:
@@ -62,7 +59,7 @@ async def _key(client: TestClient[Any, Any], member: Member, **body: Any) -> dic
 
 
 async def _me(client: TestClient[Any, Any], token: str) -> Any:
-    return await client.get("/api/v1/auth/me", headers=_bearer(token))
+    return await client.get("/api/v1/auth/me", headers=bearer(token))
 
 
 async def test_tokens_forged_with_the_right_key_but_wrong_claims_are_refused(
@@ -156,17 +153,15 @@ async def test_a_session_replaced_by_a_mode_switch_cannot_write(
     assert switched.status == 200
 
     # when the old test-mode token tries to create a payment
-    response = await client.post(
-        "/api/v1/merchant/payments",
-        json={"amountMinor": "100", "currency": "USD"},
-        headers=member.headers,
+    response = await post_as(
+        client, member, "/api/v1/merchant/payments", {"amountMinor": "100", "currency": "USD"}
     )
 
     # then
     assert response.status == 401
     listed = await client.get(
         "/api/v1/merchant/payments",
-        headers=_bearer((await switched.json())["sessionToken"]),
+        headers=bearer((await switched.json())["sessionToken"]),
     )
     assert (await listed.json())["data"] == []
 
@@ -184,7 +179,7 @@ async def test_an_api_key_is_refused_on_every_session_route(
     for key in keys:
         for route in SESSION_ROUTES:
             # when
-            response = await client.request(route.method, _url(route), headers=_bearer(key))
+            response = await client.request(route.method, _url(route), headers=bearer(key))
 
             # then
             assert response.status == 401, (key[:8], route.full_path)
@@ -214,7 +209,7 @@ async def test_a_revoked_key_is_refused_by_the_sandbox_too(client: TestClient[An
     response = await client.post(
         "/api/v1/developer/sandbox/payment.completed",
         json={"paymentId": "pay_0000000000"},
-        headers=_bearer(key["key"]),
+        headers=bearer(key["key"]),
     )
 
     # then
@@ -229,7 +224,7 @@ async def test_a_key_altered_in_its_secret_part_is_refused(client: TestClient[An
     altered = key[:-1] + ("A" if last != "A" else "B")
 
     for candidate in (altered, key.replace("sk_test_", "sk_live_"), key + "0"):
-        response = await client.get("/api/v1/developer/ping", headers=_bearer(candidate))
+        response = await client.get("/api/v1/developer/ping", headers=bearer(candidate))
 
         assert response.status == 401, candidate[:8]
 

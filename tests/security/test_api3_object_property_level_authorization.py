@@ -18,7 +18,8 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.routes import all_routes
 from mps.http.routing import Auth
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, post_as, sign_up
+from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
 
@@ -26,10 +27,6 @@ BODY_ROUTES = [r for r in all_routes(development=True) if r.body is not None]
 CARD_NUMBER = str(TEST_CARD["number"])
 # Names a stored secret or a card's full details would go by, in any casing.
 SECRET_NAMES = re.compile(r"hash|secret|password|cvc|^number$|cardnumber|^pan$|^otp$", re.I)
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def _names(value: Any) -> Iterator[str]:
@@ -55,13 +52,8 @@ async def test_an_unknown_field_is_refused_on_every_route_that_takes_a_body(
     # given a credential for each kind of route, and a payment to pay
     member = await sign_up(client)
     payment = await create_payment(client, member)
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["payments:write"]},
-        headers=member.headers,
-    )
-    key = (await created.json())["key"]
-    credential = {Auth.SESSION: member.headers, Auth.API_KEY: _bearer(key), Auth.PUBLIC: {}}
+    key = (await create_key(client, member, ["payments:write"]))["key"]
+    credential = {Auth.SESSION: member.headers, Auth.API_KEY: bearer(key), Auth.PUBLIC: {}}
     params = {
         "reference": payment["reference"],
         "kind": "payment.completed",
@@ -107,10 +99,11 @@ async def test_a_payment_cannot_be_created_with_a_server_owned_property(
     member = await sign_up(client)
 
     # when
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/payments",
-        json={"amountMinor": "2500", "currency": "USD", **field},
-        headers=member.headers,
+        {"amountMinor": "2500", "currency": "USD", **field},
     )
 
     # then
@@ -164,17 +157,18 @@ async def test_an_api_key_cannot_be_created_with_a_chosen_secret_or_owner(
 
     for attempt in attempts:
         # when
-        response = await client.post(
+        response = await post_as(
+            client,
+            member,
             "/api/v1/merchant/api-keys",
-            json={"name": "ci", "scopes": ["analytics:read"], **attempt},
-            headers=member.headers,
+            {"name": "ci", "scopes": ["analytics:read"], **attempt},
         )
 
         # then
         assert response.status == 400, attempt
     listed = await client.get("/api/v1/merchant/api-keys", headers=member.headers)
     assert (await listed.json())["data"] == []
-    assert (await client.get("/api/v1/developer/ping", headers=_bearer(chosen))).status == 401
+    assert (await client.get("/api/v1/developer/ping", headers=bearer(chosen))).status == 401
 
 
 @pytest.mark.parametrize(
@@ -213,13 +207,8 @@ async def test_no_response_shows_a_stored_secret_or_a_full_card(
 ) -> None:
     # given a key used once and a payment paid by card
     member = await sign_up(client)
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["analytics:read"]},
-        headers=member.headers,
-    )
-    key = await created.json()
-    assert (await client.get("/api/v1/developer/ping", headers=_bearer(key["key"]))).status == 200
+    key = await create_key(client, member, ["analytics:read"])
+    assert (await client.get("/api/v1/developer/ping", headers=bearer(key["key"]))).status == 200
     payment = await create_payment(client, member, customerEmail="buyer@example.com")
     paid = await pay(client, payment["reference"])
     customers = await client.get("/api/v1/merchant/customers", headers=member.headers)

@@ -18,7 +18,8 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.routes import all_routes
 from mps.http.routing import Route
-from tests.helpers import Member, assert_envelope, create_payment, latest_code, sign_up
+from tests.helpers import Member, assert_envelope, create_payment, latest_code, post_as, sign_up
+from tests.keys import bearer
 
 pytestmark = pytest.mark.both_backends
 
@@ -34,15 +35,12 @@ def _url(route: Route) -> str:
     return re.sub(r"\{[^}]+\}", "x_0000000000", route.full_path)
 
 
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
 async def _api_key(client: TestClient[Any, Any], member: Member) -> str:
-    created = await client.post(
+    created = await post_as(
+        client,
+        member,
         "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["analytics:read", "payments:write"]},
-        headers=member.headers,
+        {"name": "ci", "scopes": ["analytics:read", "payments:write"]},
     )
     key: str = (await created.json())["key"]
     return key
@@ -66,7 +64,7 @@ async def test_a_body_over_one_mebibyte_is_413_on_every_kind_of_route(
         ("/api/v1/merchant/payments", member.headers),
         ("/api/v1/merchant/api-keys", member.headers),
         (f"/api/v1/checkout/{payment['reference']}/pay", {}),
-        ("/api/v1/developer/sandbox/payment.completed", _bearer(key)),
+        ("/api/v1/developer/sandbox/payment.completed", bearer(key)),
     ]
 
     for path, headers in targets:
@@ -129,10 +127,11 @@ async def test_wide_json_under_the_size_limit_is_refused(client: TestClient[Any,
 
     for metadata in (many_keys, long_key, long_value):
         # when
-        response = await client.post(
+        response = await post_as(
+            client,
+            member,
             "/api/v1/merchant/payments",
-            json={"amountMinor": "100", "currency": "USD", "customMetadata": metadata},
-            headers=member.headers,
+            {"amountMinor": "100", "currency": "USD", "customMetadata": metadata},
         )
 
         # then
@@ -222,7 +221,7 @@ async def test_an_api_key_is_throttled_on_the_developer_limit(
     key = await _api_key(limited, member)
 
     throttled = await _until_throttled(
-        lambda: limited.get("/api/v1/developer/ping", headers=_bearer(key))
+        lambda: limited.get("/api/v1/developer/ping", headers=bearer(key))
     )
 
     await _assert_throttled(throttled)

@@ -16,7 +16,8 @@ from aiohttp.test_utils import TestClient
 from mps.domain.scopes import BUILTIN_ROLES
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import add_member, assert_envelope, sign_up
+from tests.helpers import add_member, assert_envelope, post_as, sign_up
+from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
 
@@ -27,10 +28,6 @@ SCOPED_ROUTES = [
 
 def _url(route: Route) -> str:
     return re.sub(r"\{[^}]+\}", "x_0000000000", route.full_path)
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 @pytest.mark.parametrize("role_id", ["role_admin", "role_finance", "role_developer", "role_viewer"])
@@ -63,7 +60,7 @@ async def test_a_viewer_cannot_write_after_switching_mode(client: TestClient[Any
     switched = await client.post(
         "/api/v1/auth/session/mode", json={"mode": "live"}, headers=viewer.headers
     )
-    live = _bearer((await switched.json())["sessionToken"])
+    live = bearer((await switched.json())["sessionToken"])
 
     # when
     created = await client.post(
@@ -87,16 +84,9 @@ async def test_a_viewer_cannot_revoke_the_owners_key_or_cancel_their_payment(
     # given the owner's key and payment, and a viewer of the same company who can see both
     owner = await sign_up(client)
     viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["analytics:read"]},
-        headers=owner.headers,
-    )
-    key = await created.json()
-    payment = await client.post(
-        "/api/v1/merchant/payments",
-        json={"amountMinor": "100", "currency": "USD"},
-        headers=owner.headers,
+    key = await create_key(client, owner, ["analytics:read"])
+    payment = await post_as(
+        client, owner, "/api/v1/merchant/payments", {"amountMinor": "100", "currency": "USD"}
     )
     payment_id = (await payment.json())["id"]
 
@@ -110,7 +100,7 @@ async def test_a_viewer_cannot_revoke_the_owners_key_or_cancel_their_payment(
 
     # then both are refused and nothing changed
     assert revoke.status == 403 and cancel.status == 403
-    ping = await client.get("/api/v1/developer/ping", headers=_bearer(key["key"]))
+    ping = await client.get("/api/v1/developer/ping", headers=bearer(key["key"]))
     assert ping.status == 200
     got = await client.get(f"/api/v1/merchant/payments/{payment_id}", headers=viewer.headers)
     assert (await got.json())["status"] == "PENDING"
@@ -125,17 +115,16 @@ async def test_a_developer_can_mint_keys_only_with_the_read_scopes_they_hold(
 
     # when they mint a key for each write scope they lack, and one with a read scope
     refused = [
-        await client.post(
+        await post_as(
+            client,
+            developer,
             "/api/v1/merchant/api-keys",
-            json={"name": "ci", "scopes": ["analytics:read", scope]},
-            headers=developer.headers,
+            {"name": "ci", "scopes": ["analytics:read", scope]},
         )
         for scope in ("payments:write", "team:write")
     ]
-    allowed = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "ci", "scopes": ["analytics:read"]},
-        headers=developer.headers,
+    allowed = await post_as(
+        client, developer, "/api/v1/merchant/api-keys", {"name": "ci", "scopes": ["analytics:read"]}
     )
 
     # then
@@ -170,7 +159,7 @@ async def test_a_publishable_key_with_every_scope_reaches_no_dashboard_function(
 
     for method, path, body in calls:
         # when
-        response = await client.request(method, path, json=body, headers=_bearer(key))
+        response = await client.request(method, path, json=body, headers=bearer(key))
 
         # then
         assert response.status == 401, path

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_envelope, create_payment, pay, sign_up
+from tests.helpers import assert_envelope, create_payment, pay, post_as, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -72,10 +72,11 @@ async def test_payment_urls_that_are_not_http_or_https_are_refused_with_400(
     member = await sign_up(client)
 
     # when a payment is created with a URL of another scheme
-    response = await client.post(
+    response = await post_as(
+        client,
+        member,
         "/api/v1/merchant/payments",
-        json={"amountMinor": "2500", "currency": "USD", field: url},
-        headers=member.headers,
+        {"amountMinor": "2500", "currency": "USD", field: url},
     )
 
     # then it is refused, naming the field, and nothing is stored

@@ -16,7 +16,8 @@ from aiohttp.test_utils import TestClient
 
 from mps.actors.company import CreateApiKey
 from mps.errors import Forbidden
-from tests.helpers import Member, add_member, assert_envelope, sign_up
+from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
+from tests.keys import allow_key_access, bearer, create_key
 from tests.money import paid_payment, services
 
 pytestmark = pytest.mark.both_backends
@@ -24,33 +25,11 @@ pytestmark = pytest.mark.both_backends
 PAYMENT = {"amountMinor": "2500", "currency": "USD"}
 
 
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
-
-
-async def _key_access(client: TestClient[Any, Any], owner: Member) -> None:
-    response = await client.patch(
-        "/api/v1/merchant/settings", json={"apiKeyAccess": True}, headers=owner.headers
-    )
-    assert response.status == 200, await response.text()
-
-
-async def _key(client: TestClient[Any, Any], member: Member, scopes: list[str]) -> dict[str, Any]:
-    response = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "backend", "scopes": scopes},
-        headers=member.headers,
-    )
-    body: dict[str, Any] = await response.json()
-    assert response.status == 201, body
-    return body
-
-
 async def _refund(client: TestClient[Any, Any], key: str, payment_id: str) -> Any:
     return await client.post(
         "/api/v1/merchant/refunds",
         json={"paymentId": payment_id, "amountMinor": "100"},
-        headers=_bearer(key),
+        headers=bearer(key),
     )
 
 
@@ -66,10 +45,12 @@ async def test_a_key_can_no_longer_create_payments_once_its_creator_is_downgrade
     # given an admin's key that has created a payment (so it is verified and cached)
     owner = await sign_up(client)
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
-    await _key_access(client, owner)
-    key = await _key(client, admin, ["payments:read", "payments:write", "refunds:write"])
+    await allow_key_access(client, owner)
+    key = await create_key(
+        client, admin, ["payments:read", "payments:write", "refunds:write"], "backend"
+    )
     before = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(key["key"])
+        "/api/v1/merchant/payments", json=PAYMENT, headers=bearer(key["key"])
     )
     assert before.status == 201, await before.text()
 
@@ -81,10 +62,10 @@ async def test_a_key_can_no_longer_create_payments_once_its_creator_is_downgrade
     )
     assert changed.status == 200, await changed.text()
     created = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(key["key"])
+        "/api/v1/merchant/payments", json=PAYMENT, headers=bearer(key["key"])
     )
     refunded = await _refund(client, key["key"], (await before.json())["id"])
-    read = await client.get("/api/v1/merchant/payments", headers=_bearer(key["key"]))
+    read = await client.get("/api/v1/merchant/payments", headers=bearer(key["key"]))
 
     # then the key writes nothing a viewer could not, and still reads what a viewer may
     assert created.status == 403
@@ -99,9 +80,7 @@ async def test_a_key_can_no_longer_create_payments_once_its_creator_is_downgrade
         json={"roleId": "role_admin"},
         headers=owner.headers,
     )
-    again = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(key["key"])
-    )
+    again = await client.post("/api/v1/merchant/payments", json=PAYMENT, headers=bearer(key["key"]))
     assert again.status == 201
     assert (await _listed(client, owner, key["id"]))["scopes"] == key["scopes"]
 
@@ -112,17 +91,18 @@ async def test_removing_a_member_revokes_their_keys_in_the_same_unit_and_audits_
     # given an admin with two keys (one each mode) that work, and the owner's own key
     owner = await sign_up(client)
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
-    await _key_access(client, owner)
-    key = await _key(client, admin, ["payments:write", "refunds:write"])
-    live = await client.post(
+    await allow_key_access(client, owner)
+    key = await create_key(client, admin, ["payments:write", "refunds:write"], "backend")
+    live = await post_as(
+        client,
+        admin,
         "/api/v1/merchant/api-keys",
-        json={"name": "live", "scopes": ["analytics:read"], "mode": "live"},
-        headers=admin.headers,
+        {"name": "live", "scopes": ["analytics:read"], "mode": "live"},
     )
     live_key = await live.json()
-    owners_key = await _key(client, owner, ["payments:write"])
+    owners_key = await create_key(client, owner, ["payments:write"], "backend")
     payment = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(key["key"])
+        "/api/v1/merchant/payments", json=PAYMENT, headers=bearer(key["key"])
     )
     assert payment.status == 201
 
@@ -130,12 +110,12 @@ async def test_removing_a_member_revokes_their_keys_in_the_same_unit_and_audits_
     removed = await client.delete(f"/api/v1/team/members/{admin.user_id}", headers=owner.headers)
     assert removed.status == 200, await removed.text()
     created = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(key["key"])
+        "/api/v1/merchant/payments", json=PAYMENT, headers=bearer(key["key"])
     )
     refunded = await _refund(client, key["key"], (await payment.json())["id"])
-    pinged = await client.get("/api/v1/developer/ping", headers=_bearer(live_key["key"]))
+    pinged = await client.get("/api/v1/developer/ping", headers=bearer(live_key["key"]))
     owners = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(owners_key["key"])
+        "/api/v1/merchant/payments", json=PAYMENT, headers=bearer(owners_key["key"])
     )
 
     # then the admin's keys are revoked (401) and the owner's is not
@@ -164,7 +144,7 @@ async def test_a_key_loses_what_its_creators_custom_role_loses_and_keeps_the_res
 ) -> None:
     # given a member whose custom role writes payments and refunds, and their key for both
     owner = await sign_up(client)
-    await _key_access(client, owner)
+    await allow_key_access(client, owner)
     role = await client.post(
         "/api/v1/team/roles",
         json={
@@ -178,7 +158,7 @@ async def test_a_key_loses_what_its_creators_custom_role_loses_and_keeps_the_res
     )  # fmt: skip
     role_id = (await role.json())["id"]
     cashier = await add_member(client, owner, "cashier@example.com", role_id)
-    key = await _key(client, cashier, ["payments:write", "refunds:write"])
+    key = await create_key(client, cashier, ["payments:write", "refunds:write"], "backend")
     paid = await paid_payment(client, owner, "10000")
     assert (await _refund(client, key["key"], paid["id"])).status == 201
 
@@ -191,7 +171,7 @@ async def test_a_key_loses_what_its_creators_custom_role_loses_and_keeps_the_res
     assert narrowed.status == 200, await narrowed.text()
     refunded = await _refund(client, key["key"], paid["id"])
     created = await client.post(
-        "/api/v1/merchant/payments", json=PAYMENT, headers=_bearer(key["key"])
+        "/api/v1/merchant/payments", json=PAYMENT, headers=bearer(key["key"])
     )
 
     # then the key can no longer refund, and still creates payments
@@ -208,8 +188,8 @@ async def test_the_key_and_the_key_list_name_who_created_each_key(
     developer = await add_member(client, owner, "dev@example.com", "role_developer")
 
     # when each makes one, and the owner revokes the developer's
-    owners = await _key(client, owner, ["payments:write"])
-    developers = await _key(client, developer, ["analytics:read"])
+    owners = await create_key(client, owner, ["payments:write"], "backend")
+    developers = await create_key(client, developer, ["analytics:read"], "backend")
     revoked = await client.post(
         f"/api/v1/merchant/api-keys/{developers['id']}/revoke", headers=owner.headers
     )

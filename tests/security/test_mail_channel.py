@@ -16,7 +16,7 @@ from mps.adapters.mail import DevMailbox, Mail, MailFailed, SmtpMailer
 from mps.bootstrap import Overrides
 from mps.config import ConfigError, load_settings
 from tests.conftest import Clock
-from tests.helpers import sign_up
+from tests.helpers import post_as, production_env, sign_up
 from tests.smtp import starttls_server
 
 SENDER = "Merchant Payments <no-reply@example.com>"
@@ -123,10 +123,11 @@ async def test_an_invoice_mailed_through_an_untrusted_relay_is_saved_and_says_it
         mailbox.relay = SmtpMailer(server.url, SENDER)
 
         # when
-        created = await client.post(
+        created = await post_as(
+            client,
+            owner,
             "/api/v1/merchant/invoices",
-            json={"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
-            headers=owner.headers,
+            {"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
         )
 
         # then: the invoice stands, the answer says its email failed, nothing was sent
@@ -150,18 +151,6 @@ async def test_an_invoice_mailed_through_an_untrusted_relay_is_saved_and_says_it
         assert (await fetched.json())["emailStatus"] == "SENT"
 
 
-def _production_env(**extra: str) -> dict[str, str]:
-    return {
-        "MPS_MODE": "production",
-        "MPS_DATABASE_URL": "postgresql://db/x",
-        "MPS_BROKER_URL": "amqp://mq",
-        "MPS_SESSION_SECRET": "s" * 40,
-        "MPS_ENCRYPTION_KEY": "e" * 40,
-        "MPS_SMTP_URL": "smtp://mail.example.com:587",
-        **extra,
-    }
-
-
 def test_the_smtp_ca_setting_is_loaded_at_start_and_a_wrong_one_stops_the_start(
     tmp_path: Path,
 ) -> None:
@@ -172,10 +161,10 @@ def test_the_smtp_ca_setting_is_loaded_at_start_and_a_wrong_one_stops_the_start(
 
     # when
     settings = load_settings(
-        ["--data-dir", str(tmp_path)], _production_env(MPS_SMTP_CA_FILE=ca_file)
+        ["--data-dir", str(tmp_path)], production_env(MPS_SMTP_CA_FILE=ca_file)
     )
     with pytest.raises(ConfigError, match="MPS_SMTP_CA_FILE"):
-        load_settings(["--data-dir", str(tmp_path)], _production_env(MPS_SMTP_CA_FILE=missing))
+        load_settings(["--data-dir", str(tmp_path)], production_env(MPS_SMTP_CA_FILE=missing))
 
     # then
     assert settings.smtp_ca_file == ca_file
@@ -188,4 +177,4 @@ def test_a_from_address_with_line_breaks_or_no_address_stops_the_start(
     tmp_path: Path, sender: str
 ) -> None:
     with pytest.raises(ConfigError, match="MPS_MAIL_FROM"):
-        load_settings(["--data-dir", str(tmp_path)], _production_env(MPS_MAIL_FROM=sender))
+        load_settings(["--data-dir", str(tmp_path)], production_env(MPS_MAIL_FROM=sender))

@@ -14,17 +14,14 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.persistence import approval_store
-from tests.helpers import Member, add_member, assert_envelope, sign_up
+from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
+from tests.keys import allow_key_access, bearer, create_key
 from tests.money import ACCOUNT, balance, paid_payment, services
 
 pytestmark = pytest.mark.both_backends
 
 # A member who runs payouts and the developer settings, but not the team.
 PAYOUT_CLERK = ["payouts:read", "payouts:write", "settings:read", "settings:write"]
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 async def _policy(client: TestClient[Any, Any], member: Member, action: str, threshold: str) -> Any:
@@ -43,23 +40,6 @@ async def _role(client: TestClient[Any, Any], owner: Member, name: str, scopes: 
     assert response.status == 201, body
     role_id: str = body["id"]
     return role_id
-
-
-async def _key_access(client: TestClient[Any, Any], member: Member) -> Any:
-    return await client.patch(
-        "/api/v1/merchant/settings", json={"apiKeyAccess": True}, headers=member.headers
-    )
-
-
-async def _key(client: TestClient[Any, Any], member: Member, scopes: list[str]) -> dict[str, Any]:
-    response = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={"name": "backend", "scopes": scopes},
-        headers=member.headers,
-    )
-    body: dict[str, Any] = await response.json()
-    assert response.status == 201, body
-    return body
 
 
 async def _vote(
@@ -92,8 +72,8 @@ async def _clerk_with_a_payout_key(
     assert (await _policy(client, owner, "payout.create", "1000")).status == 200
     role_id = await _role(client, owner, "payout clerk", PAYOUT_CLERK)
     clerk = await add_member(client, owner, "clerk@example.com", role_id)
-    assert (await _key_access(client, clerk)).status == 200
-    key = await _key(client, clerk, ["payouts:read", "payouts:write"])
+    await allow_key_access(client, clerk)
+    key = await create_key(client, clerk, ["payouts:read", "payouts:write"], "backend")
     return owner, clerk, key, account_id
 
 
@@ -110,7 +90,7 @@ async def test_a_member_cannot_approve_the_payout_they_requested_through_their_o
     held = await client.post(
         "/api/v1/merchant/payouts",
         json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=_bearer(key["key"]),
+        headers=bearer(key["key"]),
     )
     body = await held.json()
     assert held.status == 202, body
@@ -149,14 +129,14 @@ async def test_the_owner_cannot_approve_the_refund_they_requested_through_their_
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
     payment = await paid_payment(client, owner, "10000")
     assert (await _policy(client, owner, "refund.create", "2000")).status == 200
-    assert (await _key_access(client, owner)).status == 200
-    key = await _key(client, owner, ["refunds:read", "refunds:write"])
+    await allow_key_access(client, owner)
+    key = await create_key(client, owner, ["refunds:read", "refunds:write"], "backend")
 
     # when the key asks for a refund above the threshold and the owner approves it
     held = await client.post(
         "/api/v1/merchant/refunds",
         json={"paymentId": payment["id"], "amountMinor": "5000"},
-        headers=_bearer(key["key"]),
+        headers=bearer(key["key"]),
     )
     request = (await held.json())["approvalRequest"]
     own = await _vote(client, owner.headers, request["id"], "approve")
@@ -178,22 +158,23 @@ async def test_a_key_cannot_vote_on_an_approval_request_at_all(
 ) -> None:
     # given a request the owner made, and another member's key with the action's scope
     owner, _clerk, key, account = await _clerk_with_a_payout_key(client)
-    held = await client.post(
+    held = await post_as(
+        client,
+        owner,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=owner.headers,
+        {"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
     )
     request = (await held.json())["approvalRequest"]
 
     # when the key approves, rejects or cancels it
     answers = [
-        await _vote(client, _bearer(key["key"]), request["id"], decision)
+        await _vote(client, bearer(key["key"]), request["id"], decision)
         for decision in ("approve", "reject")
     ]
     answers.append(
         await client.post(
             f"/api/v1/team/approvals/requests/{request['id']}/cancel",
-            headers=_bearer(key["key"]),
+            headers=bearer(key["key"]),
         )
     )
 
@@ -216,7 +197,7 @@ async def test_the_person_behind_a_key_may_cancel_the_request_it_made_and_nobody
     held = await client.post(
         "/api/v1/merchant/payouts",
         json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=_bearer(key["key"]),
+        headers=bearer(key["key"]),
     )
     request = (await held.json())["approvalRequest"]
 
@@ -244,12 +225,13 @@ async def test_a_request_made_by_a_key_names_its_creator_when_read_and_when_load
     by_key = await client.post(
         "/api/v1/merchant/payouts",
         json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=_bearer(key["key"]),
+        headers=bearer(key["key"]),
     )
-    by_owner = await client.post(
+    by_owner = await post_as(
+        client,
+        owner,
         "/api/v1/merchant/payouts",
-        json={"amountMinor": "6000", "currency": "USD", "bankAccountId": account},
-        headers=owner.headers,
+        {"amountMinor": "6000", "currency": "USD", "bankAccountId": account},
     )
     key_request = (await by_key.json())["approvalRequest"]
     owner_request = (await by_owner.json())["approvalRequest"]

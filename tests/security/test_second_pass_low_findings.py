@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from mps.config import ConfigError, load_settings
 from mps.http.keys import SERVICES
 from mps.webhooks.targets import GuardedResolver, UnsafeTarget, check_url
-from tests.helpers import latest_code, sign_up
+from tests.helpers import latest_code, post_as, production_env, sign_up
 
 # "owner@example.com" with its letters in their full-width forms (U+FF41 onwards).
 FULL_WIDTH_OWNER = (
@@ -120,14 +120,7 @@ async def test_a_confusable_email_is_refused_rather_than_made_a_separate_person(
 def test_production_makes_its_data_directory_for_its_owner_only(tmp_path: Path) -> None:
     # given
     data_dir = tmp_path / "data"
-    env = {
-        "MPS_MODE": "production",
-        "MPS_DATABASE_URL": "postgresql://db/x",
-        "MPS_BROKER_URL": "amqp://mq",
-        "MPS_SESSION_SECRET": "s" * 40,
-        "MPS_ENCRYPTION_KEY": "e" * 40,
-        "MPS_SMTP_URL": "smtp://mail.example.com:587",
-    }
+    env = production_env()
 
     # when
     load_settings(["--data-dir", str(data_dir)], env)
@@ -152,11 +145,8 @@ async def test_registering_a_webhook_endpoint_with_a_trailing_dot_host_is_a_400(
 ) -> None:
     owner = await sign_up(client)
 
-    response = await client.post(
-        "/api/v1/merchant/webhooks",
-        json={"url": "https://hooks.example.com./events", "events": ["*"]},
-        headers=owner.headers,
-    )
+    endpoint = {"url": "https://hooks.example.com./events", "events": ["*"]}
+    response = await post_as(client, owner, "/api/v1/merchant/webhooks", endpoint)
 
     assert response.status == 400
     assert (await response.json())["errors"][0]["field"] == "url"

@@ -17,68 +17,62 @@ audit entries). So one merchant's traffic never queues behind database round tri
 burst, audited writes included (mps.actors.company.audit), shares group commits.
 
 The package is split by capability: `actor` (activation, dispatch, passivation), `state` (what
-the actor holds, which every handler takes), `messages` (the commands and their replies), and
-one module of handlers each for `members` (the company, its members and settings), `sessions`,
-`api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one), `webhooks`
-(endpoints, replayed deliveries, company events), `ledger` (every money movement of the
-company, committed here and nowhere else), `payouts` (bank accounts and payouts) and
-`invoices` (numbering and creating invoices; an invoice's own actor changes it afterwards),
-`team` (custom roles, role changes, removals, the ownership transfer), `kyc` (documents and
-reviews moving the identity-verification status) and `audit` (the hash chain every audited
-change is appended to, in its own unit).
+the actor holds, which every handler takes), and one module each, holding its commands (with
+what each replies) beside their handlers, for `members` (the company, its members and settings),
+`sessions`, `api_keys`, `claims` (Idempotency-Key claims), `payments` (creating one), `webhooks`
+(endpoints, replayed deliveries, company events), `ledger` (every money movement of the company,
+committed here and nowhere else), `payouts` (bank accounts and payouts, its commands in
+`payouts_messages`) and `invoices` (numbering and creating invoices; an invoice's own actor
+changes it afterwards), `team` (custom roles, role changes, removals, the ownership transfer),
+`kyc` (documents and reviews moving the identity-verification status) and `audit` (the hash
+chain every audited change is appended to, in its own unit).
 """
 
 from mps.actors.company.actor import CompanyActor
-from mps.actors.company.messages import (
-    AcceptInvitation,
-    AddMember,
-    AdvancePayout,
-    Balances,
-    Book,
+from mps.actors.company.api_keys import CreateApiKey, RevokeApiKey
+from mps.actors.company.approvals import (
     CancelApproval,
-    CancelPayout,
-    ChangeMemberRole,
-    ClaimKey,
-    CreateApiKey,
-    CreateBankAccount,
-    CreateCompany,
-    CreateEndpoint,
-    CreateInvitation,
-    CreateInvoice,
-    CreatePayment,
-    CreatePayout,
-    CreateRole,
-    DecideInvitation,
-    DecideKyc,
-    DeleteBankAccount,
-    DeleteEndpoint,
-    DeleteRole,
-    EmitEvent,
     ExpireApproval,
     FailApproval,
     ForgetApproval,
-    IssueCard,
-    IssuedCard,
-    NewInvoice,
-    OpenSession,
-    PayoutOutcome,
-    RecordAudit,
-    RecordDeliveries,
-    RecordKycDocument,
-    ReleaseKey,
-    RemoveMember,
     RequestApproval,
-    RevokeApiKey,
-    RevokeSession,
-    RotateEndpointSecret,
-    RunPayoutSchedule,
     SetPolicy,
-    Settle,
-    TransferOwnership,
-    UpdateEndpoint,
-    UpdateRole,
-    UpdateSettings,
     VoteOnApproval,
+)
+from mps.actors.company.audit import RecordAudit
+from mps.actors.company.cards import IssueCard, IssuedCard
+from mps.actors.company.claims import ClaimKey, ReleaseKey
+from mps.actors.company.invitations import AcceptInvitation, CreateInvitation, DecideInvitation
+from mps.actors.company.invoices import CreateInvoice, NewInvoice
+from mps.actors.company.kyc import DecideKyc, RecordKycDocument
+from mps.actors.company.ledger import Balances, Book, Settle
+from mps.actors.company.members import AddMember, CreateCompany, UpdateSettings
+from mps.actors.company.payments import CreatePayment
+from mps.actors.company.payouts_messages import (
+    AdvancePayout,
+    CancelPayout,
+    CreateBankAccount,
+    CreatePayout,
+    DeleteBankAccount,
+    PayoutOutcome,
+    RunPayoutSchedule,
+)
+from mps.actors.company.sessions import OpenSession, RevokeSession
+from mps.actors.company.team import (
+    ChangeMemberRole,
+    CreateRole,
+    DeleteRole,
+    RemoveMember,
+    TransferOwnership,
+    UpdateRole,
+)
+from mps.actors.company.webhooks import (
+    CreateEndpoint,
+    DeleteEndpoint,
+    EmitEvent,
+    RecordDeliveries,
+    RotateEndpointSecret,
+    UpdateEndpoint,
 )
 
 __all__ = [

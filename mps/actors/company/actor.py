@@ -25,55 +25,51 @@ from mps.actors.company import (
     team,
     webhooks,
 )
-from mps.actors.company.messages import (
-    AcceptInvitation,
-    AddMember,
-    AdvancePayout,
-    Balances,
-    Book,
+from mps.actors.company.api_keys import CreateApiKey, RevokeApiKey
+from mps.actors.company.approvals import (
     CancelApproval,
-    CancelPayout,
-    ChangeMemberRole,
-    ClaimKey,
-    CreateApiKey,
-    CreateBankAccount,
-    CreateCompany,
-    CreateEndpoint,
-    CreateInvitation,
-    CreateInvoice,
-    CreatePayment,
-    CreatePayout,
-    CreateRole,
-    DecideInvitation,
-    DecideKyc,
-    DeleteBankAccount,
-    DeleteEndpoint,
-    DeleteRole,
-    EmitEvent,
     ExpireApproval,
     FailApproval,
     ForgetApproval,
-    IssueCard,
-    OpenSession,
-    RecordAudit,
-    RecordDeliveries,
-    RecordKycDocument,
-    ReleaseKey,
-    RemoveMember,
     RequestApproval,
-    RevokeApiKey,
-    RevokeSession,
-    RotateEndpointSecret,
-    RunPayoutSchedule,
     SetPolicy,
-    Settle,
-    TransferOwnership,
-    UpdateEndpoint,
-    UpdateRole,
-    UpdateSettings,
     VoteOnApproval,
 )
+from mps.actors.company.audit import RecordAudit
+from mps.actors.company.cards import IssueCard
+from mps.actors.company.claims import ClaimKey, ReleaseKey
+from mps.actors.company.invitations import AcceptInvitation, CreateInvitation, DecideInvitation
+from mps.actors.company.invoices import CreateInvoice
+from mps.actors.company.kyc import DecideKyc, RecordKycDocument
+from mps.actors.company.ledger import Balances, Book, Settle
+from mps.actors.company.members import AddMember, CreateCompany, UpdateSettings
+from mps.actors.company.payments import CreatePayment
+from mps.actors.company.payouts_messages import (
+    AdvancePayout,
+    CancelPayout,
+    CreateBankAccount,
+    CreatePayout,
+    DeleteBankAccount,
+    RunPayoutSchedule,
+)
+from mps.actors.company.sessions import OpenSession, RevokeSession
 from mps.actors.company.state import CompanyState
+from mps.actors.company.team import (
+    ChangeMemberRole,
+    CreateRole,
+    DeleteRole,
+    RemoveMember,
+    TransferOwnership,
+    UpdateRole,
+)
+from mps.actors.company.webhooks import (
+    CreateEndpoint,
+    DeleteEndpoint,
+    EmitEvent,
+    RecordDeliveries,
+    RotateEndpointSecret,
+    UpdateEndpoint,
+)
 from mps.actors.context import ActorContext
 from mps.actors.references import References
 from mps.actors.runtime import AsyncioActor

@@ -9,16 +9,18 @@ Both commit detached: a key is nothing the actor holds.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import CreateApiKey, RevokeApiKey
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.auth.api_keys import generate_key, parse_key
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.scopes import unusable_key_scopes
@@ -26,7 +28,31 @@ from mps.errors import FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import company_store as store
 from mps.persistence.statements import Row
 
-__all__ = ["create_api_key", "revoke_api_key"]
+__all__ = ["CreateApiKey", "RevokeApiKey", "create_api_key", "revoke_api_key"]
+
+
+@dataclass(frozen=True)
+class CreateApiKey:
+    """Reply: (the key's row as stored, the full key shown once)."""
+
+    created_by: str
+    creator_scopes: frozenset[str]
+    name: str
+    type: str
+    mode: str
+    scopes: tuple[str, ...]
+    idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RevokeApiKey:
+    """Reply: the key's row after revocation. `key` is the row as the caller read it (404 before
+    asking when there is none), so the turn can present the result without a read."""
+
+    key: Row
+    idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
 
 
 def create_api_key(state: CompanyState, command: CreateApiKey) -> Detached:

@@ -2,9 +2,10 @@
 
 The company actor decides every vote against the requests it holds (loaded at activation), so
 two members voting at once are counted one after the other. A request that reaches its
-approvals becomes APPROVED; its action then runs outside this actor (mps.actors.approvals),
-through the same command as a direct call, with one more statement in its unit: APPROVED ->
-EXECUTED, guarded by the status, so the action commits at most once.
+approvals becomes APPROVED; its action then runs outside this actor
+(mps.actors.schedulers.approvals), through the same command as a direct call, with one more
+statement in its unit: APPROVED -> EXECUTED, guarded by the status, so the action commits at
+most once.
 
 Every command decides in the turn and commits detached. A policy, and a request's new status,
 are held from the turn on, so the next command is decided against them; should the commit
@@ -15,26 +16,19 @@ already made on top of them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import (
-    CancelApproval,
-    ExpireApproval,
-    FailApproval,
-    ForgetApproval,
-    RequestApproval,
-    SetPolicy,
-    VoteOnApproval,
-)
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.domain import approvals as rules
 from mps.domain.approvals import APPROVAL_TTL, ApprovalRequest, Policy, Vote
-from mps.domain.audit import SYSTEM, AuditEntry
+from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import Conflict, Forbidden, NotFound, Unavailable
@@ -43,6 +37,13 @@ from mps.persistence.statements import Statement
 from mps.representations.approvals import approval_json
 
 __all__ = [
+    "CancelApproval",
+    "ExpireApproval",
+    "FailApproval",
+    "ForgetApproval",
+    "RequestApproval",
+    "SetPolicy",
+    "VoteOnApproval",
     "cancel_approval",
     "expire_approval",
     "fail_approval",
@@ -51,6 +52,80 @@ __all__ = [
     "set_policy",
     "vote_on_approval",
 ]
+
+
+@dataclass(frozen=True)
+class SetPolicy:
+    """Reply: the Policy as set."""
+
+    policy: Policy
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RequestApproval:
+    """Reply: the new PENDING ApprovalRequest when the action is above its policy's threshold
+    (committed with its approval.requested event), else None: run the action now."""
+
+    mode: str
+    action: str
+    currency: str
+    amount_minor: int
+    payload: dict[str, Any]
+    requested_by: str
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class VoteOnApproval:
+    """Reply: the request after the vote (PENDING, APPROVED or REJECTED)."""
+
+    mode: str
+    request_id: str
+    voter: str
+    voter_scopes: frozenset[str]
+    decision: str  # approve | reject
+    comment: str | None = None
+    audit: AuditContext = SYSTEM
+    # Stored with the vote unless the vote approves: the response is then the request as the
+    # action leaves it, stored in the action's unit (mps.actors.schedulers.approvals.ApprovalGuard).
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class CancelApproval:
+    """Reply: the CANCELLED request; only its requester may."""
+
+    mode: str
+    request_id: str
+    user_id: str
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class ExpireApproval:
+    """Reply: the EXPIRED request, or None when it is not PENDING past its expiry."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class FailApproval:
+    """Reply: the FAILED request. The approved action ran and was refused with `error`."""
+
+    request_id: str
+    error: dict[str, Any]
+    # The approving vote's key: its response is this FAILED request.
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class ForgetApproval:
+    """Reply: None. The request's action committed (EXECUTED): it is no longer open."""
+
+    request_id: str
 
 
 def set_policy(state: CompanyState, command: SetPolicy) -> Detached:
@@ -188,7 +263,7 @@ def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Detached:
         statements.append(store.event(after, "approval.rejected", now, approval_json(after)))
     if command.idempotency is not None and after.status != "APPROVED":
         # An approving vote's response is the request as its action leaves it, stored in the
-        # action's own unit (mps.actors.approvals.ApprovalGuard).
+        # action's own unit (mps.actors.schedulers.approvals.ApprovalGuard).
         statements += command.idempotency.statements(after)
     action = "approval.approved" if command.decision == "approve" else "approval.rejected"
     audit = entry(

@@ -50,18 +50,29 @@ from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.commits import outcome_unknown
-from mps.actors.company.messages import RecordAudit
 from mps.actors.company.state import CompanyState, require_fresh
 from mps.actors.runtime import Detached
 from mps.domain import audit as chain
-from mps.domain.audit import AuditContext, AuditEntry, AuditHead
+from mps.domain.audit import SYSTEM, AuditContext, AuditEntry, AuditHead
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import Unavailable
 from mps.persistence.audit_store import ChainMoved, entry_insert
 from mps.persistence.statements import Row, Statement
 
-__all__ = ["RELINKS", "commit_audited", "entry", "record"]
+__all__ = ["RELINKS", "RecordAudit", "commit_audited", "entry", "record"]
+
+
+@dataclass(frozen=True)
+class RecordAudit:
+    """Reply: None, once the entry is on the trail. For an audited act that changes nothing
+    the company actor holds (revealing a card's details)."""
+
+    action: str
+    target: tuple[str, str]
+    details: dict[str, Any]
+    audit: AuditContext = SYSTEM
+
 
 # How many times a unit doomed by refusals before it is linked again; past that (refusals
 # landing one after the other, unheard of) it is answered 503.

@@ -8,28 +8,58 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import Any
 
-from mps.actors.company.approvals import request_approval
+from mps.actors.company.approvals import RequestApproval, request_approval
 from mps.actors.company.audit import entry
 from mps.actors.company.ledger import commit_movements, require_fresh
-from mps.actors.company.messages import IssueCard, IssuedCard, RequestApproval
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.domain import issuing as rules
 from mps.domain import purposes
 from mps.domain.approvals import needs_approval
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.cards import brand_of
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.domain.issuing import Card
+from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Movement
 from mps.errors import FieldError, Forbidden, ValidationFailed
 from mps.persistence import card_store as store
 from mps.persistence.statements import Statement
 from mps.representations.cards import card_json
 
-__all__ = ["CARD_CVC_PURPOSE", "CARD_NUMBER_PURPOSE", "issue_card"]
+__all__ = ["CARD_CVC_PURPOSE", "CARD_NUMBER_PURPOSE", "IssueCard", "IssuedCard", "issue_card"]
+
+
+@dataclass(frozen=True)
+class IssueCard:
+    """Reply: IssuedCard, once the card, its card.created event (and its funding from the
+    wallet, with card.funded) committed. A member card goes to `member_id`."""
+
+    mode: str
+    type: str  # member | company
+    currency: str
+    controls: Controls
+    cardholder_name: str | None = None
+    nickname: str | None = None
+    member_id: str | None = None
+    initial_funding_minor: int = 0
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+    # Who asks, for an approval request should the card.issue policy apply; None (an approved
+    # request being run) asks for none.
+    requested_by: str | None = None
+
+
+@dataclass(frozen=True)
+class IssuedCard:
+    card: Card
+    balance: int
+    events: list[dict[str, Any]]
+
 
 NUMBER_ATTEMPTS = 3
 # Sealing purposes (mps.domain.purposes): a sealed number opens only as a card number.

@@ -8,10 +8,27 @@ run under one key (a crash between claim and commit loses these marks).
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 
 from mps.actors.company.state import CompanyState
 
-__all__ = ["claim_key", "release_key"]
+__all__ = ["ClaimKey", "ReleaseKey", "claim_key", "release_key"]
+
+
+@dataclass(frozen=True)
+class ClaimKey:
+    """Reply: None when the key is now in flight for the caller, who must look for a stored
+    response (outside this actor) before running, and release the key when done; or an asyncio
+    future to await while another request holds the key, then claim again."""
+
+    key: str
+
+
+@dataclass(frozen=True)
+class ReleaseKey:
+    """The request holding the key finished; wake whoever waits for it."""
+
+    key: str
 
 
 def claim_key(state: CompanyState, key: str) -> asyncio.Future[None] | None:

@@ -9,15 +9,15 @@ the member in the same unit. Every commit is detached.
 from __future__ import annotations
 
 import secrets
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import AcceptInvitation, CreateInvitation, DecideInvitation
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.domain import team as rules
-from mps.domain.audit import AuditContext
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.invitations import INVITATION_TTL, Invitation
@@ -27,7 +27,47 @@ from mps.persistence import company_store
 from mps.persistence import invitation_store as store
 from mps.persistence.database import IntegrityConflict
 
-__all__ = ["accept_invitation", "create_invitation", "decide_invitation"]
+__all__ = [
+    "AcceptInvitation",
+    "CreateInvitation",
+    "DecideInvitation",
+    "accept_invitation",
+    "create_invitation",
+    "decide_invitation",
+]
+
+
+@dataclass(frozen=True)
+class CreateInvitation:
+    """Reply: (the PENDING Invitation, its token, to be sent only in the email's link)."""
+
+    email: str
+    role_id: str
+    invited_by: str
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+    # The account the email already has, if any (read by the caller): the actor, which holds
+    # the members, refuses to invite a member.
+    user_id: str | None = None
+
+
+@dataclass(frozen=True)
+class AcceptInvitation:
+    """Reply: the new member's user id. The membership and the ACCEPTED status commit in one
+    unit; 409 when the invitation is no longer PENDING or has expired."""
+
+    invitation: Invitation
+
+
+@dataclass(frozen=True)
+class DecideInvitation:
+    """Reply: the Invitation after. `status` REJECTED (the invitee) or REVOKED (a member)."""
+
+    invitation: Invitation
+    status: str
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
 
 
 def create_invitation(state: CompanyState, command: CreateInvitation) -> Detached:

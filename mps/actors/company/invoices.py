@@ -18,15 +18,16 @@ import functools
 import heapq
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import CreateInvoice
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
-from mps.domain.invoices import Invoice, TimelineEntry, automatic_number
+from mps.domain.invoices import Invoice, LineItem, TimelineEntry, automatic_number
 from mps.domain.money import MAX_AMOUNT_MINOR
 from mps.errors import Conflict, FieldError, ValidationFailed
 from mps.persistence.invoice_store import NumberTaken, invoice_insert
@@ -34,7 +35,34 @@ from mps.persistence.statements import Statement
 from mps.representations.invoices import hosted_url as link_for
 from mps.representations.invoices import invoice_json
 
-__all__ = ["create_invoice", "hosted_url"]
+__all__ = ["CreateInvoice", "NewInvoice", "create_invoice", "hosted_url"]
+
+
+@dataclass(frozen=True)
+class NewInvoice:
+    """A validated create request: `items`, or a single `amount_minor` (exactly one of them)."""
+
+    currency: str
+    customer_email: str
+    customer_name: str | None = None
+    items: tuple[LineItem, ...] | None = None
+    amount_minor: int | None = None
+    invoice_number: str | None = None
+    due_date: str | None = None
+    memo: str | None = None
+
+
+@dataclass(frozen=True)
+class CreateInvoice:
+    """Reply: the SENT Invoice, once committed with its timeline entry and invoice.sent event.
+    Numbered `INV-000001` upwards per mode unless `spec.invoice_number` is given (409
+    `duplicate` when another invoice of the mode has it)."""
+
+    mode: str
+    spec: NewInvoice
+    actor: str
+    idempotency: IdempotencyRecord | None = None
+
 
 logger = logging.getLogger(__name__)
 

@@ -6,7 +6,7 @@ its commit is detached."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -14,11 +14,11 @@ import orjson
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import DecideKyc, RecordKycDocument
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.domain import kyc as rules
-from mps.domain.audit import AuditEntry
+from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
 from mps.domain.company import Company
 from mps.domain.kyc import KycDocument, Review
@@ -27,7 +27,30 @@ from mps.persistence.company_store import company_update
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.statements import Statement
 
-__all__ = ["decide", "record_document"]
+__all__ = ["DecideKyc", "RecordKycDocument", "decide", "record_document"]
+
+
+@dataclass(frozen=True)
+class RecordKycDocument:
+    """Reply: (the document as stored, the mode's status after it). Its file is in object
+    storage already; the row, the status it moves and its audit entry commit together."""
+
+    document: KycDocument
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class DecideKyc:
+    """Reply: the event's body. A review decides the mode's status (mps.domain.kyc): an
+    operator's for live, the sandbox's for test."""
+
+    review: Review
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+    # Committed with the decision: the operator's request marked done, so that a request is
+    # carried out once however often it is seen.
+    extra: tuple[Statement, ...] = ()
 
 
 def _decision(

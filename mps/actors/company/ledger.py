@@ -20,22 +20,59 @@ same-key retry whose key was stored first) leaves them as they were: nobody else
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited
-from mps.actors.company.messages import Balances, Book, Settle
 from mps.actors.company.state import CompanyState, require_fresh
 from mps.actors.runtime import Detached
 from mps.domain.audit import AuditEntry
 from mps.domain.clock import iso
-from mps.domain.ledger import Balance, Movement
+from mps.domain.company import ModeSettings
+from mps.domain.ledger import Balance, Books, Movement
 from mps.errors import StaleWrite
 from mps.persistence.ledger_store import movement_statements
 from mps.persistence.statements import Statement
 
-__all__ = ["balances", "book", "commit_movements", "require_fresh", "settle"]
+__all__ = [
+    "Balances",
+    "Book",
+    "Settle",
+    "balances",
+    "book",
+    "commit_movements",
+    "require_fresh",
+    "settle",
+]
+
+
+@dataclass(frozen=True)
+class Book:
+    """Reply: the movements, once committed. Sent by a payment's actor for a change that moves
+    money: `decide` picks the movements from the company's books and the mode's settings (and
+    raises when the balance cannot take them), and `statements` is the caller's change, given
+    the movements, to commit in the same unit."""
+
+    mode: str
+    decide: Callable[[Books, ModeSettings], list[Movement]]
+    statements: Callable[[list[Movement]], Sequence[Statement]]
+
+
+@dataclass(frozen=True)
+class Settle:
+    """Reply: how many credits settled. Due credits the settlement scheduler found in storage,
+    as (mode, currency, payment id, amount)."""
+
+    due: tuple[tuple[str, str, str, int], ...]
+
+
+@dataclass(frozen=True)
+class Balances:
+    """Reply: [(currency, Balance)] as committed, for the mode."""
+
+    mode: str
 
 
 def book(state: CompanyState, command: Book) -> Detached:

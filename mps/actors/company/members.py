@@ -3,14 +3,15 @@ changing its settings. Each decides in the turn and commits detached."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from typing import Any
 
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import AddMember, CreateCompany, UpdateSettings
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.company import Company
 from mps.domain.ids import new_id
@@ -21,7 +22,44 @@ from mps.persistence import company_store as store
 from mps.persistence import payout_store
 from mps.persistence.database import IntegrityConflict
 
-__all__ = ["add_member", "create_company", "update_settings"]
+__all__ = [
+    "AddMember",
+    "CreateCompany",
+    "UpdateSettings",
+    "add_member",
+    "create_company",
+    "update_settings",
+]
+
+
+@dataclass(frozen=True)
+class CreateCompany:
+    """Reply: the owner's user id."""
+
+    name: str
+    owner_email: str
+    owner_name: str | None
+
+
+@dataclass(frozen=True)
+class AddMember:
+    """Reply: the member's user id. Creates the user when the email has no account yet; 409
+    when they are a member already. (Invitations accept through this.)"""
+
+    email: str
+    name: str | None
+    role_id: str
+
+
+@dataclass(frozen=True)
+class UpdateSettings:
+    """Reply: the company after the change. `changes` are already validated field values of
+    the mode's settings; `name`, when given, renames the company (shared by both modes)."""
+
+    mode: str
+    changes: dict[str, Any]
+    audit: AuditContext = SYSTEM
+    name: str | None = None
 
 
 def create_company(state: CompanyState, command: CreateCompany) -> Detached:

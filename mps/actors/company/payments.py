@@ -2,20 +2,32 @@
 
 from __future__ import annotations
 
-from mps.actors.company.messages import CreatePayment
+from dataclasses import dataclass
+
 from mps.actors.company.state import CompanyState
-from mps.actors.payment import Outcome, with_customer
+from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.payment.messages import Outcome, with_customer
 from mps.actors.references import commit_new_payment
 from mps.actors.runtime import Detached
 from mps.domain import payments as rules
 from mps.domain.ids import new_id
+from mps.domain.payments import NewPayment
 from mps.errors import FieldError, Forbidden, ValidationFailed
 from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.payment_store import customer_statements, event_statements, payment_insert
 from mps.persistence.statements import Statement
 from mps.representations.payments import payment_json
 
-__all__ = ["create_payment"]
+__all__ = ["CreatePayment", "create_payment"]
+
+
+@dataclass(frozen=True)
+class CreatePayment:
+    """Reply: an Outcome with the new PENDING payment and its payment.created event."""
+
+    mode: str
+    spec: NewPayment
+    idempotency: IdempotencyRecord | None = None
 
 
 def create_payment(state: CompanyState, command: CreatePayment) -> Detached:

@@ -18,17 +18,16 @@ from datetime import timedelta
 from typing import Any
 
 from mps.actors.commits import undo_on_failure
-from mps.actors.company.approvals import request_approval
+from mps.actors.company.approvals import RequestApproval, request_approval
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import commit_movements, require_fresh
-from mps.actors.company.messages import (
+from mps.actors.company.payouts_messages import (
     AdvancePayout,
     CancelPayout,
     CreateBankAccount,
     CreatePayout,
     DeleteBankAccount,
     PayoutOutcome,
-    RequestApproval,
     RunPayoutSchedule,
 )
 from mps.actors.company.state import CompanyState

@@ -5,20 +5,35 @@ while it commits."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import OpenSession, RevokeSession
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
 from mps.auth.tokens import SESSION_TTL
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import Forbidden
 from mps.persistence import company_store as store
 
-__all__ = ["open_session", "revoke_session"]
+__all__ = ["OpenSession", "RevokeSession", "open_session", "revoke_session"]
+
+
+@dataclass(frozen=True)
+class OpenSession:
+    """Reply: (session id, expiry). The user must be a member."""
+
+    user_id: str
+    mode: str
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RevokeSession:
+    session_id: str
 
 
 def open_session(state: CompanyState, command: OpenSession) -> Detached:

@@ -10,23 +10,17 @@ storage, and it is marked stale to reload before the next decision.
 from __future__ import annotations
 
 from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import (
-    ChangeMemberRole,
-    CreateRole,
-    DeleteRole,
-    RemoveMember,
-    TransferOwnership,
-    UpdateRole,
-)
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
 from mps.domain import team as rules
-from mps.domain.audit import AuditEntry
+from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.scopes import ADMIN_ROLE, BUILTIN_ROLES, OWNER_ROLE, Role
@@ -36,6 +30,12 @@ from mps.persistence import team_store as store
 from mps.persistence.statements import Statement
 
 __all__ = [
+    "ChangeMemberRole",
+    "CreateRole",
+    "DeleteRole",
+    "RemoveMember",
+    "TransferOwnership",
+    "UpdateRole",
     "change_member_role",
     "create_role",
     "delete_role",
@@ -43,6 +43,68 @@ __all__ = [
     "transfer_ownership",
     "update_role",
 ]
+
+
+@dataclass(frozen=True)
+class CreateRole:
+    """Reply: the new custom Role. `granter_scopes`: the creator's own scopes, its ceiling."""
+
+    name: str
+    scopes: frozenset[str]
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class UpdateRole:
+    """Reply: the Role after the change (None fields stay). 409 for a built-in role."""
+
+    role_id: str
+    name: str | None
+    scopes: frozenset[str] | None
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class DeleteRole:
+    """Reply: the Role as it was. 409 `role_in_use` while a member holds it."""
+
+    role_id: str
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class ChangeMemberRole:
+    """Reply: (user id, the new role id)."""
+
+    user_id: str
+    role_id: str
+    granter_scopes: frozenset[str]
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class RemoveMember:
+    """Reply: (user id, the role id they held). Their sessions in the company end. Refused
+    when the member holds scopes `granter_scopes` lacks (None: no such check, an operator)."""
+
+    user_id: str
+    audit: AuditContext = SYSTEM
+    granter_scopes: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class TransferOwnership:
+    """Reply: the new owner's user id. `owner` must hold the owner role; they become admin."""
+
+    owner: str
+    user_id: str
+    audit: AuditContext = SYSTEM
+    idempotency: IdempotencyRecord | None = None
+
 
 T = TypeVar("T")
 

@@ -27,7 +27,7 @@ incarnation of this actor, on this node or another) cannot take the company past
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from typing import Any
 
@@ -36,17 +36,10 @@ import orjson
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
-from mps.actors.company.messages import (
-    CreateEndpoint,
-    DeleteEndpoint,
-    EmitEvent,
-    RecordDeliveries,
-    RotateEndpointSecret,
-    UpdateEndpoint,
-)
 from mps.actors.company.state import CompanyState
+from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
-from mps.domain.audit import AuditEntry
+from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.webhooks import SECRET_PURPOSE
@@ -59,6 +52,12 @@ from mps.webhooks.signing import new_secret
 __all__ = [
     "MAX_ENDPOINTS",
     "ROTATION_OVERLAP",
+    "CreateEndpoint",
+    "DeleteEndpoint",
+    "EmitEvent",
+    "RecordDeliveries",
+    "RotateEndpointSecret",
+    "UpdateEndpoint",
     "create_endpoint",
     "delete_endpoint",
     "emit_event",
@@ -66,6 +65,67 @@ __all__ = [
     "rotate_secret",
     "update_endpoint",
 ]
+
+
+@dataclass(frozen=True)
+class CreateEndpoint:
+    """Reply: (the endpoint's row as stored, its secret shown once). `stored_count` is how many
+    endpoints the caller read for the mode, used until the actor counts them itself."""
+
+    mode: str
+    url: str
+    events: tuple[str, ...]
+    description: str | None
+    stored_count: int
+    idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class UpdateEndpoint:
+    """Reply: the endpoint's row after the change. `endpoint` is the row as the caller read it;
+    `changes` are validated column values (url, events, description, status)."""
+
+    endpoint: Row
+    changes: dict[str, Any]
+    idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RotateEndpointSecret:
+    """Reply: (the endpoint's row after, the new secret shown once)."""
+
+    endpoint: Row
+    idempotency: IdempotencyRecord | None = None
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class DeleteEndpoint:
+    """Reply: the row that was deleted."""
+
+    endpoint: Row
+    audit: AuditContext = SYSTEM
+
+
+@dataclass(frozen=True)
+class RecordDeliveries:
+    """Reply: the rows, once committed. New deliveries of a replay or a recovery."""
+
+    rows: tuple[Row, ...]
+    idempotency: IdempotencyRecord | None = None
+
+
+@dataclass(frozen=True)
+class EmitEvent:
+    """Reply: the event's body. An event about the company itself (webhook.ping)."""
+
+    mode: str
+    type: str
+    obj: dict[str, Any]
+    idempotency: IdempotencyRecord | None = None
+
 
 # Per company and mode, as Stripe's 16.
 MAX_ENDPOINTS = 16

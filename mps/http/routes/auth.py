@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from mps.auth import signin
-from mps.auth.limits import auth_limits
 from mps.http.mailed import mail_input
 from mps.http.replies import Resource
 from mps.http.resources import MEMBER_FIELDS, MODE, SESSION, resource
 from mps.http.routing import Auth, Call, LimitRule, Route
 from mps.http.schema import Array, Bool, Obj, Str
+from mps.limits import auth_limits
 
 __all__ = ["build"]
 

@@ -2,7 +2,7 @@
 
 A refund is created by its payment's actor, which checks the payment's state and what remains
 of it, and has the company's ledger reserve the amount in the same commit; the processor then
-completes or rejects it (mps.actors.money).
+completes or rejects it (mps.actors.schedulers.money).
 """
 
 from __future__ import annotations

@@ -16,8 +16,6 @@ between the deciding vote and the action).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from dataclasses import replace
 from typing import Any
 
@@ -31,8 +29,8 @@ from mps.actors.company import (
 )
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.payment import CreateRefund
-from mps.actors.periodic import Periodic
-from mps.actors.shards import ShardElsewhere, ShardRouter
+from mps.actors.schedulers.periodic import ShardPass
+from mps.actors.shards import ShardRouter
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import AuditContext
 from mps.domain.clock import Clock, iso
@@ -40,7 +38,6 @@ from mps.domain.issuing import Controls
 from mps.errors import Conflict, ServiceError, Unavailable
 from mps.persistence import approval_store as store
 from mps.persistence.database import Database
-from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Statement
 from mps.representations.approvals import approval_json
 from mps.representations.cards import card_json
@@ -48,7 +45,6 @@ from mps.representations.money import payout_json, refund_json
 
 __all__ = ["ApprovalGuard", "Approvals"]
 
-logger = logging.getLogger(__name__)
 BATCH = 200
 
 
@@ -96,13 +92,12 @@ def _shown(action: str, result: Any) -> dict[str, Any]:
     return card_json(result.card, result.balance)
 
 
-class Approvals(Periodic):
+class Approvals(ShardPass):
     def __init__(
         self, database: Database, shards: ShardRouter, clock: Clock, interval: float
     ) -> None:
-        super().__init__(interval)
+        super().__init__(shards, interval)
         self._database = database
-        self._shards = shards
         self._clock = clock
 
     async def execute(
@@ -185,18 +180,11 @@ class Approvals(Periodic):
         return await self.run_once() == BATCH
 
     async def run_once(self) -> int:
-        owned = sorted(self._shards.owned) if self._shards.clustered else None
-        scope = owned_companies("company_id", owned)
+        scope = self.scope("company_id")
         if scope is None:
             return 0
         rows = await store.open_due(self._database, iso(self._clock()), BATCH, scope)
-        mine = [r for r in rows if self._shards.owns(r["company_id"])]
-        results = await asyncio.gather(*(self._settle(r) for r in mine), return_exceptions=True)
-        for row, result in zip(mine, results, strict=True):
-            if isinstance(result, BaseException) and not isinstance(
-                result, ServiceError | ShardElsewhere
-            ):
-                logger.error("approval request %s: %s", row["id"], result, exc_info=result)
+        await self.each(rows, self._settle, "approval request %s failed")
         return len(rows)
 
     async def _settle(self, row: Any) -> None:

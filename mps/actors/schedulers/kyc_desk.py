@@ -23,7 +23,7 @@ from typing import Any
 
 from mps.actors.company import DecideKyc
 from mps.actors.context import ActorContext
-from mps.actors.periodic import Periodic
+from mps.actors.schedulers.periodic import ShardPass
 from mps.actors.shards import ShardElsewhere, ShardRouter
 from mps.domain import kyc as rules
 from mps.domain.audit import AuditContext
@@ -48,7 +48,7 @@ class DeskState:
     swept: int = 0
 
 
-class KycDesk(Periodic):
+class KycDesk(ShardPass):
     def __init__(
         self,
         context: ActorContext,
@@ -60,9 +60,8 @@ class KycDesk(Periodic):
         sweep_every: float = SWEEP_EVERY,
         orphan_age: timedelta = ORPHAN_AGE,
     ) -> None:
-        super().__init__(interval)
+        super().__init__(shards, interval)
         self._context = context
-        self._shards = shards
         self._objects = objects
         self._clock = clock
         self._sweep_every = sweep_every
@@ -80,7 +79,7 @@ class KycDesk(Periodic):
 
     async def review_requests(self) -> bool:
         """Carry out the open requests of the companies this node owns; True if more wait."""
-        owned = sorted(self._shards.owned) if self._shards.clustered else None
+        owned = self.owned()
         requests = await q.open_requests(self._context.database, owned)
         for request in requests:
             if self._shards.owns(request.company_id):

@@ -13,22 +13,18 @@ outside any actor's turn: the actors only apply the answers.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Sequence
 from datetime import timedelta
-from typing import Any
 
 from mps.actors.company import AdvancePayout, RunPayoutSchedule, Settle
 from mps.actors.company.payouts import BANK_ACCOUNT_NUMBER_PURPOSE
 from mps.actors.payment import SettleRefund
-from mps.actors.periodic import Periodic
-from mps.actors.shards import ShardElsewhere, ShardRouter
+from mps.actors.schedulers.periodic import ShardPass
+from mps.actors.shards import ShardRouter
 from mps.adapters.bank import Bank
 from mps.adapters.processor import Processor
 from mps.auth.keyring import Keyring
 from mps.domain.clock import Clock, iso
-from mps.errors import ServiceError
 from mps.persistence.database import Database
 from mps.persistence.queries import ledger as ledger_queries
 from mps.persistence.queries import payouts as payout_queries
@@ -37,13 +33,12 @@ from mps.persistence.statements import Row
 
 __all__ = ["MoneyWork"]
 
-logger = logging.getLogger(__name__)
 BATCH = 500
 # A processor or bank that does not answer in this time is asked again on a later pass.
 PROCESSOR_DEADLINE = 10.0
 
 
-class MoneyWork(Periodic):
+class MoneyWork(ShardPass):
     def __init__(
         self,
         database: Database,
@@ -55,9 +50,8 @@ class MoneyWork(Periodic):
         interval: float,
         batch: int = BATCH,
     ) -> None:
-        super().__init__(interval)
+        super().__init__(shards, interval)
         self._database = database
-        self._shards = shards
         self._clock = clock
         self._processors = processors
         self._banks = banks
@@ -85,7 +79,7 @@ class MoneyWork(Periodic):
         more than a minute (read from storage), and how long ago the last pass ran."""
         loop = asyncio.get_running_loop()
         minute_ago = iso(self._clock() - timedelta(minutes=1))
-        owned = self._owned()
+        owned = self.owned()
         late = (
             len(await ledger_queries.due_settlements(self._database, minute_ago, 100, owned))
             + len(await refund_queries.due(self._database, minute_ago, 100, owned))
@@ -98,22 +92,21 @@ class MoneyWork(Periodic):
             return {"status": "degraded", "detail": f"{late} pieces of work overdue; {ran}"}
         return {"status": "up", "detail": f"nothing overdue; {ran}"}
 
-    def _owned(self) -> list[int] | None:
-        return sorted(self._shards.owned) if self._shards.clustered else None
-
     async def settle_due(self) -> int:
         """Settle up to one batch of due credits; returns how many were found."""
         now = iso(self._clock())
-        rows = await ledger_queries.due_settlements(self._database, now, self._batch, self._owned())
+        rows = await ledger_queries.due_settlements(self._database, now, self._batch, self.owned())
+        # One Settle per company, carrying all of its due credits.
         by_company: dict[str, list[tuple[str, str, str, int]]] = defaultdict(list)
         for row in rows:
-            if self._shards.owns(row["company_id"]):
-                by_company[row["company_id"]].append(
-                    (row["mode"], row["currency"], row["payment_id"], int(row["amount_minor"]))
-                )
-        results = await self._each(
-            list(by_company),
-            [self._shards.ask_company(c, Settle(tuple(due))) for c, due in by_company.items()],
+            by_company[row["company_id"]].append(
+                (row["mode"], row["currency"], row["payment_id"], int(row["amount_minor"]))
+            )
+        results = await self.each(
+            [{"company_id": c, "due": tuple(due)} for c, due in by_company.items()],
+            lambda c: self._shards.ask_company(c["company_id"], Settle(c["due"])),
+            _FAILED,
+            name=_company,
         )
         self.settled += sum(r for r in results if isinstance(r, int))
         return len(rows)
@@ -121,9 +114,8 @@ class MoneyWork(Periodic):
     async def process_refunds(self) -> int:
         """Ask the processor about up to one batch of due refunds and apply its answers."""
         now = iso(self._clock())
-        rows = await refund_queries.due(self._database, now, self._batch, self._owned())
-        mine = [r for r in rows if self._shards.owns(r["company_id"])]
-        results = await self._each([r["id"] for r in mine], [self._decide_refund(r) for r in mine])
+        rows = await refund_queries.due(self._database, now, self._batch, self.owned())
+        results = await self.each(rows, self._decide_refund, _FAILED)
         self.refunds_decided += sum(1 for r in results if r is True)
         return len(rows)
 
@@ -144,25 +136,22 @@ class MoneyWork(Periodic):
     async def advance_payouts(self) -> int:
         """Take the bank's next step of up to one batch of open payouts that are due."""
         now = iso(self._clock())
-        rows = await payout_queries.due(self._database, now, self._batch, self._owned())
-        mine = [r for r in rows if self._shards.owns(r["company_id"])]
-        results = await self._each([r["id"] for r in mine], [self._step(r) for r in mine])
+        rows = await payout_queries.due(self._database, now, self._batch, self.owned())
+        results = await self.each(rows, self._step, _FAILED)
         self.payout_steps += sum(1 for r in results if r is True)
         return len(rows)
 
     async def run_schedules(self) -> int:
         """Start the automatic payouts whose schedule has come due."""
         now = iso(self._clock())
-        rows = await payout_queries.due_schedules(self._database, now, self._batch, self._owned())
-        mine = [r for r in rows if self._shards.owns(r["company_id"])]
-        await self._each(
-            [r["company_id"] for r in mine],
-            [
-                self._shards.ask_company(
-                    r["company_id"], RunPayoutSchedule(r["mode"], r["next_run_at"])
-                )
-                for r in mine
-            ],
+        rows = await payout_queries.due_schedules(self._database, now, self._batch, self.owned())
+        await self.each(
+            rows,
+            lambda r: self._shards.ask_company(
+                r["company_id"], RunPayoutSchedule(r["mode"], r["next_run_at"])
+            ),
+            _FAILED,
+            name=_company,
         )
         return len(rows)
 
@@ -190,12 +179,9 @@ class MoneyWork(Periodic):
         )
         return True
 
-    async def _each(self, names: Sequence[str], work: Sequence[Awaitable[Any]]) -> list[Any]:
-        """Run `work` together; log what failed for a reason other than someone else's win."""
-        results = await asyncio.gather(*work, return_exceptions=True)
-        for name, result in zip(names, results, strict=True):
-            if isinstance(result, ServiceError | ShardElsewhere):
-                continue  # another transition won, or the shard moved: its owner will do it
-            if isinstance(result, BaseException):
-                logger.error("money work for %s failed", name, exc_info=result)
-        return list(results)
+
+_FAILED = "money work for %s failed"
+
+
+def _company(row: Row) -> str:
+    return str(row["company_id"])

@@ -1,9 +1,9 @@
 """Sign-in rate limits (decisions 15): tight in production, relaxed in development.
 
 `signin_per_ip`, `otp_request` (per loginId) and `otp_verify` (per loginId) are route limits,
-counted on each node (`mps.limits.RateLimiter`). The two per-email limits are one person's
-budget whichever route or login is used, and are counted by the shared limiter
-(`mps.quota.SharedLimiter`), so they hold across the nodes of a cluster:
+counted on each node (`RateLimiter`, mps.limits.local). The two per-email limits are one
+person's budget whichever route or login is used, and are counted by the shared limiter
+(`SharedLimiter`, mps.limits.shared), so they hold across the nodes of a cluster:
 
 - `codes_per_email`: codes mailed to one address (sign-up, login, a fresh code, an accepted
   invitation), decisions 15's "OTP request, per email";
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mps.limits import Limit
+from mps.limits.windows import Limit
 
 __all__ = ["AuthLimits", "auth_limits"]
 

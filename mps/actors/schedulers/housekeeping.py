@@ -28,7 +28,7 @@ from datetime import timedelta
 from typing import NamedTuple
 
 from mps.actors.context import ActorContext
-from mps.actors.periodic import Periodic
+from mps.actors.schedulers.periodic import Periodic
 from mps.domain.clock import iso
 from mps.persistence import retention
 from mps.persistence.retention import Retention

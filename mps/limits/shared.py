@@ -11,8 +11,8 @@ the key's requests lease blocks of it and spend them in memory.
 
 Which node is a key's authority, and how a lease request reaches it, is the cluster's business:
 the limiter is handed an `Authority` callable. `LocalAuthority` answers from a ledger in this
-process, which makes one node count exactly as `mps.limits.RateLimiter` does (same remaining,
-same reset, same Retry-After).
+process, which makes one node count exactly as `RateLimiter` (mps.limits.local) does: both count
+in a `QuotaLedger` (mps.limits.windows).
 
 Why a window never grants more than its limit, whatever the latency: the ledger hands out at
 most `limit - count` per window, and a node keeps its tokens only until `sent + reset_in`, where
@@ -28,8 +28,8 @@ as it was granted so far in the window (so leases double while it stays busy), n
 its block (`block` of the limit, 10 %: 60 of 600). A node that sees one stray request leases
 one token, not sixty.
 
-Throttled: the ledger refuses with the window's end pushed out by the throttled-retry rule of
-`mps.limits` (`throttled_end`). The node then refuses by itself until that end and pushes its
+Throttled: the ledger refuses with the window's end pushed out by the throttled-retry rule
+(`throttled_end`). The node then refuses by itself until that end and pushes its
 copy out by the same rule for each further request, so a client hammering while throttled costs
 no authority call per request and waits exactly as long as on a single node.
 
@@ -40,9 +40,9 @@ lease, and the next miss asks again.
 
 `scale` (MPS_RATE_LIMIT_SCALE) applies on the node as in RateLimiter, 0 turning limiting off;
 the node sends the scaled limit and the ledger counts the limit it is given, so the nodes of a
-cluster must run with one scale. Both tables are bounded as RateLimiter's are: a key cap, a
-sweep of ended windows at most once per `sweep_every` when full, and past the cap one shared
-overflow window per limit for new keys.
+cluster must run with one scale. The node's leases are kept in the same bounded `Table` as the
+ledger's windows (a key cap, a sweep when full, an overflow lease per limit past the cap), swept
+of leases that ended with nothing waiting on them.
 """
 
 from __future__ import annotations
@@ -51,101 +51,14 @@ import asyncio
 import math
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 
 from mps.errors import RateLimited
-from mps.limits import Limit, Verdict, scaled, throttled_end
+from mps.limits.windows import Grant, Limit, QuotaLedger, Scale, Table, Verdict, throttled_end
 
-__all__ = ["Authority", "Grant", "LocalAuthority", "QuotaLedger", "SharedLimiter"]
-
-# The key new keys share once a table is full of live windows (no real key holds a NUL).
-_OVERFLOW = "\0overflow"
-
-
-@dataclass(frozen=True)
-class Grant:
-    """An authority's answer to a lease request, all plain numbers (a transport carries it as
-    JSON as it is).
-
-    `granted` tokens are leased to the asking node, 0 when refused; `remaining` is what the
-    window has left after this grant; `reset_in` is seconds from the authority's now to the
-    window's end; `retry_after` is set only on a refusal: whole seconds to that end.
-    """
-
-    granted: int
-    remaining: int
-    reset_in: float
-    retry_after: int | None = None
-
+__all__ = ["Authority", "LocalAuthority", "SharedLimiter"]
 
 # Asks the key's authority for `want` tokens of the (scaled) limit's current window.
 Authority = Callable[[Limit, str, int], Awaitable[Grant]]
-
-
-class _Window:
-    __slots__ = ("count", "ends")
-
-    def __init__(self, ends: float) -> None:
-        self.count = 0
-        self.ends = ends
-
-
-class QuotaLedger:
-    """The authority's side: per (limit name, key), a fixed window and how much of it has been
-    granted. Pure and synchronous; its clock is the authority's own."""
-
-    def __init__(
-        self,
-        clock: Callable[[], float] = time.monotonic,
-        max_keys: int = 200_000,
-        *,
-        sweep_every: float = 1.0,
-    ) -> None:
-        self._clock = clock
-        self._windows: dict[tuple[str, str], _Window] = {}
-        self._max_keys = max_keys
-        self._sweep_every = sweep_every
-        self._next_sweep = -math.inf
-
-    def grant(self, limit: Limit, key: str, want: int, nodes: int = 1) -> Grant:
-        """Lease up to `want` tokens of `key`'s window to one of `nodes` nodes.
-
-        Never more than the window has left, and at most `remaining // (2 * nodes)` (at least
-        1), so a filling window strands little on nodes that stop spending. With nothing left,
-        refuses and pushes the window's end out as a throttled request does."""
-        now = self._clock()
-        window = self._window(limit, key, now)
-        left = limit.limit - window.count
-        if left <= 0:
-            window.ends = throttled_end(limit, window.ends, now)
-            reset_in = window.ends - now
-            return Grant(0, 0, reset_in, math.ceil(reset_in))
-        # A remote caller's nonsense (0 or fewer) is read as the least that makes sense.
-        granted = min(max(1, want), max(1, left // (2 * max(1, nodes))))
-        window.count += granted
-        return Grant(granted, left - granted, window.ends - now)
-
-    def _window(self, limit: Limit, key: str, now: float) -> _Window:
-        slot = (limit.name, key)
-        window = self._windows.get(slot)
-        if window is None or now >= window.ends:
-            if len(self._windows) >= self._max_keys:
-                self._sweep(now)
-                if len(self._windows) >= self._max_keys:
-                    # Still full of live windows: count this key in its limit's overflow window
-                    # rather than grow without bound or scan again.
-                    slot = (limit.name, _OVERFLOW)
-                    window = self._windows.get(slot)
-            if window is None or now >= window.ends:
-                window = self._windows[slot] = _Window(now + limit.period)
-        return window
-
-    def _sweep(self, now: float) -> None:
-        if now < self._next_sweep:
-            return
-        self._next_sweep = now + self._sweep_every
-        for slot in [s for s, w in self._windows.items() if now >= w.ends]:
-            del self._windows[slot]
 
 
 class LocalAuthority:
@@ -207,38 +120,29 @@ class SharedLimiter:
         sweep_every: float = 1.0,
         on_refusal: Callable[[str], None] | None = None,
     ) -> None:
-        if scale < 0:
-            msg = "the rate limit scale cannot be negative"
-            raise ValueError(msg)
         if not 0 < block <= 1:
             msg = "the lease block is a share of the limit, more than 0 and at most 1"
             raise ValueError(msg)
+        self._scale = Scale(scale)
         self._authority = authority
         self._clock = clock
-        self._leases: dict[tuple[str, str], _Lease] = {}
-        self._max_keys = max_keys
-        self._scale = scale
-        self._scaled: dict[Limit, Limit] = {}
+        self._leases: Table[_Lease] = Table(max_keys, sweep_every, _idle)
         self._block = block
-        self._sweep_every = sweep_every
-        self._next_sweep = -math.inf
         self._on_refusal = on_refusal or _no_hook
 
     @property
     def enabled(self) -> bool:
-        return self._scale > 0
+        return self._scale.enabled
 
     async def hit(self, limit: Limit, key: str) -> Verdict | None:
         """Count one request; raises RateLimited when over the limit. None when limits are off.
 
         With an allowance here (or a refusal still running) it returns without suspending;
         otherwise it waits for the key's one lease request in flight."""
-        if not self._scale:
+        if not self._scale.enabled:
             return None
-        effective = self._scaled.get(limit)
-        if effective is None:
-            effective = self._scaled[limit] = scaled(limit, self._scale)
-        lease = self._leases.get((effective.name, key))
+        effective = self._scale(limit)
+        lease = self._leases.get(effective.name, key)
         if lease is not None:
             now = self._clock()
             if now < lease.ends:
@@ -250,7 +154,7 @@ class SharedLimiter:
         return await self._miss(effective, key)
 
     async def _miss(self, limit: Limit, key: str) -> Verdict:
-        key, lease = self._lease_for(limit, key)
+        key, lease = self._leases.place(limit.name, key, self._clock(), _Lease)
         lease.waiting += 1
         try:
             while True:
@@ -296,29 +200,7 @@ class SharedLimiter:
         self._on_refusal(limit.name)
         return RateLimited(math.ceil(lease.ends - now))
 
-    def _lease_for(self, limit: Limit, key: str) -> tuple[str, _Lease]:
-        lease = self._leases.get((limit.name, key))
-        if lease is not None:
-            return key, lease
-        if len(self._leases) >= self._max_keys:
-            self._sweep(self._clock())
-            if len(self._leases) >= self._max_keys:
-                # Full of live leases: this key shares its limit's overflow window (asked of
-                # the authority as one key) rather than grow the table without bound.
-                key = _OVERFLOW
-                lease = self._leases.get((limit.name, key))
-        if lease is None:
-            lease = self._leases[(limit.name, key)] = _Lease()
-        return key, lease
 
-    def _sweep(self, now: float) -> None:
-        if now < self._next_sweep:
-            return
-        self._next_sweep = now + self._sweep_every
-        idle = [
-            slot
-            for slot, lease in self._leases.items()
-            if now >= lease.ends and lease.pending is None and not lease.waiting
-        ]
-        for slot in idle:
-            del self._leases[slot]
+def _idle(lease: _Lease, now: float) -> bool:
+    """Whether a sweep may drop the lease: it ended, and nothing waits on it."""
+    return now >= lease.ends and lease.pending is None and not lease.waiting

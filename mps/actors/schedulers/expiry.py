@@ -13,29 +13,26 @@ back, and the actor's activation settles it (mps.actors.attempts).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import timedelta
 
 from mps.actors.payment import PROCESSOR_DEADLINE, Expire, SettleAttempts
-from mps.actors.periodic import Periodic
+from mps.actors.schedulers.periodic import ShardPass
 from mps.actors.shards import ShardRouter
 from mps.domain.clock import Clock, iso
-from mps.errors import ServiceError
 from mps.persistence.attempt_store import unsettled_payments
 from mps.persistence.database import Database
 from mps.persistence.queries import payments as payment_queries
 
 __all__ = ["PaymentExpiry"]
 
-logger = logging.getLogger(__name__)
 BATCH = 500
 # An attempt IN_FLIGHT this long is no authorization still being asked for (those end within
 # the processor's deadline) but one a fault left behind.
 SETTLE_AFTER = timedelta(seconds=3 * PROCESSOR_DEADLINE)
 
 
-class PaymentExpiry(Periodic):
+class PaymentExpiry(ShardPass):
     def __init__(
         self,
         database: Database,
@@ -44,9 +41,8 @@ class PaymentExpiry(Periodic):
         interval: float,
         batch: int = BATCH,
     ) -> None:
-        super().__init__(interval)
+        super().__init__(shards, interval)
         self._database = database
-        self._shards = shards
         self._clock = clock
         self._batch = batch
         self.expired = 0
@@ -64,37 +60,28 @@ class PaymentExpiry(Periodic):
         returns how many were found."""
         cutoff = iso(self._clock() - SETTLE_AFTER)
         rows = await unsettled_payments(self._database, cutoff, self._batch)
-        mine = [r for r in rows if self._shards.owns(r["company_id"])]
-        results = await asyncio.gather(
-            *(
-                self._shards.ask_payment(r["company_id"], r["payment_id"], SettleAttempts())
-                for r in mine
-            ),
-            return_exceptions=True,
+        await self.each(
+            rows,
+            lambda r: self._shards.ask_payment(r["company_id"], r["payment_id"], SettleAttempts()),
+            "settling %s's checkout attempts failed",
+            name=lambda r: str(r["payment_id"]),
+            # Waking is all this asks; any failure is only worth a warning, and the next pass
+            # wakes the actor again.
+            expected=(),
+            level=logging.WARNING,
         )
-        for row, result in zip(mine, results, strict=True):
-            if isinstance(result, BaseException):
-                logger.warning("settling %s's checkout attempts failed", row["payment_id"],
-                               exc_info=result)  # fmt: skip
         return len(rows)
 
     async def run_once(self) -> int:
         """Expire up to one batch of what is overdue now; returns how many overdue payments it
         found (a checkout or cancel may have won some of them in the meantime)."""
-        # In a cluster only the owned shards' payments: each is expired by its owner alone,
-        # and after a failover the new owner finds what was due in storage.
-        owned = sorted(self._shards.owned) if self._shards.clustered else None
-        rows = await payment_queries.overdue(self._database, iso(self._clock()), self._batch, owned)
-        mine = [r for r in rows if self._shards.owns(r["company_id"])]
-        results = await asyncio.gather(
-            *(self._shards.ask_payment(r["company_id"], r["id"], Expire()) for r in mine),
-            return_exceptions=True,
+        rows = await payment_queries.overdue(
+            self._database, iso(self._clock()), self._batch, self.owned()
         )
-        for row, result in zip(mine, results, strict=True):
-            if isinstance(result, ServiceError):
-                continue  # someone else's transition won; nothing to do
-            if isinstance(result, BaseException):
-                logger.error("expiring %s failed", row["id"], exc_info=result)
-            elif result is not None:
-                self.expired += 1
+        done = await self.each(
+            rows,
+            lambda r: self._shards.ask_payment(r["company_id"], r["id"], Expire()),
+            "expiring %s failed",
+        )
+        self.expired += sum(1 for result in done if result is not None)
         return len(rows)

@@ -15,7 +15,7 @@ import contextlib
 import logging
 from dataclasses import dataclass, field
 
-from mps.actors.periodic import Periodic
+from mps.actors.schedulers.periodic import ShardPass
 from mps.actors.shards import ShardRouter
 from mps.persistence.database import Database
 from mps.persistence.queries import ledger as ledger_queries
@@ -37,13 +37,12 @@ class ReconciliationResult:
     unbalanced: list[str] = field(default_factory=list)
 
 
-class Reconciliation(Periodic):
+class Reconciliation(ShardPass):
     def __init__(self, database: Database, shards: ShardRouter, interval: float) -> None:
-        super().__init__(interval)
+        super().__init__(shards, interval)
         # Whole-table scans: on SQLite a connection of their own, so requests' reads never
         # queue behind a pass (seconds at a million payments).
         self._database = database.scans()
-        self._shards = shards
         self.last: ReconciliationResult | None = None
         self._passed = asyncio.Event()
 
@@ -65,7 +64,7 @@ class Reconciliation(Periodic):
         return self.last
 
     async def run_once(self) -> ReconciliationResult:
-        owned = sorted(self._shards.owned) if self._shards.clustered else None
+        owned = self.owned()
         found = await mismatches(self._database, owned)
         total = await ledger_queries.zero_sum(self._database)
         unbalanced = await ledger_queries.unbalanced(self._database) if total != 0 else []

@@ -1,0 +1,46 @@
+"""The payment actor: one per payment, applying its transitions one at a time.
+
+Because a payment's checkout, cancel, expiry and reversal all arrive here as messages, a race
+between them has exactly one winner: the first to be handled changes the state, the others find
+it no longer PENDING and answer 409. Each transition commits the payment, the customer it names
+and its events in one unit before the actor adopts the new state and replies. A multi-use link's
+checkout creates a child payment, whose random reference is drawn again should another payment
+hold it already (mps.actors.references).
+
+The package is split by concern: `messages` (the commands and their replies), `core` (the state
+and the commits every turn shares), `checkout` (the card's authorization, outside the turn),
+`refunds` (creating and settling refunds) and `actor` (activation, dispatch, expiry and
+chargebacks).
+"""
+
+from mps.actors.attempts import SettleAttempts
+from mps.actors.payment.actor import PaymentActor
+from mps.actors.payment.core import PROCESSOR_DEADLINE
+from mps.actors.payment.messages import (
+    Cancel,
+    Checkout,
+    CheckoutDeclined,
+    CreateRefund,
+    Expire,
+    Outcome,
+    RefundOutcome,
+    Reverse,
+    SettleRefund,
+    with_customer,
+)
+
+__all__ = [
+    "PROCESSOR_DEADLINE",
+    "Cancel",
+    "Checkout",
+    "CheckoutDeclined",
+    "CreateRefund",
+    "Expire",
+    "Outcome",
+    "PaymentActor",
+    "RefundOutcome",
+    "Reverse",
+    "SettleAttempts",
+    "SettleRefund",
+    "with_customer",
+]
