@@ -5,7 +5,8 @@
     python run.py kyc pending | review co_… --approve | --reject --reason …   (mps.operator)
     python run.py reseal [--check]   after rotating MPS_ENCRYPTION_KEY (mps.reseal, SECURITY.md)
 
-Every option is also an environment variable (MPS_PORT, MPS_DATABASE_URL, …); see README.
+Every option is also an environment variable (MPS_PORT, MPS_DATABASE_URL, …); `run.py --help`
+lists them with the settings only the environment gives, and docs/operations.md is the runbook.
 `MPS_ACCESS_LOG=off` turns the access log off (load tests, or a proxy that logs already), and
 `sample:0.01` keeps a random hundredth of its lines. `MPS_LOG_FORMAT=json` writes every log line,
 the access log's too, as one JSON object.

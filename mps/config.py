@@ -11,6 +11,7 @@ import argparse
 import base64
 import hashlib
 import hmac
+import ipaddress
 import os
 import re
 import secrets
@@ -20,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from email.utils import parseaddr
 from pathlib import Path
+from typing import TypeAlias
 from urllib.parse import urlsplit
 
 import orjson
@@ -32,6 +34,14 @@ __all__ = ["ConfigError", "Settings", "load_settings"]
 MAX_WEBHOOK_CONCURRENCY = 256
 # More requests in flight on one node than this is no bound at all.
 MAX_IN_FLIGHT = 1_000_000
+# Production keeps serving this long after SIGTERM, so balancers see /health/ready fail first.
+PRODUCTION_SHUTDOWN_GRACE = 5.0
+# A drain longer than this is a mistake (an orchestrator kills the process long before).
+MAX_SHUTDOWN_GRACE = 3600.0
+# The headers a trusted proxy may name the client in (mps.http.client_address).
+PROXY_HEADERS = ("x-forwarded-for", "forwarded")
+
+Network: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 class ConfigError(Exception):
@@ -113,7 +123,7 @@ class Settings:
     # public listener serves /metrics only in development, and only to loopback.
     metrics_port: int | None = None
     metrics_host: str = "127.0.0.1"
-    # Where uploaded documents' bytes go (mps.storage.open_store): file:///absolute/path or
+    # Where uploaded documents' bytes go (mps.adapters.storage.open_store): file:///absolute/path or
     # s3://bucket/prefix. load_settings makes it file://<data_dir>/objects unless told; empty
     # (Settings made by hand) is refused by open_store rather than guessed.
     object_storage_url: str = ""
@@ -129,6 +139,15 @@ class Settings:
     # Signs what nodes pass each other; every node of a cluster has the same. Empty: derived
     # from the session secret (which the nodes share too).
     cluster_secret: bytes = field(default=b"", repr=False)
+    # The proxies (balancers) whose word on the client's address is believed, and the header
+    # they write it in (mps.http.client_address). Empty: every header naming a client is
+    # ignored, and the client is the address the connection comes from.
+    trusted_proxies: tuple[Network, ...] = ()
+    proxy_header: str = "x-forwarded-for"
+    # Seconds a node keeps serving after SIGTERM while /health/ready answers 503, so that
+    # balancers take it out before its listener closes (mps.serve). load_settings makes it
+    # 5 in production and 0 in development.
+    shutdown_grace: float = 0.0
 
     def __post_init__(self) -> None:
         if self.cluster and not _is_amqp(self.broker_url):
@@ -158,9 +177,70 @@ class Settings:
         return self.mode == "development"
 
 
+# `run.py --help` after the options: the subcommands, and every setting only the environment
+# gives. tests/test_run.py checks that each MPS_* name this module reads appears here.
+_HELP_EPILOG = """\
+subcommands:
+  run.py reseal [--check]      after rotating MPS_ENCRYPTION_KEY: re-seal every stored secret
+                               under the current key; --check only counts (SECURITY.md)
+  run.py kyc pending           identity-verification reviews waiting for the operator
+  run.py kyc review co_... --approve [--operator NAME]
+  run.py kyc review co_... --reject --reason TEXT
+
+environment only (docs/operations.md explains each):
+  secrets (production needs the first two; at least 32 characters each)
+    MPS_SESSION_SECRET           signs sessions and tokens
+    MPS_ENCRYPTION_KEY           seals secrets stored in the database
+    MPS_SESSION_SECRET_PREVIOUS  during a rotation, the secret being replaced (accepted only)
+    MPS_ENCRYPTION_KEY_PREVIOUS  during a rotation, the key being replaced (opens, never seals)
+    MPS_ID_KEY                   keys customer ids; never rotated (default: the session secret)
+  mail
+    MPS_SMTP_URL                 smtp://user:pass@host:587 or smtps://...:465 (production needs it)
+    MPS_MAIL_FROM                the From header: one address, e.g. 'Payments <no-reply@x.com>'
+    MPS_SMTP_CA_FILE             a PEM file of extra CAs the mailer trusts
+  cluster
+    MPS_CLUSTER_SECRET           signs requests nodes pass each other; the same on every node
+                                 (default: derived from the session secret)
+    MPS_SHARD_QUEUE_TYPE         classic (default) or quorum
+    MPS_PEER_HOST                the peer listener's address (default: the host)
+    MPS_PEER_PORT                the peer listener's port (default 0: any free port)
+    MPS_PEER_ADVERTISE           the host other nodes reach the peer listener at
+  balancers and shutdown
+    MPS_TRUSTED_PROXIES          proxies whose client-address header is believed: addresses or
+                                 networks, comma-separated (default none)
+    MPS_PROXY_HEADER             X-Forwarded-For (default) or Forwarded
+    MPS_SHUTDOWN_GRACE           seconds of serving after SIGTERM while not ready
+                                 (production 5, development 0)
+    MPS_MAX_IN_FLIGHT            requests served at once per node; more are answered 503 (128;
+                                 0: no bound)
+  webhooks
+    MPS_WEBHOOK_RETRY_SCALE      multiplies every retry delay (1)
+    MPS_WEBHOOK_CONCURRENCY      POSTs in flight to one endpoint per node (16, at most 256)
+  metrics and logs
+    MPS_METRICS_HOST             the --metrics-port listener's address (127.0.0.1)
+    MPS_LOG_FORMAT               text (default) or json
+    MPS_ACCESS_LOG               on (default), off, or sample:0.01
+    MPS_EVENT_LOOP               asyncio keeps asyncio's loop (default: uvloop where installed)
+  object storage on S3 (with --object-storage-url s3://bucket/prefix)
+    MPS_S3_ENDPOINT_URL          an S3-compatible server (default: AWS for the region)
+    MPS_S3_REGION                us-east-1 by default
+    MPS_S3_ACCESS_KEY_ID, MPS_S3_SECRET_ACCESS_KEY
+                                 credentials (default: the standard AWS chain)
+
+every option above is also a variable: MPS_HOST, MPS_PORT, MPS_DATA_DIR, MPS_DATABASE_URL,
+MPS_BROKER_URL, MPS_MODE, MPS_PUBLIC_URL, MPS_CLUSTER, MPS_NODE_ID, MPS_CLUSTER_NAME,
+MPS_RATE_LIMIT_SCALE, MPS_OBJECT_STORAGE_URL, MPS_METRICS_PORT; an option wins over its variable.
+"""
+
+
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="run.py", description="Merchant Payments Service")
-    parser.add_argument("--host", help="bind address (default 127.0.0.1)")
+    parser = argparse.ArgumentParser(
+        prog="run.py",
+        description="Merchant Payments Service",
+        epilog=_HELP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", help="bind address (MPS_HOST, default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port (MPS_PORT, default 8080)")
     parser.add_argument("--data-dir", help="data directory (MPS_DATA_DIR, default ./var)")
     parser.add_argument("--database-url", help="sqlite:///… or postgresql://… (MPS_DATABASE_URL)")
@@ -389,6 +469,46 @@ def _peer_port(value: str | None, service_port: int) -> int:
     return port
 
 
+def _trusted_proxies(value: str | None) -> tuple[Network, ...]:
+    """MPS_TRUSTED_PROXIES: addresses or networks (CIDR), separated by commas. A network with
+    host bits set (10.0.0.1/8) is refused rather than widened: it is more likely a typo."""
+    networks: list[Network] = []
+    for item in (value or "").split(","):
+        text = item.strip()
+        if not text:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(text))
+        except ValueError:
+            msg = (
+                f"MPS_TRUSTED_PROXIES: {text!r} is not an address or a network "
+                "(e.g. 10.0.0.5,10.1.0.0/16,fd00::/8)"
+            )
+            raise ConfigError(msg) from None
+    return tuple(networks)
+
+
+def _proxy_header(value: str | None) -> str:
+    header = (value or PROXY_HEADERS[0]).strip().lower()
+    if header not in PROXY_HEADERS:
+        msg = "MPS_PROXY_HEADER must be X-Forwarded-For or Forwarded"
+        raise ConfigError(msg)
+    return header
+
+
+def _shutdown_grace(value: str | None, mode: str) -> float:
+    if not value:
+        return PRODUCTION_SHUTDOWN_GRACE if mode == "production" else 0.0
+    try:
+        grace = float(value)
+    except ValueError:
+        grace = -1.0
+    if not 0 <= grace <= MAX_SHUTDOWN_GRACE:
+        msg = f"MPS_SHUTDOWN_GRACE must be seconds, from 0 to {MAX_SHUTDOWN_GRACE:g}"
+        raise ConfigError(msg)
+    return grace
+
+
 def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
     args = _parser().parse_args(list(argv))
     mode = args.mode or env.get("MPS_MODE") or "development"
@@ -485,6 +605,9 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         peer_port=_peer_port(env.get("MPS_PEER_PORT"), port),
         peer_advertise=env.get("MPS_PEER_ADVERTISE") or None,
         cluster_secret=_secret_from_env(env, "MPS_CLUSTER_SECRET") or b"",
+        trusted_proxies=_trusted_proxies(env.get("MPS_TRUSTED_PROXIES")),
+        proxy_header=_proxy_header(env.get("MPS_PROXY_HEADER")),
+        shutdown_grace=_shutdown_grace(env.get("MPS_SHUTDOWN_GRACE"), mode),
         object_storage_url=args.object_storage_url
         or env.get("MPS_OBJECT_STORAGE_URL")
         or (data_dir / "objects").absolute().as_uri(),

@@ -2,10 +2,13 @@
 
 A start that fails (a resource that cannot be opened) closes what it had opened and raises.
 
-SIGTERM or SIGINT: in a cluster the node first hands every shard over (finishing the work in
-flight; requests that arrive meanwhile are passed to the new owners), then stops listening,
-finishes the requests it is still serving, and closes its resources. A single process skips the
-hand-over.
+SIGTERM or SIGINT: `/health/ready` answers 503 at once, and the listener goes on serving for
+`MPS_SHUTDOWN_GRACE` seconds (5 in production, 0 in development), so that a balancer checking
+readiness sends nothing more here before the listener closes, and no request meets a refused
+connection. A second signal ends the grace at once. Then in a cluster the node hands every
+shard over (finishing the work in flight; requests that arrive meanwhile are passed to the new
+owners), then stops listening, finishes the requests it is still serving, and closes its
+resources. A single process skips the hand-over.
 
 A node of a cluster also listens on its peer port (`MPS_PEER_PORT`) for the requests other
 nodes pass to it (mps.cluster.peers).
@@ -14,6 +17,7 @@ nodes pass to it (mps.cluster.peers).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import signal
@@ -22,8 +26,10 @@ from typing import Any
 from aiohttp import web
 
 from mps.cluster.listener import PeerListenError, listen_for_peers
+from mps.composition.serving import log_listening
 from mps.config import Settings
 from mps.http.keys import SERVICES
+from mps.http.shutdown import SHUTDOWN
 
 __all__ = ["ListenError", "serve"]
 
@@ -51,6 +57,7 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
         except OSError as exc:
             msg = f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
             raise ListenError(msg) from None
+        log_listening(settings)
         cluster = app[SERVICES].cluster
         if cluster is not None:
             try:
@@ -76,8 +83,27 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
         # in flight per endpoint, and the collector's threshold").
         gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
         await stop.wait()
+        await _grace(app, stop, settings.shutdown_grace)
         logger.info("stopping")
         if cluster is not None:
             await cluster.drain()
     finally:
         await runner.cleanup()
+
+
+async def _grace(app: web.Application, stop: asyncio.Event, grace: float) -> None:
+    """Report not ready, and go on serving for `grace` seconds or until the next signal."""
+    shutdown = app.get(SHUTDOWN)
+    if shutdown is not None:
+        shutdown.request()
+    if grace <= 0:
+        return
+    logger.info(
+        "stopping: /health/ready answers 503; serving %g s more (MPS_SHUTDOWN_GRACE), "
+        "or until another SIGTERM or SIGINT",
+        grace,
+    )
+    stop.clear()
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(grace):
+            await stop.wait()

@@ -18,6 +18,7 @@ from mps.actors.shards import ShardRouter
 from mps.actors.webhooks import Webhooks
 from mps.adapters.broker import Broker
 from mps.adapters.mail import DevMailbox, Mailer
+from mps.adapters.storage import ObjectStore
 from mps.auth.credentials import Credentials
 from mps.auth.keyring import Keyring
 from mps.auth.tokens import SessionTokens
@@ -27,7 +28,6 @@ from mps.domain.clock import Clock
 from mps.http.deadlines import Deadlines
 from mps.limits import RateLimiter, SharedLimiter
 from mps.persistence.database import Database
-from mps.storage import ObjectStore
 
 __all__ = ["Services"]
 

@@ -165,12 +165,49 @@ async def test_one_rejection_rejects_and_the_requester_can_cancel(
     assert (await rejected.json())["status"] == "REJECTED"
     assert not_theirs.status == 403
     assert (await cancelled.json())["status"] == "CANCELLED"
-    assert late.status == 404
+    assert late.status == 409
+    assert_envelope(await late.json(), 409, "invalid_state")
     assert await _payouts(client, owner) == []
     listed = await client.get(
         "/api/v1/team/approvals/requests", params={"status": "REJECTED"}, headers=owner.headers
     )
     assert [r["id"] for r in (await listed.json())["data"]] == [first["id"]]
+
+
+async def test_voting_on_a_decided_request_answers_409_naming_its_status_when_it_exists(
+    client: TestClient[Any, Any],
+) -> None:
+    # given an executed, a rejected and a cancelled request
+    owner, admin, account = await _setup(client)
+    third = await add_member(client, owner, "third@example.com", "role_admin")
+    executed = (await (await _payout(client, owner, account, "5000")).json())["approvalRequest"]
+    rejected = (await (await _payout(client, owner, account, "2000")).json())["approvalRequest"]
+    cancelled = (await (await _payout(client, owner, account, "3000")).json())["approvalRequest"]
+    assert (await _vote(client, admin, executed["id"])).status == 200
+    assert (await _vote(client, admin, rejected["id"], "reject")).status == 200
+    cancel = f"/api/v1/team/approvals/requests/{cancelled['id']}/cancel"
+    assert (await client.post(cancel, headers=owner.headers)).status == 200
+
+    # when another member votes on each, and the requester cancels the executed one
+    answers = {
+        "EXECUTED": await _vote(client, third, executed["id"]),
+        "REJECTED": await _vote(client, third, rejected["id"], "reject"),
+        "CANCELLED": await _vote(client, third, cancelled["id"]),
+    }
+    recancel = await client.post(
+        f"/api/v1/team/approvals/requests/{executed['id']}/cancel", headers=owner.headers
+    )
+    unknown = await _vote(client, third, "apr_doesnotexist")
+
+    # then each is 409 naming its status; a request that does not exist stays 404
+    for status, response in answers.items():
+        body = await response.json()
+        assert_envelope(body, 409, "invalid_state")
+        assert status in body["message"]
+    body = await recancel.json()
+    assert_envelope(body, 409, "invalid_state")
+    assert "EXECUTED" in body["message"]
+    assert_envelope(await unknown.json(), 404, "not_found")
 
 
 async def test_a_request_expires_after_72_hours(client: TestClient[Any, Any], clock: Clock) -> None:
@@ -303,3 +340,33 @@ async def test_card_issuing_and_funding_above_their_thresholds_wait_for_approval
     assert issued["status"] == "EXECUTED" and issued["result"]["id"].startswith("card_")
     assert funded["status"] == "EXECUTED" and funded["result"]["balanceMinor"] == "1600"
     assert await balance(client, owner) == {"available": 8400, "pending": 0, "reserved": 0}
+
+
+async def test_an_action_the_balance_cannot_cover_is_refused_at_once_not_put_to_a_vote(
+    client: TestClient[Any, Any],
+) -> None:
+    # given 10,000 available, a policy holding payouts above 1,000 and card fundings above 1,000,
+    # and a card
+    owner, _, account = await _setup(client)
+    assert (await _policy(client, owner, "card.fund", "1000")).status == 200
+    issued = await client.post(
+        "/api/v1/merchant/cards",
+        json={"cardholderName": "Ann Lee", "currency": "USD"},
+        headers=owner.headers,
+    )
+    assert issued.status == 201, await issued.text()
+    card = await issued.json()
+
+    # when a payout and a card funding each ask for more than is available
+    payout = await _payout(client, owner, account, "900000")
+    funding = await client.post(
+        f"/api/v1/merchant/cards/{card['id']}/fund",
+        json={"amountMinor": "900000"},
+        headers=owner.headers,
+    )
+
+    # then both are refused now with the reason, and nobody is asked to vote
+    assert_envelope(await payout.json(), 409, "balance_insufficient")
+    assert_envelope(await funding.json(), 409, "balance_insufficient")
+    listed = await client.get("/api/v1/team/approvals/requests", headers=owner.headers)
+    assert (await listed.json())["data"] == []

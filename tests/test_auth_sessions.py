@@ -199,3 +199,30 @@ async def test_switching_mode_issues_a_new_session_and_revokes_the_old(
     me = await _me(client, body["sessionToken"])
     assert (await me.json())["mode"] == "live"
     assert (await _me(client, member.token)).status == 401
+
+
+async def test_the_old_token_after_a_mode_switch_is_refused_naming_the_switch(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a member who signed out of one session and switched another to live
+    member = await sign_up(client)
+    other = await sign_up(client, "other@example.com")
+    await client.post("/api/v1/auth/logout", headers=other.headers)
+
+    # when the switch answers, and the old tokens are used again
+    response = await client.post(
+        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
+    )
+    switched = await _me(client, member.token)
+    signed_out = await _me(client, other.token)
+
+    # then the switch says the old token ended, and only its refusal names the switch
+    body = await response.json()
+    assert response.status == 200 and body["previousSessionEnded"] is True
+    refused = await switched.json()
+    assert_envelope(refused, 401, "unauthenticated")
+    assert "/auth/session/mode" in refused["message"]
+    assert "switched to the other mode" in refused["message"]
+    plain = await signed_out.json()
+    assert_envelope(plain, 401, "unauthenticated")
+    assert "switched" not in plain["message"]

@@ -115,6 +115,8 @@ async def test_funding_beyond_the_wallet_is_409_and_withdrawal_beyond_the_card_t
     assert_envelope(await too_much.json(), 409, "balance_insufficient")
     assert (await funded.json())["balanceMinor"] == "10000"
     assert overdrawn.status == 409
+    # the card's balance in major units, as people read it
+    assert "The card holds 100.00 USD" in (await overdrawn.json())["message"]
     assert (await withdrawn.json())["balanceMinor"] == "6000"
     assert await balance(client, member) == {"available": 4000, "pending": 0, "reserved": 0}
 

@@ -29,7 +29,7 @@ from mps.bootstrap import Overrides
 from mps.cli.patterns import Route, Routing, subscription
 from mps.domain.clock import utcnow
 from mps.webhooks import verify_signature
-from tests.helpers import Member, create_payment, free_port, latest_code, sign_up
+from tests.helpers import Member, create_payment, free_port, latest_code, pay, sign_up
 from tests.receiver import Receiver
 from tests.server import server_environment
 
@@ -184,7 +184,7 @@ async def test_payments_create_list_and_get_round_trip(service: Service) -> None
     await service.login()
 
     # when a payment is created twice with one idempotency key, then listed and read
-    args = ("payments", "create", "--amount", "1250", "--currency", "usd")
+    args = ("payments", "create", "--amount", "12.50", "--currency", "usd")
     first = await service.cli(*args, "--description", "Two flat whites", "--idempotency-key", "o-1")
     again = await service.cli(*args, "--description", "Two flat whites", "--idempotency-key", "o-1")
     listed = await service.cli("payments", "list", "--limit", "5", "--status", "pending")
@@ -226,6 +226,93 @@ async def test_exit_status_is_1_for_a_refusal_2_for_usage_and_3_for_no_service(
     assert unreachable.err.startswith("mps: cannot reach") and unreachable.err.count("\n") == 1
     for ran in (refused, missing, usage, not_logged_in, unreachable):
         assert "Traceback" not in ran.err
+
+
+async def test_amount_takes_major_units_with_the_currencys_decimals_and_amount_minor_minor_units(
+    service: Service,
+) -> None:
+    # given a logged-in CLI
+    await service.login()
+
+    # when amounts are given both ways, in a currency with 2 decimals and one with none
+    major = await service.cli("payments", "create", "--amount", "12.5", "--currency", "usd")
+    minor = await service.cli("payments", "create", "--amount-minor", "1250", "--currency", "usd")
+    yen = await service.cli("payments", "create", "--amount", "500", "--currency", "jpy")
+    too_precise = await service.cli("payments", "create", "--amount", "5.5", "--currency", "jpy")
+    both = await service.cli(
+        "payments", "create", "--amount", "1", "--amount-minor", "100", "--currency", "usd"
+    )
+
+    # then both ways name the same amount, and a wrong one is a usage error
+    assert major.status == 0, major
+    assert major.json()["amountMinor"] == "1250" and minor.json()["amountMinor"] == "1250"
+    assert yen.status == 0, yen
+    assert yen.json()["amountMinor"] == "500"
+    assert too_precise.status == 2 and "JPY has 0 decimals" in too_precise.err
+    assert both.status == 2 and "not allowed with argument" in both.err
+
+
+async def test_refunds_balance_and_the_other_resources_answer_as_the_service_shows_them(
+    service: Service,
+) -> None:
+    # given a logged-in CLI and a paid payment
+    await service.login()
+    payment = await create_payment(service.client, service.member)
+    paid = await pay(service.client, payment["reference"])
+    assert paid.status < 300, await paid.text()
+
+    # when part of it is refunded in major units, and each resource is read
+    refund = await service.cli(
+        "refunds", "create", "--payment-id", payment["id"], "--amount", "5", "--reason", "Cold"
+    )
+    refunds = await service.cli("refunds", "list", "--payment-id", payment["id"])
+    got = await service.cli("refunds", "get", refund.json()["id"])
+    balance = await service.cli("balance")
+    events = await service.cli("events", "list", "--type", "payment.completed")
+    lists = [
+        await service.cli(*command)
+        for command in (
+            ("payouts", "list", "--status", "pending"),
+            ("invoices", "list"),
+            ("customers", "list"),
+            ("webhooks", "list"),
+        )
+    ]
+    missing_payout = await service.cli("payouts", "get", "po_doesnotexist")
+    cancel_missing = await service.cli("payouts", "cancel", "po_doesnotexist")
+
+    # then each is the service's answer
+    assert refund.status == 0, refund
+    assert refund.json()["amountMinor"] == "500" and refund.json()["paymentId"] == payment["id"]
+    assert [r["id"] for r in refunds.json()["data"]] == [refund.json()["id"]]
+    assert got.json()["id"] == refund.json()["id"]
+    assert balance.status == 0, balance
+    # (the amounts move as the refund settles, so the currencies are compared)
+    shown = await service.api("GET", "/merchant/balance")
+    assert [b["currency"] for b in balance.json()["data"]] == [b["currency"] for b in shown["data"]]
+    assert events.status == 0, events
+    assert {e["type"] for e in events.json()["data"]} == {"payment.completed"}
+    for ran in lists:
+        assert ran.status == 0, ran
+        assert isinstance(ran.json()["data"], list)
+    assert missing_payout.status == 1 and "not_found" in missing_payout.err
+    assert cancel_missing.status == 1 and "not_found" in cancel_missing.err
+
+
+async def test_payouts_create_needs_an_amount_and_a_bank_account_before_calling_the_service(
+    service: Service,
+) -> None:
+    await service.login()
+
+    no_amount = await service.cli(
+        "payouts", "create", "--currency", "usd", "--bank-account", "ba_x"
+    )
+    bad_amount = await service.cli(
+        "payouts", "create", "--amount", "12,50", "--currency", "usd", "--bank-account", "ba_x"
+    )
+
+    assert no_amount.status == 2 and "--amount" in no_amount.err
+    assert bad_amount.status == 2 and "--amount takes major units" in bad_amount.err
 
 
 # -- the sandbox --------------------------------------------------------------------------------
@@ -566,7 +653,20 @@ def test_routing_takes_the_first_matching_route_then_the_default_within_events()
 def test_python_dash_m_mps_and_every_command_answer_help() -> None:
     import subprocess
 
-    for args in ([], ["login"], ["payments", "create"], ["trigger"], ["listen"]):
+    for args in (
+        [],
+        ["login"],
+        ["payments", "create"],
+        ["balance"],
+        ["refunds", "create"],
+        ["payouts", "cancel"],
+        ["invoices", "get"],
+        ["customers", "list"],
+        ["events", "list"],
+        ["webhooks", "list"],
+        ["trigger"],
+        ["listen"],
+    ):
         ran = subprocess.run(
             [sys.executable, "-m", "mps", *args, "--help"],
             cwd=REPO,

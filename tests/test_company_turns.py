@@ -298,13 +298,13 @@ async def test_a_vote_counted_on_top_of_a_refused_vote_never_approves_a_vote_sho
     ref = actor.actor_ref
     try:
         owner = await ask(ref, _create())
-        await ask(ref, SetPolicy(Policy("payout.create", True, {"USD": 1000}, 2)))
-        payload = {"amountMinor": "5000", "currency": "USD", "bankAccountId": "ba_1"}
+        await ask(ref, SetPolicy(Policy("refund.create", True, {"USD": 1000}, 2)))
+        payload = {"paymentId": "pay_1", "amountMinor": "5000", "reason": None}
         request = await ask(
-            ref, RequestApproval("test", "payout.create", "USD", 5000, payload, owner)
+            ref, RequestApproval("test", "refund.create", "USD", 5000, payload, owner)
         )
         first, second = [await ask(ref, AddMember(e, None, "role_admin")) for e in VOTERS]
-        scopes = frozenset({"payouts:write"})
+        scopes = frozenset({"refunds:write"})
 
         # when the first vote is refused whole at the writer after the second was decided on
         # top of it (both in memory before either landed)
@@ -346,13 +346,13 @@ async def test_a_request_is_approved_in_storage_only_with_the_approving_votes_it
     ref = actor.actor_ref
     try:
         owner = await ask(ref, _create())
-        await ask(ref, SetPolicy(Policy("payout.create", True, {"USD": 1000}, 2)))
-        payload = {"amountMinor": "5000", "currency": "USD", "bankAccountId": "ba_1"}
+        await ask(ref, SetPolicy(Policy("refund.create", True, {"USD": 1000}, 2)))
+        payload = {"paymentId": "pay_1", "amountMinor": "5000", "reason": None}
         request = await ask(
-            ref, RequestApproval("test", "payout.create", "USD", 5000, payload, owner)
+            ref, RequestApproval("test", "refund.create", "USD", 5000, payload, owner)
         )
         voter = await ask(ref, AddMember(VOTERS[0], None, "role_admin"))
-        scopes = frozenset({"payouts:write"})
+        scopes = frozenset({"refunds:write"})
         await ask(ref, VoteOnApproval("test", request.id, voter, scopes, "approve"))
 
         # when storage is asked to approve it on two votes, then on one

@@ -156,7 +156,7 @@ def test_an_amount_over_the_balance_declines_as_insufficient_funds() -> None:
 
     assert decision is not None
     assert decision.reason == "insufficient_funds"
-    assert "5000 USD" in decision.message
+    assert "50.00 USD" in decision.message
 
 
 def test_an_amount_over_the_per_transaction_limit_declines_as_spending_limit() -> None:
@@ -167,7 +167,7 @@ def test_an_amount_over_the_per_transaction_limit_declines_as_spending_limit() -
     assert decision is not None
     assert decision.reason == "spending_limit"
     assert "per-transaction" in decision.message
-    assert "2500 USD" in decision.message
+    assert "25.00 USD" in decision.message
 
 
 def test_a_blocked_category_declines_as_category_blocked() -> None:
@@ -310,7 +310,7 @@ def test_the_tightest_of_several_limits_declines_and_is_named() -> None:
     assert decision is not None
     assert decision.reason == "spending_limit"
     assert "monthly" in decision.message
-    assert "30000 USD" in decision.message
+    assert "300.00 USD" in decision.message
 
 
 # Interval windows ------------------------------------------------------------------------------

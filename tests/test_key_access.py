@@ -229,6 +229,35 @@ async def test_an_unknown_or_revoked_key_is_session_required_as_before(
         assert_envelope(body, 401, "session_required")
 
 
+async def test_a_revoked_key_where_access_is_on_is_refused_for_the_key_not_the_session(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a company that lets its secret keys call the merchant routes, and a revoked key
+    owner = await sign_up(client)
+    key, key_id = await _key(client, owner)
+    await _access(client, owner, True)
+    await client.post(f"/api/v1/merchant/api-keys/{key_id}/revoke", headers=owner.headers)
+
+    # when the revoked key calls a merchant route, and again once access is off
+    status_on, on = await _call(client, key, "GET", "/merchant/payments")
+    await _access(client, owner, False)
+    status_off, off = await _call(client, key, "GET", "/merchant/payments")
+    status_unknown, unknown = await _call(
+        client, "sk_test_" + "x" * 40, "GET", "/merchant/payments"
+    )
+
+    # then with access on the key is the problem; with it off, session_required says both
+    assert status_on == 401
+    assert_envelope(on, 401, "unauthenticated")
+    assert "revoked" in on["message"] and "session_required" not in on["message"]
+    assert status_off == 401
+    assert_envelope(off, 401, "session_required")
+    assert "apiKeyAccess" in off["message"] and "revoked" in off["message"]
+    assert status_unknown == 401
+    assert_envelope(unknown, 401, "session_required")
+    assert "not valid" in unknown["message"]
+
+
 async def test_key_calls_count_against_the_key_limit_and_appear_in_its_log(
     client: TestClient[Any, Any],
 ) -> None:

@@ -18,9 +18,9 @@ from aiohttp.test_utils import TestClient
 from fpdf import FPDF
 from PIL import Image
 
+from mps.adapters.storage.sealed import sealed_size
 from mps.operator import request_review, wait_for
 from mps.persistence.database import Database, open_database
-from mps.storage.sealed import sealed_size
 from tests.helpers import (
     Member,
     add_member,

@@ -1,5 +1,6 @@
-"""The object store contract (mps.storage), run against both backends: files on disk, and a real
-S3-compatible server (moto's, on loopback, started once for the session) through aiobotocore.
+"""The object store contract (mps.adapters.storage), run against both backends: files on disk,
+and a real S3-compatible server (moto's, on loopback, started once for the session) through
+aiobotocore.
 
 Each S3 test gets a bucket of its own; the S3 store uses the smallest part size S3 allows, so
 the multi-MiB bodies here go through a real multipart upload.
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from mps.storage import (
+from mps.adapters.storage import (
     FilesystemStore,
     ObjectInfo,
     ObjectNotFound,
@@ -28,7 +29,7 @@ from mps.storage import (
     TooLarge,
     open_store,
 )
-from mps.storage.s3 import MIN_PART_SIZE
+from mps.adapters.storage.s3 import MIN_PART_SIZE
 from tests.s3 import ACCESS_KEY, SECRET_KEY, new_bucket, s3_admin
 
 MIB = 1024 * 1024

@@ -150,6 +150,29 @@ async def test_refund_beyond_what_remains_is_409_counting_pending_refunds(
     assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 2500}
 
 
+async def test_a_refund_refusal_states_what_remains_in_major_units_of_its_currency(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a USD payment with 10.00 left and a JPY payment with 1,000 left
+    member = await sign_up(client)
+    usd = await paid_payment(client, member, "2500")
+    assert (await refund(client, member, usd["id"], "1500")).status == 201
+    jpy = await paid_payment(client, member, "1000", "JPY")
+
+    # when each is refunded beyond what remains
+    answers = [
+        await refund(client, member, usd["id"], "1001"),
+        await refund(client, member, jpy["id"], "1001"),
+    ]
+
+    # then the messages state the amounts as people read them
+    usd_body, jpy_body = [await a.json() for a in answers]
+    assert_envelope(usd_body, 409, "refund_exceeds_remaining")
+    assert "(10.00 USD)" in usd_body["message"]
+    assert_envelope(jpy_body, 409, "refund_exceeds_remaining")
+    assert "(1,000 JPY)" in jpy_body["message"]
+
+
 async def test_rejected_refund_releases_the_reservation_and_leaves_the_payment(
     client: TestClient[Any, Any],
 ) -> None:

@@ -1,5 +1,5 @@
-"""Objects sealed as they stream (mps.storage.sealed): they open to exactly what was sealed,
-and any change, cut, reordering or other key makes opening fail."""
+"""Objects sealed as they stream (mps.adapters.storage.sealed): they open to exactly what was
+sealed, and any change, cut, reordering or other key makes opening fail."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from mps.storage.sealed import (
+from mps.adapters.storage.sealed import (
     SEGMENT,
     TamperedObject,
     new_data_key,

@@ -222,6 +222,26 @@ async def test_a_removed_member_loses_their_session_at_once(client: TestClient[A
     assert [m["userId"] for m in listed["data"]] == [owner.user_id]
 
 
+async def test_member_rows_carry_an_id_that_the_member_routes_take(
+    client: TestClient[Any, Any],
+) -> None:
+    # given a team of two
+    owner = await sign_up(client)
+    member = await add_member(client, owner, "ann@example.com", "role_finance")
+
+    # when the members are listed, and one is changed by the row's id
+    listed = await (await _call(client, owner, "GET", "/team/members")).json()
+    rows = {m["userId"]: m for m in listed["data"]}
+    changed = await _call(
+        client, owner, "PATCH", f"/team/members/{rows[member.user_id]['id']}", roleId="role_viewer"
+    )
+
+    # then every row's id is its userId, and the routes take it
+    assert all(m["id"] == m["userId"] for m in listed["data"])
+    assert set(rows) == {owner.user_id, member.user_id}
+    assert changed.status == 200, await changed.json()
+
+
 async def test_team_routes_need_their_scopes(client: TestClient[Any, Any]) -> None:
     owner = await sign_up(client)
     viewer = await add_member(client, owner, "ann@example.com", "role_viewer")

@@ -21,7 +21,6 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from standardwebhooks.webhooks import Webhook
 
-from mps.actors.webhooks.topology import AttemptJob
 from mps.adapters.broker import MemoryBroker
 from mps.bootstrap import Overrides
 from mps.config import Settings
@@ -32,6 +31,7 @@ from mps.persistence.statements import Statement
 from mps.persistence.webhook_store import delivery_insert
 from mps.webhooks import verify_signature
 from mps.webhooks.signing import secret_key
+from mps.webhooks.topology import AttemptJob
 from tests.conftest import Clock
 from tests.fakes import wait_until
 from tests.helpers import (

@@ -28,6 +28,7 @@ from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id
 from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Books, Movement
+from mps.domain.money import format_money
 from mps.errors import Conflict, NotFound
 from mps.persistence import card_store as store
 from mps.persistence.approval_store import NotApproved
@@ -265,7 +266,8 @@ class CardActor(AsyncioActor):
         card = self._require(command.mode)
         amount = command.amount_minor
         if amount > self.balance:
-            msg = f"The card holds {self.balance} {card.currency}, less than the amount"
+            held = format_money(self.balance, card.currency)
+            msg = f"The card holds {held}, less than the amount"
             raise Conflict(msg, code="balance_insufficient")
         stamp = iso(self.context.clock())
         after_balance = self.balance - amount

@@ -20,14 +20,32 @@ import orjson
 from mps.auth.api_keys import parse_key
 from mps.auth.keyring import Keyring
 from mps.auth.principals import ApiKeyPrincipal, SessionPrincipal
-from mps.auth.tokens import SessionTokens
+from mps.auth.tokens import MODE_SWITCH, SessionTokens
 from mps.domain.clock import Clock, iso, parse_iso
 from mps.domain.scopes import builtin_role
 from mps.errors import Unauthenticated
 from mps.persistence.database import Database
 from mps.persistence.queries import credentials as q
 
-__all__ = ["VerifiedSession", "authenticate_api_key", "authenticate_session", "bearer_token"]
+__all__ = [
+    "KeyRefused",
+    "VerifiedSession",
+    "authenticate_api_key",
+    "authenticate_session",
+    "bearer_token",
+]
+
+
+class KeyRefused(Unauthenticated):
+    """An API key that is not valid: unknown, or revoked (also by its creator's removal).
+
+    `merchant_access`: whether the company of a revoked secret key lets its secret keys of that
+    mode call the merchant routes; None when the key is unknown (no company to ask). A merchant
+    route refuses the key for what is wrong with it (mps.http.pipeline)."""
+
+    def __init__(self, message: str, merchant_access: bool | None = None) -> None:
+        super().__init__(message)
+        self.merchant_access = merchant_access
 
 
 @dataclass(frozen=True)
@@ -71,6 +89,12 @@ async def authenticate_session(
     row = await q.session_with_member(
         database, claims.session_id, claims.user_id, claims.company_id, claims.mode
     )
+    if row is not None and row["revoked_at"] is not None and row["revoked_reason"] == MODE_SWITCH:
+        # The member switched modes: the token the switch answered is the one that works now.
+        raise Unauthenticated(
+            "The session has ended: it was switched to the other mode (POST /auth/session/mode), "
+            "which answered a new session token; use that one, or sign in again"
+        )
     if row is None or row["revoked_at"] is not None or row["expires_at"] <= iso(clock()):
         raise Unauthenticated("The session has ended; sign in again")
     # The role as it is now: a change of role or of a custom role's scopes drops the cached
@@ -93,7 +117,7 @@ async def authenticate_session(
 async def authenticate_api_key(token: str, keyring: Keyring, database: Database) -> ApiKeyPrincipal:
     shape = parse_key(token)
     if shape is None:
-        raise Unauthenticated("The API key is not valid")
+        raise KeyRefused("The API key is not valid")
     # During a session-secret rotation a key made before it is stored under the previous
     # secret: looked for under the current one first, then the previous (SECURITY.md).
     row = None
@@ -101,8 +125,10 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
         row = await q.api_key_by_hash(database, secret_hash)
         if row is not None:
             break
-    if row is None or row["revoked_at"] is not None:
-        raise Unauthenticated("The API key is not valid or has been revoked")
+    if row is None:
+        raise KeyRefused("The API key is not valid or has been revoked")
+    if row["revoked_at"] is not None:
+        raise KeyRefused("The API key has been revoked", _merchant_access(row))
     # The creator's role as it is now: a role change, a custom role's new scopes or a removal
     # drops the cached principal (Credentials.forget_company, on every node), so the key's
     # next request is verified against it.
@@ -110,7 +136,7 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
     if creator_scopes is None:
         # Removed from the company: the removal revoked the key in its own unit; a key found
         # unrevoked all the same is still refused.
-        raise Unauthenticated("The API key is not valid or has been revoked")
+        raise KeyRefused("The API key has been revoked", _merchant_access(row))
     settings = _mode_settings(row["data"], row["mode"])
     return ApiKeyPrincipal(
         key_id=row["id"],
@@ -122,3 +148,9 @@ async def authenticate_api_key(token: str, keyring: Keyring, database: Database)
         created_by=row["created_by"],
         merchant_access=bool(settings.get("apiKeyAccess", False)),
     )
+
+
+def _merchant_access(row: Any) -> bool:
+    """Whether the key's company lets a key like it call the merchant routes."""
+    settings = _mode_settings(row["data"], row["mode"])
+    return row["type"] == "secret" and bool(settings.get("apiKeyAccess", False))

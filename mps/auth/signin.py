@@ -35,7 +35,7 @@ from typing import Any
 from mps.actors.company import CreateCompany, OpenSession, RevokeSession
 from mps.adapters.mail import Mail, MailFailed
 from mps.auth.principals import SessionPrincipal
-from mps.auth.tokens import SessionClaims
+from mps.auth.tokens import MODE_SWITCH, SessionClaims
 from mps.domain.audit import AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -370,14 +370,16 @@ async def me(services: Services, session: SessionPrincipal) -> dict[str, Any]:
     }
 
 
-async def logout(services: Services, session: SessionPrincipal) -> None:
-    await services.shards.ask_company(session.company_id, RevokeSession(session.session_id))
+async def logout(services: Services, session: SessionPrincipal, reason: str | None = None) -> None:
+    await services.shards.ask_company(session.company_id, RevokeSession(session.session_id, reason))
     await services.credentials.forget_session(session.session_id)
 
 
 async def switch_mode(
     services: Services, session: SessionPrincipal, mode: str, origin: Origin = (None, None)
 ) -> dict[str, Any]:
+    """The new session, and `previousSessionEnded`: the token that asked no longer works (its
+    refusal names the switch, mps.auth.authenticate)."""
     reply = await _open_session(services, session.user_id, session.company_id, mode, origin)
-    await logout(services, session)
-    return reply
+    await logout(services, session, MODE_SWITCH)
+    return {**reply, "previousSessionEnded": True}

@@ -16,6 +16,8 @@ ALGORITHM = "HS256"
 ISSUER = "merchant-payments-service"
 AUDIENCE = "mps-dashboard"
 SESSION_TTL = timedelta(hours=12)
+# Why a session was revoked, as stored (sessions.revoked_reason): switched to the other mode.
+MODE_SWITCH = "mode_switch"
 # How far in the future a token's issue time may be: the nodes of a cluster may disagree a little.
 _CLOCK_SKEW = 60
 

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from mps.cli import config
+from mps.cli.amounts import amount_minor
 from mps.cli.client import Api
 from mps.cli.errors import ApiError, Unreachable, UsageError
 from mps.cli.listen import listen
@@ -196,7 +197,10 @@ async def cmd_logout(ctx: Context, args: argparse.Namespace) -> int:
 
 
 async def cmd_payments_create(ctx: Context, args: argparse.Namespace) -> int:
-    body: dict[str, Any] = {"amountMinor": str(args.amount), "currency": args.currency}
+    body: dict[str, Any] = {
+        "amountMinor": amount_minor(args, args.currency),
+        "currency": args.currency,
+    }
     if args.description is not None:
         body["description"] = args.description
     headers = {"Idempotency-Key": args.idempotency_key} if args.idempotency_key else {}

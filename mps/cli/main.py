@@ -2,7 +2,8 @@
 
     mps login --email you@example.com [--from-dev-mailbox | --code 123456]
     mps login --key sk_test_…
-    mps payments create --amount 1250 --currency usd
+    mps payments create --amount 12.50 --currency usd     (or --amount-minor 1250)
+    mps balance | refunds create --payment-id pay_… --amount 5 | payouts list | events list
     mps trigger payment.completed --payment-id pay_…
     mps listen --forward-to http://localhost:3000/webhooks
 
@@ -18,7 +19,9 @@ import sys
 from collections.abc import Awaitable, Callable, Sequence
 
 from mps.cli import commands, config
+from mps.cli.amounts import add_amount_options
 from mps.cli.errors import CliError
+from mps.cli.resources import add_resource_parsers
 
 __all__ = ["build_parser", "main"]
 
@@ -83,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     logout.set_defaults(run=commands.cmd_logout)
 
     _payments(top, common)
+    add_resource_parsers(top, common)
     _trigger(top, common)
     _listen(top, common)
     return parser
@@ -99,7 +103,7 @@ def _payments(
         help="create a payment link",
         description="Create a payment link; prints the payment (its payUrl is the checkout).",
     )
-    create.add_argument("--amount", required=True, help="amount in minor units: 1250 is 12.50")
+    add_amount_options(create)
     create.add_argument("--currency", required=True, help="usd, eur, gbp, …")
     create.add_argument("--description")
     create.add_argument(

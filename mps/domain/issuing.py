@@ -37,7 +37,7 @@ from typing import Any
 from mps.domain.cards import luhn_valid
 from mps.domain.clock import iso
 from mps.domain.merchant_categories import CATEGORIES
-from mps.domain.money import parse_amount_minor
+from mps.domain.money import format_money, parse_amount_minor
 from mps.errors import Conflict, FieldError, ValidationFailed
 
 __all__ = [
@@ -332,7 +332,7 @@ def _over_limit(
             what = limit.interval.replace("_", "-")
             msg = (
                 f"The authorization would exceed the card's {what} spending limit "
-                f"({limit.amount_minor} {card.currency})"
+                f"({format_money(limit.amount_minor, card.currency)})"
             )
             return Decline("spending_limit", msg)
     return None
@@ -359,7 +359,7 @@ def authorize(
     if card.status != "ACTIVE":
         return Decline("card_frozen", f"The card is {card.status}")
     if amount > balance:
-        msg = f"The card's balance ({balance} {card.currency}) is less than the amount"
+        msg = f"The card's balance ({format_money(balance, card.currency)}) is less than the amount"
         return Decline("insufficient_funds", msg)
     over = _over_limit(card, amount, spent_since, now)
     if over is not None:

@@ -56,7 +56,8 @@ class KycDocument:
     size_bytes: int
     sha256: str
     storage_key: str
-    # The file's own data key, sealed under the service's encryption key (mps.storage.sealed).
+    # The file's own data key, sealed under the service's encryption key
+    # (mps.adapters.storage.sealed).
     sealed_key: str
     uploaded_by: str | None
     created_at: str

@@ -66,6 +66,11 @@ def parse_amount_minor(text: str) -> int | None:
     return int(text)
 
 
+def format_money(amount_minor: int, currency: str) -> str:
+    """How a message states an amount: 1000 USD -> '10.00 USD'; 1000 JPY -> '1,000 JPY'."""
+    return f"{format_major(amount_minor, currency)} {currency}"
+
+
 def format_major(amount_minor: int, currency: str) -> str:
     """12345 USD -> '123.45'; 500 JPY -> '500'. Exact: no floating point on the way."""
     places = exponent(currency)

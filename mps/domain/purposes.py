@@ -17,6 +17,6 @@ BANK_ACCOUNT_NUMBER = "bank-account-number"
 CARD_NUMBER = "card-number"
 CARD_CVC = "card-cvc"
 IDEMPOTENT_RESPONSE = "idempotent-response"
-# The data key a document's object is sealed with (mps.storage.sealed).
+# The data key a document's object is sealed with (mps.adapters.storage.sealed).
 KYC_DOCUMENT_KEY = "kyc-document"
 WEBHOOK_SECRET = "webhook-secret"  # noqa: S105 - a purpose, not a secret

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from mps.domain.clock import iso
+from mps.domain.money import format_money
 from mps.domain.payments import Event, Payment
 from mps.errors import Conflict
 
@@ -93,7 +94,8 @@ def create(
         raise Conflict(msg, code="invalid_state")
     left = remaining(payment, pending)
     if amount > left:
-        msg = f"The refund exceeds what remains of the payment ({left} {payment.currency})"
+        held = format_money(left, payment.currency)
+        msg = f"The refund exceeds what remains of the payment ({held})"
         raise Conflict(msg, code="refund_exceeds_remaining")
     stamp = iso(now)
     return Refund(

@@ -24,6 +24,7 @@ __all__ = [
     "Answer",
     "Next",
     "after_attempt",
+    "known_event_type",
     "known_subscription",
     "retry_after_seconds",
     "subscribed",
@@ -147,6 +148,16 @@ EVENT_FAMILIES: tuple[str, ...] = (
     "kyc",
     "webhook",
 )
+
+
+def known_event_type(name: str) -> bool:
+    """Whether events of type `name` can exist: one of the catalog, or any type of a family the
+    catalog lists no types for (`card.authorization`, `invoice.sent`)."""
+    if name in EVENT_TYPES:
+        return True
+    family, dot, rest = name.partition(".")
+    listed = any(t.startswith(f"{family}.") for t in EVENT_TYPES)
+    return bool(dot and rest) and family in EVENT_FAMILIES and not listed
 
 
 def known_subscription(name: str) -> bool:

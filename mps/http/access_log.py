@@ -30,7 +30,7 @@ import orjson
 from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
-from mps.http.forwarded import passed_client
+from mps.http.client_address import client_address
 from mps.http.keys import REQUEST_ID
 
 __all__ = [
@@ -129,9 +129,10 @@ class BatchedAccessLog(AbstractAccessLogger):
         if self.sample < 1.0 and random.random() >= self.sample:  # noqa: S311 - not a secret
             return
         request_id = request.get(REQUEST_ID, "-")
-        # A passed request (mps.http.forwarded) was served as a clone with the client's
-        # address; this, the request aiohttp made, has the owner's own socket as its peer.
-        peer = passed_client(request) or request.remote
+        # A passed request (mps.http.forwarded) and one through a trusted balancer
+        # (mps.http.client_address) were served as a clone with the client's address; this,
+        # the request aiohttp made, has the peer's socket.
+        peer = client_address(request)
         if self.as_json:
             text = access_log_object(
                 _now(),

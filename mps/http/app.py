@@ -12,6 +12,7 @@ from aiohttp.typedefs import Handler, Middleware
 
 from mps.http import unparsed
 from mps.http.admission import ADMISSION, Admission
+from mps.http.client_address import client_address_middleware
 from mps.http.forwarded import passed_middleware
 from mps.http.metrics_listener import scrape_handler
 from mps.http.middlewares import envelope_middleware
@@ -19,6 +20,7 @@ from mps.http.pipeline import MAX_BODY, endpoint
 from mps.http.request_metrics import request_metrics
 from mps.http.routing import Route
 from mps.http.security import secure_response
+from mps.http.shutdown import SHUTDOWN, Shutdown
 from mps.metrics import Metrics
 
 __all__ = ["create_app", "is_loopback_request"]
@@ -51,6 +53,9 @@ def create_app(
     # client's own (its address and request id, limits counted once), and all of them read
     # those (mps.http.forwarded). The metrics read neither.
     middlewares.append(passed_middleware)
+    # Then the client's address behind a trusted balancer, for the same readers (a passed
+    # request's was resolved by its first node; mps.http.client_address).
+    middlewares.append(client_address_middleware)
     middlewares.append(envelope_middleware)
     # Inside the envelope (the refusal's request id and version) and the passing (a passed
     # request was admitted by its first node); before the rest, so a refusal does no more work.
@@ -63,6 +68,8 @@ def create_app(
     unparsed.install()
     app = web.Application(middlewares=middlewares, client_max_size=MAX_BODY)
     app[ADMISSION] = admission
+    # Set on SIGTERM (mps.serve); /health/ready answers 503 from then on.
+    app[SHUTDOWN] = Shutdown()
     # Security headers on every response the app prepares (mps.http.security says why a signal).
     app.on_response_prepare.append(secure_response)
     for route in chosen:

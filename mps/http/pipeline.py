@@ -15,12 +15,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import orjson
 from aiohttp import web
 
 from mps.actors.shards import ShardElsewhere
 from mps.auth.api_keys import looks_like_api_key
-from mps.auth.authenticate import bearer_token
+from mps.auth.authenticate import KeyRefused, bearer_token
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
 from mps.auth.scopes import OWNER_ROLE
 from mps.errors import (
@@ -45,6 +44,7 @@ from mps.http.idempotency import (
     stored_response,
     validate_key,
 )
+from mps.http.json_body import parse_body
 from mps.http.keys import API_VERSION, EXPLICIT_VERSION, PASSED, REQUEST_ID, SERVICES
 from mps.http.passing import pass_on
 from mps.http.render import error_response, json_response, reply_body
@@ -143,13 +143,8 @@ async def _merchant_key(token: str, services: Services) -> ApiKeyPrincipal:
     apiKeyAccess on for the key's mode; any other key is refused as today (decisions 2)."""
     try:
         key = await services.credentials.api_key(token)
-    except Unauthenticated as exc:
-        # A key that is not (or no longer) valid is refused as any key was before keys could
-        # call these routes: 401 session_required, whatever the company's setting.
-        raise Unauthenticated(
-            "This route needs a dashboard session; the API key is not valid or was revoked",
-            code="session_required",
-        ) from exc
+    except KeyRefused as exc:
+        raise _refused_key(exc) from exc
     if key.may_call_merchant_routes:
         return key
     if key.type != "secret":
@@ -162,6 +157,29 @@ async def _merchant_key(token: str, services: Services) -> ApiKeyPrincipal:
     raise Unauthenticated(
         f"This route needs a dashboard session: {reason}", code="session_required"
     )
+
+
+def _refused_key(exc: KeyRefused) -> Unauthenticated:
+    """A key that is not (or no longer) valid on a merchant route. Where its company lets secret
+    keys call the route, the key is what is wrong: 401 unauthenticated, as on the API-key
+    routes. Elsewhere the contract's 401 session_required stands, and the message says which
+    of the two is wrong; an unknown key has no company to ask, so it names both."""
+    if exc.merchant_access:
+        return Unauthenticated(
+            "The API key has been revoked; use another secret key of this company "
+            "(GET /api/v1/merchant/api-keys) or a dashboard session"
+        )
+    if exc.merchant_access is None:
+        msg = (
+            "This route needs a dashboard session, or a valid secret key of a company that "
+            "turned on apiKeyAccess; this API key is not valid (unknown, or deleted)"
+        )
+    else:
+        msg = (
+            "This route needs a dashboard session: the company has not turned on apiKeyAccess "
+            "for this key's mode, and this API key has been revoked besides"
+        )
+    return Unauthenticated(msg, code="session_required")
 
 
 async def _optional_session(request: web.Request, services: Services) -> Principal | None:
@@ -216,10 +234,7 @@ async def _read_body(request: web.Request) -> Any:
     raw = await request.read()
     if not raw.strip():
         return {}
-    try:
-        return orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise BadRequest(f"The body is not valid JSON: {exc}", code="invalid_json") from exc
+    return parse_body(raw)
 
 
 def _empty(raw: bytes) -> bool:

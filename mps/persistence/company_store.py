@@ -72,11 +72,14 @@ def session_insert(row: Row) -> Statement:
     return insert("sessions", row)
 
 
-def session_revoke(company_id: str, session_id: str, now: str) -> Statement:
+def session_revoke(
+    company_id: str, session_id: str, now: str, reason: str | None = None
+) -> Statement:
+    """`reason`: why, when the refusal of the session's token should say (0016)."""
     return Statement(
-        "UPDATE sessions SET revoked_at = $1 WHERE id = $2 AND company_id = $3 "
-        "AND revoked_at IS NULL",
-        (now, session_id, company_id),
+        "UPDATE sessions SET revoked_at = $1, revoked_reason = $4 WHERE id = $2 "
+        "AND company_id = $3 AND revoked_at IS NULL",
+        (now, session_id, company_id, reason),
     )
 
 

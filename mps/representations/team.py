@@ -25,7 +25,9 @@ def role_json(role: Role, members: int | None = None) -> dict[str, Any]:
 def member_json(
     user_id: str, email: str, name: str | None, role: Role | None, joined_at: str
 ) -> dict[str, Any]:
+    # `id` like every other resource; `userId` kept as it was (the same value).
     return {
+        "id": user_id,
         "userId": user_id,
         "email": email,
         "name": name,

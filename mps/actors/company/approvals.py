@@ -31,6 +31,7 @@ from mps.domain.approvals import APPROVAL_TTL, ApprovalRequest, Policy, Vote
 from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
+from mps.domain.ledger import balance_insufficient
 from mps.errors import Conflict, Forbidden, NotFound, Unavailable
 from mps.persistence import approval_store as store
 from mps.persistence.statements import Statement
@@ -173,9 +174,25 @@ def request_approval(state: CompanyState, command: RequestApproval) -> Detached:
         state.policies, command.action, command.currency, command.amount_minor
     ):
         return Detached(_nothing())
+    _refuse_what_could_only_fail(state, command)
     policy = state.policies[command.action]
     now = state.context.clock()
     return Detached(_request(state, command, policy.required_approvals, now))
+
+
+# Actions whose whole amount leaves the available balance (a card issue's amount may be a
+# spending limit, so its funding is checked where the card is issued).
+_DRAWS_ON_AVAILABLE = {"payout.create": "payout", "card.fund": "card funding"}
+
+
+def _refuse_what_could_only_fail(state: CompanyState, command: RequestApproval) -> None:
+    """409 `balance_insufficient` now for an action the available balance cannot cover
+    today: approved, it would only fail, so nobody is asked to vote on it. (A refund's own
+    checks run in its payment's actor before it asks for a vote.)"""
+    what = _DRAWS_ON_AVAILABLE.get(command.action)
+    available = state.books.low((command.mode, command.currency)).available
+    if what is not None and available < command.amount_minor:
+        raise balance_insufficient(command.currency, what)
 
 
 async def _nothing() -> None:

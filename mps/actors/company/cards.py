@@ -87,6 +87,12 @@ def issue_card(state: CompanyState, command: IssueCard) -> Detached:
     if command.requested_by is not None and needs_approval(
         state.policies, "card.issue", command.currency, weight
     ):
+        if command.initial_funding_minor > 0:
+            # A funding the balance cannot cover today would only fail once approved: refused
+            # now, before anyone is asked to vote (409 balance_insufficient).
+            state.books.card_funding(
+                command.mode, command.currency, "card_check", command.initial_funding_minor, ""
+            )
         payload = {
             "type": command.type,
             "currency": command.currency,

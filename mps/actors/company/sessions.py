@@ -34,6 +34,8 @@ class OpenSession:
 @dataclass(frozen=True)
 class RevokeSession:
     session_id: str
+    # Why, when its token's refusal should say: MODE_SWITCH, or None (signed out).
+    reason: str | None = None
 
 
 def open_session(state: CompanyState, command: OpenSession) -> Detached:
@@ -71,7 +73,7 @@ def open_session(state: CompanyState, command: OpenSession) -> Detached:
 
 def revoke_session(state: CompanyState, command: RevokeSession) -> Detached:
     now = iso(state.context.clock())
-    statement = store.session_revoke(state.company_id, command.session_id, now)
+    statement = store.session_revoke(state.company_id, command.session_id, now, command.reason)
 
     async def commit() -> None:
         await state.context.commit(statement)

@@ -25,13 +25,13 @@ from mps.actors.company import DecideKyc
 from mps.actors.context import ActorContext
 from mps.actors.schedulers.periodic import ShardPass
 from mps.actors.shards import ShardElsewhere, ShardRouter
+from mps.adapters.storage import ObjectStore
 from mps.domain import kyc as rules
 from mps.domain.audit import AuditContext
 from mps.domain.clock import Clock, iso
 from mps.errors import ServiceError, StaleWrite
 from mps.persistence import kyc_store as store
 from mps.persistence.queries import kyc as q
-from mps.storage import ObjectStore
 
 __all__ = ["KycDesk"]
 

@@ -1,11 +1,11 @@
 """Events out to merchants: the outbox relay, the fan-out, and the webhook-dispatcher actor.
 
-`Webhooks` wires them to the broker (mps.actors.webhooks.topology says what travels where) and
-is opened and closed by the composition root. Every node runs all of it: the relay publishes the
-events of the shards the node owns, and every node consumes fan-out and attempt messages, so
-deliveries spread over the cluster. Nothing here is held only in memory: with the in-process
-broker, which forgets everything on restart, the deliveries still to be attempted are found in
-storage at start.
+`Webhooks` wires them to the broker (mps.webhooks.topology says what travels where) and to the
+sender (mps.webhooks.sender, the signed POST), and is opened and closed by the composition root.
+Every node runs all of it: the relay publishes the events of the shards the node owns, and
+every node consumes fan-out and attempt messages, so deliveries spread over the cluster. Nothing
+here is held only in memory: with the in-process broker, which forgets everything on restart,
+the deliveries still to be attempted are found in storage at start.
 """
 
 from __future__ import annotations
@@ -24,8 +24,6 @@ from mps.actors.shards import ShardRouter
 from mps.actors.webhooks.deliveries import FULL_LANE_WAIT, Deliveries
 from mps.actors.webhooks.dispatcher import Drain, Full, WebhookDispatcher
 from mps.actors.webhooks.relay import OutboxRelay
-from mps.actors.webhooks.sender import Sender
-from mps.actors.webhooks.topology import AttemptJob, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.adapters.mail import Mail, Mailer
 from mps.auth.keyring import Keyring
@@ -34,6 +32,8 @@ from mps.persistence.queries import webhooks as queries
 from mps.persistence.queries.members import owner_emails
 from mps.persistence.queries.outbox import oldest_undispatched
 from mps.persistence.statements import Row
+from mps.webhooks.sender import Sender
+from mps.webhooks.topology import AttemptJob, EventBatch, Topology
 
 __all__ = ["Webhooks"]
 

@@ -30,8 +30,6 @@ from pykka import ActorRef
 from mps.actors.context import ActorContext
 from mps.actors.runtime import ActorDeadError, ask
 from mps.actors.webhooks.dispatcher import Full, Room, WebhookDispatcher, slot
-from mps.actors.webhooks.sender import Sender
-from mps.actors.webhooks.topology import AttemptJob, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.auth.keyring import Keyring
 from mps.domain.clock import iso, parse_iso
@@ -48,7 +46,9 @@ from mps.persistence.queries import events as event_queries
 from mps.persistence.queries import webhooks as queries
 from mps.persistence.statements import Row
 from mps.representations.events import event_body
+from mps.webhooks.sender import Sender
 from mps.webhooks.signing import new_secret
+from mps.webhooks.topology import AttemptJob, EventBatch, Topology
 
 __all__ = ["FULL_LANE_WAIT", "Deliveries", "default_secret", "delivery_id_for", "lane_of"]
 

@@ -22,11 +22,11 @@ from collections.abc import Awaitable, Callable
 
 from mps.actors.context import ActorContext
 from mps.actors.shards import ShardRouter
-from mps.actors.webhooks.topology import Committed, EventBatch, Topology
 from mps.adapters.broker import Broker
 from mps.domain.clock import iso
 from mps.persistence import webhook_store as store
 from mps.persistence.queries import events as event_queries
+from mps.webhooks.topology import Committed, EventBatch, Topology
 
 __all__ = ["OutboxRelay"]
 

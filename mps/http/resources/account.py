@@ -128,6 +128,7 @@ MEMBER = named(
     "Member",
     Obj(
         {
+            "id": Str(),
             "userId": Str(),
             "email": Str(),
             "name": NULL_STR,
@@ -135,7 +136,7 @@ MEMBER = named(
             "roleName": NULL_STR,
             "joinedAt": TIME,
         },
-        required=["userId", "email", "name", "roleId", "roleName", "joinedAt"],
+        required=["id", "userId", "email", "name", "roleId", "roleName", "joinedAt"],
         allow_unknown=True,
     ),
 )

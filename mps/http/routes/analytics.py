@@ -12,7 +12,7 @@ from mps.domain.payments import STATUSES
 from mps.errors import FieldError, ValidationFailed
 from mps.http.replies import Aggregate, Resource
 from mps.http.resources import aggregate, named, resource
-from mps.http.routes.payments import CURRENCY
+from mps.http.routes.payments import CURRENCY_FILTER
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Enum, Int, Moment, Num, Obj, OneOf, Schema, Str
 from mps.persistence.queries import analytics as q
@@ -24,7 +24,7 @@ _DAY_NOTE = "Analytics count whole UTC days: a timestamp stands for its day."
 WINDOW = {
     "from": Moment(description=f"First day, included (default: 29 days before to). {_DAY_NOTE}"),
     "to": Moment(description=f"Last day, included (default: today, UTC). {_DAY_NOTE}"),
-    "currency": CURRENCY,
+    "currency": CURRENCY_FILTER,
 }
 INTERVAL = Enum(
     list(analytics.INTERVALS),

@@ -8,10 +8,12 @@ from typing import Any
 from mps.actors.company import CancelApproval, SetPolicy, VoteOnApproval
 from mps.domain.approvals import ACTIONS, ApprovalRequest, Policy
 from mps.domain.money import parse_amount_minor
-from mps.errors import FieldError, NotFound, ValidationFailed
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.errors import Conflict, FieldError, NotFound, ValidationFailed
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import APPROVAL, APPROVAL_STATUS, POLICY, page, resource
+from mps.http.routes._scoped import one_in_mode, page_in_mode
+from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, Route
 from mps.http.schema import Bool, Int, Map, Obj, Str
 from mps.persistence import approval_store as store
@@ -63,24 +65,13 @@ async def set_policy(call: Call) -> Resource:
 
 
 async def list_requests(call: Call) -> Page:
-    session = call.session
-    found, cursor = await store.list_requests(
-        call.services.database,
-        session.company_id,
-        session.mode,
-        page_request(call.query),
-        status=call.query.get("status"),
+    return await page_in_mode(
+        call, call.session, store.list_requests, approval_json, status=call.query.get("status")
     )
-    return Page([approval_json(r) for r in found], cursor)
 
 
 async def get_request(call: Call) -> Resource:
-    session = call.session
-    found = await store.get_request(
-        call.services.database, session.company_id, session.mode, call.param("id")
-    )
-    if found is None:
-        raise NotFound("No such approval request")
+    found = await one_in_mode(call, call.session, store.get_request, "No such approval request")
     return Resource(approval_json(found))
 
 
@@ -88,16 +79,35 @@ def _shown(request: ApprovalRequest) -> Resource:
     return Resource(approval_json(request))
 
 
+async def _decided(call: Call, exc: NotFound) -> Exception:
+    """What a vote or cancel on a request the company actor does not hold answers: 409 naming
+    its status when the request exists (decided, so no longer held), else the actor's 404.
+
+    Read here, after the actor answered, so that no turn waits on storage; a request decided
+    between the two steps reads as decided, which is what it is."""
+    session = call.session
+    found = await store.get_request(
+        call.services.database, session.company_id, session.mode, call.param("id")
+    )
+    if found is None:
+        return exc
+    msg = f"The approval request is {found.status}; only a PENDING one can be decided"
+    return Conflict(msg, code="invalid_state")
+
+
 async def _vote(call: Call, decision: str) -> Resource:
     session = call.session
     idem = call.idempotent(_shown)
-    after: ApprovalRequest = await call.services.shards.ask_company(
-        session.company_id,
-        VoteOnApproval(
-            session.mode, call.param("id"), session.user_id, session.scopes, decision,
-            call.body.get("comment"), call.audit(), idem,
-        ),
-    )  # fmt: skip
+    try:
+        after: ApprovalRequest = await call.services.shards.ask_company(
+            session.company_id,
+            VoteOnApproval(
+                session.mode, call.param("id"), session.user_id, session.scopes, decision,
+                call.body.get("comment"), call.audit(), idem,
+            ),
+        )  # fmt: skip
+    except NotFound as exc:
+        raise await _decided(call, exc) from None
     if after.status == "APPROVED":
         after = await call.services.approvals.execute(after, idem)
     return _shown(after)
@@ -113,12 +123,19 @@ async def reject(call: Call) -> Resource:
 
 async def cancel(call: Call) -> Resource:
     session = call.session
-    after: ApprovalRequest = await call.services.shards.ask_company(
-        session.company_id,
-        CancelApproval(
-            session.mode, call.param("id"), session.user_id, call.audit(), call.idempotent(_shown)
-        ),
-    )
+    try:
+        after: ApprovalRequest = await call.services.shards.ask_company(
+            session.company_id,
+            CancelApproval(
+                session.mode,
+                call.param("id"),
+                session.user_id,
+                call.audit(),
+                call.idempotent(_shown),
+            ),
+        )
+    except NotFound as exc:
+        raise await _decided(call, exc) from None
     return _shown(after)
 
 
@@ -148,6 +165,7 @@ ROUTES = [
                 "enabled": Bool(),
                 "thresholds": Map(
                     values=Str(),
+                    keys=CURRENCY,
                     max_keys=50,
                     max_key_length=3,
                     description="Currency -> the amount above which approval is needed.",

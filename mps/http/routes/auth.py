@@ -159,9 +159,9 @@ def build(development: bool) -> list[Route]:
             "POST",
             "/auth/session/mode",
             session_mode,
-            "Switch the session to test or live",
+            "Switch the session to test or live; the token that asked stops working",
             "auth",
-            response=resource(SESSION, name="Session"),
+            response=resource({**SESSION, "previousSessionEnded": Bool()}, name="SwitchedSession"),
             body=Obj({"mode": _MODE}, required=["mode"]),
         ),
     ]

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from mps.actors.company import Balances
 from mps.domain.ledger import MOVEMENT_TYPES, Balance
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.resources import BALANCE, BALANCE_TRANSACTION, aggregate, page, resource
-from mps.http.routes.payments import CURRENCY
+from mps.http.routes._scoped import page_in_mode
+from mps.http.routes.payments import CURRENCY_FILTER
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Enum, Obj, OneOf, Str
 from mps.persistence.queries import ledger as q
@@ -29,17 +30,16 @@ async def get_balance(call: Call) -> Resource | Aggregate:
 
 
 async def list_transactions(call: Call) -> Page:
-    merchant, query = call.merchant, call.query
-    rows, cursor = await q.list_transactions(
-        call.services.database,
-        merchant.company_id,
-        merchant.mode,
-        page_request(query),
+    query = call.query
+    return await page_in_mode(
+        call,
+        call.merchant,
+        q.list_transactions,
+        transaction_json,
         currency=query.get("currency"),
         source_id=query.get("sourceId"),
         kind=query.get("type"),
     )
-    return Page([transaction_json(row) for row in rows], cursor)
 
 
 ROUTES = [
@@ -50,7 +50,7 @@ ROUTES = [
         "The balance per currency: available, pending and reserved",
         "balance",
         scope="payouts:read",
-        query=Obj({"currency": CURRENCY}),
+        query=Obj({"currency": CURRENCY_FILTER}),
         response=OneOf(
             [aggregate(Array(BALANCE)), resource(BALANCE)],
             description="Per currency; one object when a currency is given.",
@@ -66,7 +66,7 @@ ROUTES = [
         query=Obj(
             {
                 **PAGE_FIELDS,
-                "currency": CURRENCY,
+                "currency": CURRENCY_FILTER,
                 "type": Enum(MOVEMENT_TYPES),
                 "sourceId": Str(max_length=64),
             }

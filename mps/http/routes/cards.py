@@ -7,6 +7,7 @@ the card's own actor, which serializes the card's balance and state.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mps.actors.card import (
@@ -25,6 +26,7 @@ from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CARD, CARD_AUTHORIZATION, page, resource
+from mps.http.routes._scoped import one_in_mode
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
@@ -81,15 +83,17 @@ def _member(call: Call) -> str:
     return call.merchant.actor_id
 
 
-async def issue_member_card(call: Call) -> Resource:
+async def _issue(call: Call, card_type: str, holder: Callable[[], dict[str, str]]) -> Resource:
+    """Asks the company actor to issue a card of `card_type`; `holder` reads who or what it is
+    for (a member card's cardholder and member, a company card's nickname) after the controls,
+    so a request wrong in both is told about its controls first."""
     merchant, body = call.merchant, call.body
     command = IssueCard(
         merchant.mode,
-        "member",
+        card_type,
         body["currency"],
         _controls(body),
-        cardholder_name=body["cardholderName"],
-        member_id=_member(call),
+        **holder(),
         initial_funding_minor=body.get("initialFundingMinor") or 0,
         audit=call.audit(),
         idempotency=call.idempotent(_issued),
@@ -99,25 +103,18 @@ async def issue_member_card(call: Call) -> Resource:
         merchant.company_id, command
     )
     return _issued(issued)
+
+
+async def issue_member_card(call: Call) -> Resource:
+    return await _issue(
+        call,
+        "member",
+        lambda: {"cardholder_name": call.body["cardholderName"], "member_id": _member(call)},
+    )
 
 
 async def issue_company_card(call: Call) -> Resource:
-    merchant, body = call.merchant, call.body
-    command = IssueCard(
-        merchant.mode,
-        "company",
-        body["currency"],
-        _controls(body),
-        nickname=body["nickname"],
-        initial_funding_minor=body.get("initialFundingMinor") or 0,
-        audit=call.audit(),
-        idempotency=call.idempotent(_issued),
-        requested_by=merchant.actor_id,
-    )
-    issued: IssuedCard | ApprovalRequest = await call.services.shards.ask_company(
-        merchant.company_id, command
-    )
-    return _issued(issued)
+    return await _issue(call, "company", lambda: {"nickname": call.body["nickname"]})
 
 
 async def list_cards(call: Call) -> Page:
@@ -138,9 +135,7 @@ async def list_cards(call: Call) -> Page:
 async def get_card(call: Call) -> Resource:
     merchant = call.merchant
     db = call.services.database
-    card = await q.get_card(db, merchant.company_id, merchant.mode, call.param("id"))
-    if card is None:
-        raise NotFound("No such card")
+    card = await one_in_mode(call, merchant, q.get_card, "No such card")
     held = await q.balances(db, merchant.company_id, [card.id])
     return Resource(card_json(card, held[card.id]))
 
@@ -182,12 +177,9 @@ async def withdraw(call: Call) -> Resource:
 
 async def transactions(call: Call) -> Page:
     merchant = call.merchant
-    db = call.services.database
-    card = await q.get_card(db, merchant.company_id, merchant.mode, call.param("id"))
-    if card is None:
-        raise NotFound("No such card")
+    card = await one_in_mode(call, merchant, q.get_card, "No such card")
     rows, cursor = await q.authorizations(
-        db, merchant.company_id, card.id, page_request(call.query)
+        call.services.database, merchant.company_id, card.id, page_request(call.query)
     )
     return Page([authorization_json(r) for r in rows], cursor)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.errors import NotFound
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CUSTOMER, PAYMENT, page, resource
+from mps.http.routes._scoped import one_in_mode
 from mps.http.routes.payments import EMAIL
 from mps.http.routing import Call, Route
 from mps.http.schema import Obj
@@ -45,13 +45,7 @@ async def list_customers(call: Call) -> Page:
 
 
 async def _customer(call: Call) -> Row:
-    merchant = call.merchant
-    row = await q.get_customer(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if row is None:
-        raise NotFound("No such customer")
-    return row
+    return await one_in_mode(call, call.merchant, q.get_customer, "No such customer")
 
 
 async def get_customer(call: Call) -> Resource:

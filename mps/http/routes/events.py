@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from mps.actors.company import RecordDeliveries
 from mps.domain.ids import new_id
-from mps.errors import NotFound
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.domain.webhooks import known_event_type
+from mps.errors import FieldError
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import EVENT, EVENT_FIELDS, WEBHOOK_DELIVERY, page, resource
+from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routes.payments import DATE_RANGE, range_filter
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Obj, Str
@@ -19,29 +23,30 @@ from mps.representations.webhooks import delivery_view
 __all__ = ["ROUTES"]
 
 
+def _known_type(query: dict[str, Any]) -> list[FieldError]:
+    # An unknown type would only ever answer an empty page, as a typo does.
+    event_type = query.get("type")
+    if event_type is not None and not known_event_type(event_type.lower()):
+        return [FieldError("type", "is not an event type (see the webhook event catalog)")]
+    return []
+
+
 async def list_events(call: Call) -> Page:
-    merchant = call.merchant
     start, end = range_filter(call.query)
-    rows, cursor = await q.list_events(
-        call.services.database,
-        merchant.company_id,
-        merchant.mode,
-        page_request(call.query),
-        event_type=call.query.get("type"),
+    event_type = call.query.get("type")
+    return await page_in_mode(
+        call,
+        call.merchant,
+        q.list_events,
+        event_view,
+        event_type=event_type.lower() if event_type else None,
         created_from=start,
         created_to=end,
     )
-    return Page([event_view(r) for r in rows], cursor)
 
 
 async def _event(call: Call) -> Row:
-    merchant = call.merchant
-    row = await q.event(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if row is None:
-        raise NotFound("No such event")
-    return row
+    return await one_in_mode(call, call.merchant, q.event, "No such event")
 
 
 async def get_event(call: Call) -> Resource:
@@ -79,7 +84,8 @@ ROUTES = [
                 **PAGE_FIELDS,
                 "type": Str(min_length=1, max_length=100, description="Only events of this type."),
                 **DATE_RANGE,
-            }
+            },
+            rules=[_known_type],
         ),
         response=page(EVENT),
     ),

@@ -17,6 +17,7 @@ from mps.http.replies import Resource
 from mps.http.resources import resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Enum, Int, Map, Obj, Str
+from mps.http.shutdown import SHUTDOWN
 from mps.persistence.queries import ledger as ledger_queries
 from mps.services import Services
 
@@ -185,7 +186,9 @@ def _node(services: Services) -> dict[str, Any]:
 async def ready(call: Call) -> web.Response:
     """Ready to take traffic: storage and broker answer, and the node serves its shards (a
     single process owns them all; a cluster node has joined every shard queue and is not
-    draining, and serves even before it owns a shard, by passing requests on)."""
+    draining, and serves even before it owns a shard, by passing requests on). From SIGTERM on,
+    not ready, though the node still serves for its grace period (mps.serve): that is how a
+    balancer learns to send nothing more here before the listener closes."""
     states = await service_states(call.services)
     cluster = call.services.cluster
     serving = (
@@ -193,6 +196,9 @@ async def ready(call: Call) -> web.Response:
         if cluster is None
         else cluster.joined and not cluster.draining
     )
+    shutdown = call.request.app.get(SHUTDOWN)
+    if shutdown is not None and shutdown.requested:
+        serving = False
     is_ready = (
         states["database"]["status"] == "up" and states["broker"]["status"] == "up" and serving
     )

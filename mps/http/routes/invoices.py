@@ -24,10 +24,10 @@ from mps.auth.signin import normalize_email
 from mps.documents.invoice_pdf import render_invoice_pdf
 from mps.domain.invoices import INVOICE_STATUSES, Invoice, LineItem
 from mps.domain.money import format_major
-from mps.errors import FieldError, NotFound
+from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.mailed import mail_input, send_after_commit, settle
 from mps.http.pages.invoice import render_invoice_page
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.resources import (
     INVOICE,
@@ -38,7 +38,8 @@ from mps.http.resources import (
     page,
     resource,
 )
-from mps.http.routes.payments import CURRENCY, DATE_RANGE, EMAIL, range_filter
+from mps.http.routes._scoped import one_in_mode, page_in_mode
+from mps.http.routes.payments import CURRENCY, CURRENCY_FILTER, DATE_RANGE, EMAIL, range_filter
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Amount, Array, Int, Moment, Obj, OneOf, Str
 from mps.http.security import csp_nonce
@@ -130,6 +131,10 @@ def _real_date(body: dict[str, Any]) -> list[FieldError]:
 
 async def create_invoice(call: Call) -> Resource:
     merchant, body = call.merchant, call.body
+    due = body.get("dueDate")
+    if due is not None and due < call.services.clock().date().isoformat():
+        # Sent, mailed and overdue a minute later is never what the merchant meant.
+        raise ValidationFailed([FieldError("dueDate", "must be today or later (UTC)")])
     spec = NewInvoice(
         currency=body["currency"],
         customer_email=normalize_email(body["customerEmail"]),
@@ -150,29 +155,22 @@ async def create_invoice(call: Call) -> Resource:
 
 
 async def _stored(call: Call) -> Invoice:
-    merchant = call.merchant
-    invoice = await q.get_invoice(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if invoice is None:
-        raise NotFound("No such invoice")
-    return invoice
+    return await one_in_mode(call, call.merchant, q.get_invoice, "No such invoice")
 
 
 async def list_invoices(call: Call) -> Page:
-    merchant, query = call.merchant, call.query
+    query = call.query
     start, end = range_filter(query)
-    invoices, cursor = await q.list_invoices(
-        call.services.database,
-        merchant.company_id,
-        merchant.mode,
-        page_request(query),
+    return await page_in_mode(
+        call,
+        call.merchant,
+        q.list_invoices,
+        lambda invoice: _view(call, invoice),
         status=query.get("status"),
         customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
         created_from=start,
         created_to=end,
     )
-    return Page([_view(call, i) for i in invoices], cursor)
 
 
 async def get_invoice(call: Call) -> Resource:
@@ -360,7 +358,7 @@ ROUTES = [
         "Per-currency invoice counts and amounts",
         "invoices",
         scope="invoices:read",
-        query=Obj({"currency": CURRENCY, **DATE_RANGE}),
+        query=Obj({"currency": CURRENCY_FILTER, **DATE_RANGE}),
         response=OneOf(
             [
                 aggregate(Array(INVOICE_STATS)),

@@ -1,7 +1,7 @@
 """Identity verification (decisions 12): document upload, status, documents and their files.
 
 An upload is streamed to object storage as it arrives, encrypted on the way under a key of its
-own (mps.storage.sealed), its type judged by its first bytes, and only then recorded by the
+own (mps.adapters.storage.sealed), its type judged by its first bytes, and only then recorded by the
 company actor; a file is read back only through the download route, which needs settings:write
 and is audited before a byte is sent.
 """
@@ -17,6 +17,8 @@ from aiohttp import BodyPartReader, MultipartReader, web
 
 from mps.actors.company import RecordAudit, RecordKycDocument
 from mps.actors.shards import ShardElsewhere
+from mps.adapters.storage import TooLarge
+from mps.adapters.storage.sealed import new_data_key, open_stream, seal_stream, sealed_size
 from mps.domain import purposes
 from mps.domain.clock import iso
 from mps.domain.file_types import ALLOWED, EXTENSIONS, detect
@@ -25,23 +27,21 @@ from mps.domain.kyc import DOCUMENT_TYPES, STATUSES, KycDocument
 from mps.errors import (
     BadRequest,
     FieldError,
-    NotFound,
     PayloadTooLarge,
     Unavailable,
     UnsupportedMedia,
     ValidationFailed,
 )
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import MODE, named, page, resource
+from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routing import Call, Route
 from mps.http.schema import Enum, Int, Obj, Schema, Str
 from mps.http.uploads import Upload
 from mps.persistence.queries import companies
 from mps.persistence.queries import kyc as q
 from mps.representations.kyc import document_json, status_json
-from mps.storage import TooLarge
-from mps.storage.sealed import new_data_key, open_stream, seal_stream, sealed_size
 
 __all__ = ["ROUTES"]
 
@@ -234,25 +234,13 @@ async def kyc_status(call: Call) -> Resource:
 
 
 async def list_documents(call: Call) -> Page:
-    session = call.session
-    documents, cursor = await q.list_documents(
-        call.services.database,
-        session.company_id,
-        session.mode,
-        page_request(call.query),
-        status=call.query.get("status"),
+    return await page_in_mode(
+        call, call.session, q.list_documents, document_json, status=call.query.get("status")
     )
-    return Page([document_json(d) for d in documents], cursor)
 
 
 async def _document(call: Call) -> KycDocument:
-    session = call.session
-    document = await q.get_document(
-        call.services.database, session.company_id, session.mode, call.param("id")
-    )
-    if document is None:
-        raise NotFound("No such document")
-    return document
+    return await one_in_mode(call, call.session, q.get_document, "No such document")
 
 
 async def get_document(call: Call) -> Resource:

@@ -6,6 +6,7 @@ from typing import Any
 
 from mps.actors.company import CreatePayment
 from mps.actors.payment import Cancel, Outcome
+from mps.domain.money import KNOWN_CURRENCIES
 from mps.domain.payments import STATUSES, NewPayment
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
@@ -28,13 +29,31 @@ from mps.http.targets import checked_url
 from mps.persistence.queries import payments as q
 from mps.representations.payments import payment_json
 
-__all__ = ["CURRENCY", "DATE_RANGE", "EMAIL", "PHONE", "ROUTES", "normalize_phone", "range_filter"]
+__all__ = [
+    "CURRENCY",
+    "CURRENCY_FILTER",
+    "DATE_RANGE",
+    "EMAIL",
+    "PHONE",
+    "ROUTES",
+    "normalize_phone",
+    "payment_id_of",
+    "range_filter",
+]
 
 CURRENCY = Str(
     pattern=r"[A-Za-z]{3}",
     upper=True,
     message="must be a three-letter ISO 4217 code",
     description="ISO 4217, in either case (answered upper-case).",
+)
+# A filter on currency: a code no company can hold would only ever answer zeros, so it is
+# refused like a body's unknown code rather than answered 200 with nothing.
+CURRENCY_FILTER = Str(
+    pattern="|".join(sorted(KNOWN_CURRENCIES)),
+    upper=True,
+    message="must be an ISO 4217 currency code this service supports",
+    description="ISO 4217, in either case: only amounts in this currency.",
 )
 EMAIL = Str(max_length=254, format="email")
 PHONE = Str(pattern=r"\+?[0-9 ()\-]{7,20}", message="must be a phone number in E.164 form")
@@ -52,11 +71,24 @@ def normalize_phone(phone: str) -> str:
     return f"+{digits}"
 
 
+# The largest integer every JSON reader keeps exactly (2**53 - 1).
+_SAFE_INT = 2**53 - 1
+
+
 def _metadata_values(body: dict[str, Any]) -> list[FieldError]:
     errors = []
     for key, value in (body.get("customMetadata") or {}).items():
         if isinstance(value, str) and len(value) > 500:
             errors.append(FieldError(f"customMetadata.{key}", "must be at most 500 characters"))
+        elif isinstance(value, int) and not isinstance(value, bool) and abs(value) > _SAFE_INT:
+            # Past 2**53 a JavaScript client (the dashboard, most webhook receivers) would read
+            # another number than the one stored.
+            errors.append(
+                FieldError(
+                    f"customMetadata.{key}",
+                    "must be an integer within ±9007199254740991; send larger ones as a string",
+                )
+            )
         elif not isinstance(value, str | int | float | bool) and value is not None:
             errors.append(
                 FieldError(f"customMetadata.{key}", "must be a string, number, boolean or null")
@@ -98,6 +130,19 @@ def range_filter(query: dict[str, Any]) -> tuple[str | None, str | None]:
     if start is not None and end is not None and start > end:
         raise ValidationFailed([FieldError("from", "must not be after to")])
     return start, end
+
+
+async def payment_id_of(call: Call, given: str) -> str:
+    """The payment id `given` stands for: the id itself, or the reference a shopper quotes
+    (`PAY-…`), resolved within the caller's company and mode. An unknown reference is passed on
+    as it is, so the answer is the same 404 an unknown id gets."""
+    if not given.upper().startswith("PAY-"):
+        return given
+    merchant = call.merchant
+    found = await q.id_for_reference(
+        call.services.database, merchant.company_id, merchant.mode, given.upper()
+    )
+    return found or given
 
 
 def _view(call: Call, outcome: Outcome) -> dict[str, Any]:
@@ -143,6 +188,8 @@ async def list_payments(call: Call) -> Page:
         created_to=end,
         link_payment_id=query.get("linkPaymentId"),
         customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
+        reference=query["reference"].upper() if query.get("reference") else None,
+        search=query.get("q"),
     )
     page = page_request(query)
     payments, cursor = await q.list_payments(call.services.database, where, page)
@@ -151,7 +198,7 @@ async def list_payments(call: Call) -> Page:
 
 
 async def get_payment(call: Call) -> Resource:
-    merchant, payment_id = call.merchant, call.param("id")
+    merchant, payment_id = call.merchant, await payment_id_of(call, call.param("id"))
     payment = call.services.shards.recent_payment(
         merchant.company_id, merchant.mode, payment_id
     ) or await q.get_payment(call.services.database, merchant.company_id, merchant.mode, payment_id)
@@ -163,8 +210,9 @@ async def get_payment(call: Call) -> Resource:
 async def cancel_payment(call: Call) -> Resource:
     merchant = call.merchant
     idem = call.idempotent(lambda outcome: Resource(_view(call, outcome)))
+    payment_id = await payment_id_of(call, call.param("id"))
     outcome = await call.services.shards.ask_payment(
-        merchant.company_id, call.param("id"), Cancel(merchant.mode, idem)
+        merchant.company_id, payment_id, Cancel(merchant.mode, idem)
     )
     return Resource(_view(call, outcome))
 
@@ -197,10 +245,18 @@ LIST_QUERY = Obj(
     {
         **PAGE_FIELDS,
         "status": PAYMENT_STATUS,
-        "currency": CURRENCY,
+        "currency": CURRENCY_FILTER,
         **DATE_RANGE,
         "linkPaymentId": Str(max_length=64),
         "customerEmail": EMAIL,
+        "reference": Str(
+            max_length=64, description="The payment's reference (PAY-…), in either case."
+        ),
+        "q": Str(
+            min_length=1,
+            max_length=254,
+            description="Payments whose reference, id or customer email is exactly this.",
+        ),
     }
 )
 
@@ -234,7 +290,7 @@ ROUTES = [
         "Per-currency payment totals and counts",
         "payments",
         scope="payments:read",
-        query=Obj({"currency": CURRENCY, **DATE_RANGE}),
+        query=Obj({"currency": CURRENCY_FILTER, **DATE_RANGE}),
         response=OneOf(
             [
                 aggregate(Array(PAYMENT_STATS)),
@@ -247,7 +303,7 @@ ROUTES = [
         "GET",
         "/merchant/payments/{id}",
         get_payment,
-        "Retrieve a payment",
+        "Retrieve a payment by its id or its reference (PAY-…)",
         "payments",
         scope="payments:read",
         response=resource(PAYMENT),

@@ -19,9 +19,9 @@ from mps.actors.company import (
 )
 from mps.adapters.mail import Mail
 from mps.domain.approvals import ApprovalRequest
+from mps.domain.countries import COUNTRIES
 from mps.domain.payouts import BankAccount
-from mps.errors import NotFound
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
     BANK_ACCOUNT,
@@ -31,6 +31,7 @@ from mps.http.resources import (
     page,
     resource,
 )
+from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
 from mps.http.routing import Call, LimitRule, Route
@@ -82,20 +83,11 @@ async def create_bank_account(call: Call) -> Resource:
 
 
 async def list_bank_accounts(call: Call) -> Page:
-    merchant = call.merchant
-    accounts, cursor = await q.list_bank_accounts(
-        call.services.database, merchant.company_id, merchant.mode, page_request(call.query)
-    )
-    return Page([bank_account_json(a) for a in accounts], cursor)
+    return await page_in_mode(call, call.merchant, q.list_bank_accounts, bank_account_json)
 
 
 async def get_bank_account(call: Call) -> Resource:
-    merchant = call.merchant
-    account = await q.get_bank_account(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if account is None:
-        raise NotFound("No such bank account")
+    account = await one_in_mode(call, call.merchant, q.get_bank_account, "No such bank account")
     return Resource(bank_account_json(account))
 
 
@@ -138,35 +130,25 @@ async def create_payout(call: Call) -> Resource:
 
 
 async def list_payouts(call: Call) -> Page:
-    merchant, query = call.merchant, call.query
-    payouts, cursor = await q.list_payouts(
-        call.services.database,
-        merchant.company_id,
-        merchant.mode,
-        page_request(query),
+    query = call.query
+    return await page_in_mode(
+        call,
+        call.merchant,
+        q.list_payouts,
+        payout_json,
         status=query.get("status"),
         bank_account_id=query.get("bankAccountId"),
     )
-    return Page([payout_json(p) for p in payouts], cursor)
 
 
 async def get_payout(call: Call) -> Resource:
-    merchant = call.merchant
-    payout = await q.get_payout(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if payout is None:
-        raise NotFound("No such payout")
+    payout = await one_in_mode(call, call.merchant, q.get_payout, "No such payout")
     return Resource(payout_json(payout))
 
 
 async def cancel_payout(call: Call) -> Resource:
     merchant = call.merchant
-    stored = await q.get_payout(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if stored is None:
-        raise NotFound("No such payout")
+    stored = await one_in_mode(call, merchant, q.get_payout, "No such payout")
     outcome: PayoutOutcome = await call.services.shards.ask_company(
         merchant.company_id, CancelPayout(stored, call.idempotent(_payout), call.audit())
     )
@@ -197,7 +179,9 @@ ROUTES = [
                 "bankCode": Str(min_length=1, max_length=34),
                 "currency": CURRENCY,
                 "country": Str(
-                    pattern=r"[A-Za-z]{2}", upper=True, message="must be an ISO 3166 country code"
+                    pattern="|".join(sorted(COUNTRIES)),
+                    upper=True,
+                    message="must be an ISO 3166-1 alpha-2 country code",
                 ),
             },
             required=["accountHolderName", "accountNumber", "bankCode", "currency", "country"],

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from mps.actors.payment import CreateRefund, RefundOutcome
 from mps.domain.approvals import ApprovalRequest
-from mps.errors import NotFound
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import REFUND, REFUND_STATUS, page, resource
+from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routes.approvals import HELD, approval_accepted
+from mps.http.routes.payments import payment_id_of
 from mps.http.routing import Call, Route
 from mps.http.schema import Amount, Obj, Str
 from mps.persistence.queries import refunds as q
@@ -40,31 +41,25 @@ async def create_refund(call: Call) -> Resource:
         call.audit(),
     )
     outcome: RefundOutcome | ApprovalRequest = await call.services.shards.ask_payment(
-        merchant.company_id, body["paymentId"], command
+        merchant.company_id, await payment_id_of(call, body["paymentId"]), command
     )
     return _created_or_held(outcome)
 
 
 async def list_refunds(call: Call) -> Page:
-    merchant, query = call.merchant, call.query
-    refunds, cursor = await q.list_refunds(
-        call.services.database,
-        merchant.company_id,
-        merchant.mode,
-        page_request(query),
+    query = call.query
+    return await page_in_mode(
+        call,
+        call.merchant,
+        q.list_refunds,
+        refund_json,
         payment_id=query.get("paymentId"),
         status=query.get("status"),
     )
-    return Page([refund_json(r) for r in refunds], cursor)
 
 
 async def get_refund(call: Call) -> Resource:
-    merchant = call.merchant
-    refund = await q.get_refund(
-        call.services.database, merchant.company_id, merchant.mode, call.param("id")
-    )
-    if refund is None:
-        raise NotFound("No such refund")
+    refund = await one_in_mode(call, call.merchant, q.get_refund, "No such refund")
     return Resource(refund_json(refund))
 
 

@@ -3,7 +3,7 @@ events, as the real triggers."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -90,11 +90,21 @@ async def _reversed(call: Call, idem: Any) -> Outcome:
     return await _payment(call, Reverse("test", idem))
 
 
+def _required_id(call: Call, field: str) -> str:
+    """The body's `field`, the id of what the simulation acts on; 422 when it is missing."""
+    ident: str | None = call.body.get(field)
+    if not ident:
+        raise ValidationFailed([FieldError(field, "is required")])
+    return ident
+
+
+def _first_event(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    return events[0] if events else None
+
+
 async def _payment(call: Call, message: Any) -> Outcome:
     key = call.api_key
-    payment_id = call.body.get("paymentId")
-    if not payment_id:
-        raise ValidationFailed([FieldError("paymentId", "is required")])
+    payment_id = _required_id(call, "paymentId")
     outcome: Outcome = await call.services.shards.ask_payment(key.company_id, payment_id, message)
     return outcome
 
@@ -102,15 +112,13 @@ async def _payment(call: Call, message: Any) -> Outcome:
 def _refund_shape(
     call: Call, outcome: RefundOutcome
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    return refund_json(outcome.refund), outcome.events[0] if outcome.events else None
+    return refund_json(outcome.refund), _first_event(outcome.events)
 
 
 def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
     async def run(call: Call, idem: Any) -> RefundOutcome:
         key = call.api_key
-        refund_id = call.body.get("refundId")
-        if not refund_id:
-            raise ValidationFailed([FieldError("refundId", "is required")])
+        refund_id = _required_id(call, "refundId")
         refund = await refund_queries.get_refund(
             call.services.database, key.company_id, "test", refund_id
         )
@@ -129,15 +137,13 @@ def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
 def _payout_shape(
     call: Call, outcome: PayoutOutcome
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    return payout_json(outcome.payout), outcome.events[0] if outcome.events else None
+    return payout_json(outcome.payout), _first_event(outcome.events)
 
 
 def _payout(step: str) -> Callable[[Call, Any], Awaitable[PayoutOutcome]]:
     async def run(call: Call, idem: Any) -> PayoutOutcome:
         key = call.api_key
-        payout_id = call.body.get("payoutId")
-        if not payout_id:
-            raise ValidationFailed([FieldError("payoutId", "is required")])
+        payout_id = _required_id(call, "payoutId")
         payout = await payout_queries.get_payout(
             call.services.database, key.company_id, "test", payout_id
         )

@@ -14,7 +14,7 @@ from mps.actors.company import (
 from mps.actors.webhooks.deliveries import default_secret
 from mps.domain.ids import new_id
 from mps.domain.webhooks import DELIVERY_STATES, known_subscription
-from mps.errors import Conflict, FieldError, NotFound, ValidationFailed
+from mps.errors import Conflict, FieldError, ValidationFailed
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
@@ -27,6 +27,7 @@ from mps.http.resources import (
     page,
     resource,
 )
+from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Bool, Enum, Int, Moment, Obj, Str
 from mps.http.targets import checked_url
@@ -65,13 +66,7 @@ async def _endpoint(call: Call) -> Row:
     to name the row and for its audit entry only: another request may change the endpoint before
     the actor's turn, so the actor builds no write from it and answers with the row as
     committed (mps.actors.company.webhooks)."""
-    session = call.session
-    row = await q.endpoint(
-        call.services.database, session.company_id, session.mode, call.param("id")
-    )
-    if row is None:
-        raise NotFound("No such webhook endpoint")
-    return row
+    return await one_in_mode(call, call.session, q.endpoint, "No such webhook endpoint")
 
 
 async def create_endpoint(call: Call) -> Resource:
@@ -94,11 +89,7 @@ async def create_endpoint(call: Call) -> Resource:
 
 
 async def list_endpoints(call: Call) -> Page:
-    session = call.session
-    rows, cursor = await q.list_endpoints(
-        call.services.database, session.company_id, session.mode, page_request(call.query)
-    )
-    return Page([endpoint_view(r) for r in rows], cursor)
+    return await page_in_mode(call, call.session, q.list_endpoints, endpoint_view)
 
 
 async def get_endpoint(call: Call) -> Resource:
@@ -153,13 +144,7 @@ async def endpoint_deliveries(call: Call) -> Page:
 
 
 async def _delivery(call: Call) -> Row:
-    session = call.session
-    row = await q.delivery_of_company(
-        call.services.database, session.company_id, session.mode, call.param("id")
-    )
-    if row is None:
-        raise NotFound("No such webhook delivery")
-    return row
+    return await one_in_mode(call, call.session, q.delivery_of_company, "No such webhook delivery")
 
 
 async def get_delivery(call: Call) -> Resource:

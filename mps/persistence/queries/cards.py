@@ -6,19 +6,14 @@ from __future__ import annotations
 from mps.domain.issuing import Card
 from mps.persistence.card_store import card_from_row
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = ["authorizations", "balances", "get_card", "list_cards", "sealed_details"]
 
 
 async def get_card(db: Database, company_id: str, mode: str, card_id: str) -> Card | None:
-    row = await db.fetchrow(
-        "SELECT * FROM cards WHERE id = $1 AND company_id = $2 AND mode = $3",
-        card_id,
-        company_id,
-        mode,
-    )
+    row = await fetch_one_in_mode(db, "SELECT * FROM cards", company_id, mode, card_id)
     return card_from_row(row) if row is not None else None
 
 
@@ -67,10 +62,6 @@ async def authorizations(
 
 
 async def sealed_details(db: Database, company_id: str, mode: str, card_id: str) -> Row | None:
-    return await db.fetchrow(
-        "SELECT number, cvc, exp_month, exp_year FROM cards "
-        "WHERE id = $1 AND company_id = $2 AND mode = $3",
-        card_id,
-        company_id,
-        mode,
+    return await fetch_one_in_mode(
+        db, "SELECT number, cvc, exp_month, exp_year FROM cards", company_id, mode, card_id
     )

@@ -14,7 +14,8 @@ async def session_with_member(
     """The session, its member's role (with the scopes of a custom one) and the company's
     settings; None when any is gone."""
     return await db.fetchrow(
-        "SELECT s.revoked_at, s.expires_at, m.role_id, r.scopes AS custom_scopes, c.data "
+        "SELECT s.revoked_at, s.revoked_reason, s.expires_at, m.role_id, "
+        "r.scopes AS custom_scopes, c.data "
         "FROM sessions s "
         "JOIN members m ON m.company_id = s.company_id AND m.user_id = s.user_id "
         "JOIN companies c ON c.id = s.company_id "

@@ -3,19 +3,14 @@
 from __future__ import annotations
 
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = ["customer_totals", "get_customer", "list_customers"]
 
 
 async def get_customer(db: Database, company_id: str, mode: str, customer_id: str) -> Row | None:
-    return await db.fetchrow(
-        "SELECT * FROM customers WHERE id = $1 AND company_id = $2 AND mode = $3",
-        customer_id,
-        company_id,
-        mode,
-    )
+    return await fetch_one_in_mode(db, "SELECT * FROM customers", company_id, mode, customer_id)
 
 
 async def list_customers(

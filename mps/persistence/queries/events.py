@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = ["event", "event_by_id", "events_by_ids", "list_events", "undispatched"]
@@ -35,12 +35,7 @@ async def list_events(
 
 
 async def event(db: Database, company_id: str, mode: str, event_id: str) -> Row | None:
-    return await db.fetchrow(
-        f"SELECT {_COLUMNS} FROM events WHERE id = $1 AND company_id = $2 AND mode = $3",
-        event_id,
-        company_id,
-        mode,
-    )
+    return await fetch_one_in_mode(db, f"SELECT {_COLUMNS} FROM events", company_id, mode, event_id)
 
 
 async def event_by_id(db: Database, event_id: str) -> Row | None:

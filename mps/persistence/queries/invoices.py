@@ -10,7 +10,7 @@ from typing import Any
 from mps.domain.invoices import INVOICE_STATUSES, Invoice, TimelineEntry
 from mps.persistence.database import Database
 from mps.persistence.invoice_store import invoice_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Row
 
@@ -18,12 +18,7 @@ __all__ = ["get_invoice", "get_public_invoice", "list_invoices", "overdue", "sta
 
 
 async def get_invoice(db: Database, company_id: str, mode: str, invoice_id: str) -> Invoice | None:
-    row = await db.fetchrow(
-        "SELECT * FROM invoices WHERE id = $1 AND company_id = $2 AND mode = $3",
-        invoice_id,
-        company_id,
-        mode,
-    )
+    row = await fetch_one_in_mode(db, "SELECT * FROM invoices", company_id, mode, invoice_id)
     return invoice_from_row(row) if row is not None else None
 
 

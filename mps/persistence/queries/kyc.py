@@ -12,7 +12,7 @@ import orjson
 from mps.domain.kyc import KycDocument
 from mps.persistence.database import Database
 from mps.persistence.kyc_store import document_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.queries.shards import owned_companies
 
 __all__ = [
@@ -30,12 +30,7 @@ __all__ = [
 async def get_document(
     db: Database, company_id: str, mode: str, document_id: str
 ) -> KycDocument | None:
-    row = await db.fetchrow(
-        "SELECT * FROM kyc_documents WHERE id = $1 AND company_id = $2 AND mode = $3",
-        document_id,
-        company_id,
-        mode,
-    )
+    row = await fetch_one_in_mode(db, "SELECT * FROM kyc_documents", company_id, mode, document_id)
     return document_from_row(row) if row is not None else None
 
 

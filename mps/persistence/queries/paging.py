@@ -1,5 +1,6 @@
-"""Cursor pagination (decisions 0): newest first by (createdAt, id), stable under inserts; and the
-filtered, cursor-paginated SELECTs every list query shares.
+"""Cursor pagination (decisions 0): newest first by (createdAt, id), stable under inserts; the
+filtered, cursor-paginated SELECTs every list query shares; and the one-row read by id that each
+resource's get query shares.
 
 The cursor is the position of the last row returned, so rows created while a client pages sort
 before it and never shift what comes after: no duplicates, no skips.
@@ -24,7 +25,15 @@ from mps.errors import BadRequest
 from mps.persistence.database import Database
 from mps.persistence.statements import Row
 
-__all__ = ["Cursor", "PageRequest", "Where", "decode_cursor", "encode_cursor", "fetch_page"]
+__all__ = [
+    "Cursor",
+    "PageRequest",
+    "Where",
+    "decode_cursor",
+    "encode_cursor",
+    "fetch_one_in_mode",
+    "fetch_page",
+]
 
 # The fixed-width form of mps.domain.clock.iso, and the characters of every id we issue.
 _STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
@@ -108,3 +117,13 @@ async def fetch_page(
     rows = rows[: page.limit]
     last = rows[-1]
     return rows, encode_cursor(Cursor(last["created_at"], last["id"]))
+
+
+async def fetch_one_in_mode(
+    db: Database, select: str, company_id: str, mode: str, ident: str
+) -> Row | None:
+    """`select` (SELECT … FROM table) of the row with id `ident` in the company and mode; None
+    when there is none there (another company's or mode's row is as good as none)."""
+    return await db.fetchrow(
+        f"{select} WHERE id = $1 AND company_id = $2 AND mode = $3", ident, company_id, mode
+    )

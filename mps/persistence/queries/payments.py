@@ -10,10 +10,18 @@ from typing import Any
 from mps.domain.payments import STATUSES, Payment
 from mps.persistence.database import Database
 from mps.persistence.payment_store import payment_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.statements import Row
 
-__all__ = ["PaymentFilter", "by_reference", "get_payment", "list_payments", "overdue", "stats"]
+__all__ = [
+    "PaymentFilter",
+    "by_reference",
+    "get_payment",
+    "id_for_reference",
+    "list_payments",
+    "overdue",
+    "stats",
+]
 
 # Statuses whose payments collected money at some point.
 COLLECTED = ("PAID", "PARTIAL_REFUND", "REFUNDED", "REVERSED")
@@ -30,9 +38,12 @@ class PaymentFilter:
     link_payment_id: str | None = None
     customer_email: str | None = None
     customer_id: str | None = None
+    reference: str | None = None
+    # A shopper's words for a payment: its reference, its id or the customer's email, exactly.
+    search: str | None = None
 
     def where(self) -> Where:
-        return (
+        where = (
             Where()
             .compare("company_id", self.company_id)
             .compare("mode", self.mode)
@@ -43,17 +54,31 @@ class PaymentFilter:
             .compare("link_payment_id", self.link_payment_id)
             .compare("customer_email", self.customer_email)
             .compare("customer_id", self.customer_id)
+            .compare("reference", self.reference)
         )
+        if self.search is not None:
+            where.params.extend([self.search, self.search.lower()])
+            n = len(where.params)
+            where.conditions.append(
+                f"(reference = ${n - 1} OR id = ${n - 1} OR customer_email = ${n})"
+            )
+        return where
 
 
 async def get_payment(db: Database, company_id: str, mode: str, payment_id: str) -> Payment | None:
+    row = await fetch_one_in_mode(db, "SELECT * FROM payments", company_id, mode, payment_id)
+    return payment_from_row(row) if row is not None else None
+
+
+async def id_for_reference(db: Database, company_id: str, mode: str, reference: str) -> str | None:
+    """The id of the company's payment in `mode` with this reference; None when it has none."""
     row = await db.fetchrow(
-        "SELECT * FROM payments WHERE id = $1 AND company_id = $2 AND mode = $3",
-        payment_id,
+        "SELECT id FROM payments WHERE reference = $1 AND company_id = $2 AND mode = $3",
+        reference,
         company_id,
         mode,
     )
-    return payment_from_row(row) if row is not None else None
+    return str(row["id"]) if row is not None else None
 
 
 async def by_reference(db: Database, reference: str) -> Payment | None:

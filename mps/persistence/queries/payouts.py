@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
 from mps.persistence.payout_store import bank_account_from_row, payout_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.statements import Row
 
@@ -46,12 +46,7 @@ async def list_bank_accounts(
 
 
 async def get_payout(db: Database, company_id: str, mode: str, payout_id: str) -> Payout | None:
-    row = await db.fetchrow(
-        "SELECT * FROM payouts WHERE id = $1 AND company_id = $2 AND mode = $3",
-        payout_id,
-        company_id,
-        mode,
-    )
+    row = await fetch_one_in_mode(db, "SELECT * FROM payouts", company_id, mode, payout_id)
     return payout_from_row(row) if row is not None else None
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from mps.domain.refunds import Refund
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.queries.shards import owned_companies
 from mps.persistence.refund_store import refund_from_row
 from mps.persistence.statements import Row
@@ -17,12 +17,7 @@ __all__ = ["due", "get_refund", "list_refunds"]
 
 
 async def get_refund(db: Database, company_id: str, mode: str, refund_id: str) -> Refund | None:
-    row = await db.fetchrow(
-        "SELECT * FROM refunds WHERE id = $1 AND company_id = $2 AND mode = $3",
-        refund_id,
-        company_id,
-        mode,
-    )
+    row = await fetch_one_in_mode(db, "SELECT * FROM refunds", company_id, mode, refund_id)
     return refund_from_row(row) if row is not None else None
 
 

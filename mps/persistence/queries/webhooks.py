@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.statements import Row
 
 __all__ = [
@@ -42,12 +42,8 @@ async def list_endpoints(
 
 
 async def endpoint(db: Database, company_id: str, mode: str, endpoint_id: str) -> Row | None:
-    return await db.fetchrow(
-        f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints "
-        "WHERE id = $1 AND company_id = $2 AND mode = $3",
-        endpoint_id,
-        company_id,
-        mode,
+    return await fetch_one_in_mode(
+        db, f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints", company_id, mode, endpoint_id
     )
 
 
@@ -88,12 +84,8 @@ async def delivery(db: Database, delivery_id: str) -> Row | None:
 async def delivery_of_company(
     db: Database, company_id: str, mode: str, delivery_id: str
 ) -> Row | None:
-    return await db.fetchrow(
-        f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries "
-        "WHERE id = $1 AND company_id = $2 AND mode = $3",
-        delivery_id,
-        company_id,
-        mode,
+    return await fetch_one_in_mode(
+        db, f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries", company_id, mode, delivery_id
     )
 
 

@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import BinaryIO, TypeVar
 
-from mps.storage.base import (
+from mps.adapters.storage.base import (
     Meter,
     ObjectBody,
     ObjectInfo,

@@ -21,7 +21,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from mps.storage.base import StorageError
+from mps.adapters.storage.base import StorageError
 
 __all__ = ["SEGMENT", "TamperedObject", "new_data_key", "open_stream", "seal_stream", "sealed_size"]
 

@@ -228,7 +228,7 @@ class ObjectStore(abc.ABC):
 def open_store(url: str, *, env: Mapping[str, str]) -> ObjectStore:
     """A store for MPS_OBJECT_STORAGE_URL, not yet connected: `file:///absolute/path` or a
     bare path for files on disk, `s3://bucket/optional/prefix` for S3 or an S3-compatible
-    server (configured by `env`: mps.storage.s3). Raises ValueError naming the setting.
+    server (configured by `env`: mps.adapters.storage.s3). Raises ValueError naming the setting.
 
     Messages never repeat the URL, which could hold a credential by mistake."""
     if not url:
@@ -243,7 +243,7 @@ def open_store(url: str, *, env: Mapping[str, str]) -> ObjectStore:
             raise ValueError(msg)
         return _filesystem(unquote(parts.path))
     if parts.scheme == "s3":
-        from mps.storage.s3 import S3Store
+        from mps.adapters.storage.s3 import S3Store
 
         return S3Store.from_url(url, env=env)
     msg = f"MPS_OBJECT_STORAGE_URL: unsupported scheme {parts.scheme!r} (use file:// or s3://)"
@@ -251,7 +251,7 @@ def open_store(url: str, *, env: Mapping[str, str]) -> ObjectStore:
 
 
 def _filesystem(path: str) -> ObjectStore:
-    from mps.storage.filesystem import FilesystemStore
+    from mps.adapters.storage.filesystem import FilesystemStore
 
     if not path:
         msg = "MPS_OBJECT_STORAGE_URL: a file URL needs a path"

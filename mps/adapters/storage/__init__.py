@@ -1,4 +1,4 @@
-"""Object storage for uploaded documents: one interface (mps.storage.base), two backends.
+"""Object storage for uploaded documents: one interface (mps.adapters.storage.base), two backends.
 
 store = open_store(settings.object_storage_url, env=os.environ)
 stored = await store.put("kyc/co_abc/doc_xyz", chunks, content_type=..., max_bytes=...)
@@ -7,7 +7,7 @@ async with store.get(stored.key) as body:
 await store.close()
 """
 
-from mps.storage.base import (
+from mps.adapters.storage.base import (
     ObjectBody,
     ObjectInfo,
     ObjectNotFound,
@@ -18,8 +18,8 @@ from mps.storage.base import (
     check_key,
     open_store,
 )
-from mps.storage.filesystem import FilesystemStore
-from mps.storage.s3 import S3Store
+from mps.adapters.storage.filesystem import FilesystemStore
+from mps.adapters.storage.s3 import S3Store
 
 __all__ = [
     "FilesystemStore",

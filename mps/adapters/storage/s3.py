@@ -31,7 +31,7 @@ from aiobotocore.config import AioConfig
 from aiobotocore.session import get_session
 from botocore.exceptions import BotoCoreError, ClientError
 
-from mps.storage.base import (
+from mps.adapters.storage.base import (
     Meter,
     ObjectBody,
     ObjectInfo,

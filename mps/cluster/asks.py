@@ -1,0 +1,288 @@
+"""Passing requests between nodes: straight to an owner's peer listener, or through a shard's
+queue with the answer back on the asker's reply queue; and running what others pass here.
+Part of ClusterNode (mps.cluster.node), whose docstring tells the whole story.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+import aio_pika
+import aio_pika.abc
+import aio_pika.exceptions
+
+from mps.cluster.forwarding import Answer, Passed
+from mps.cluster.membership import Membership
+from mps.cluster.peers import NotRun, PeerClient, PeerKey
+from mps.cluster.queues import FAILED, HTTP, STARTED, shard_queue
+from mps.cluster.timings import ClusterTimings
+from mps.domain.ids import random_base62
+from mps.errors import Unavailable
+
+# A FAILED reply's body when the request did not run at all (passing it again is safe), and how
+# long the asker lets the shard settle before it does.
+NOT_RUN = b"not-run"
+PASS_AGAIN_AFTER = 0.1
+
+# The node's log, whichever part of it writes.
+logger = logging.getLogger("mps.cluster.node")
+
+# What aio-pika and aiormq raise when the connection or channel under a publish is gone or going
+# (a closed channel, a reset socket, CONNECTION_FORCED, a frame cut short): their own list.
+_BROKER_ERRORS: tuple[type[BaseException], ...] = aio_pika.exceptions.CONNECTION_EXCEPTIONS
+
+
+def _bracketed(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+class OwnerLost(TimeoutError):
+    """The node running a passed request is gone: no answer will come."""
+
+    def __init__(self, node: str) -> None:
+        super().__init__(f"node {node} stopped while running the request")
+
+
+# Serves one kind of request sent to a shard's owner: the request's body in, the answer's out.
+Service = Callable[[bytes], Awaitable[bytes]]
+
+
+class Asks:
+    """ClusterNode's part that passes requests to shards' owners and runs those passed to it.
+
+    A mixin: ClusterNode's `__init__` sets the attributes declared here."""
+
+    node_id: str
+    name: str
+    timings: ClusterTimings
+    membership: Membership
+    peers: PeerClient
+    peer_address: str | None
+    peer_port: int | None
+    connected: bool
+    asked: int
+    _peer_local: str | None
+    _peer_ready: asyncio.Event
+    _connection: aio_pika.abc.AbstractRobustConnection | None
+    _publishing: aio_pika.abc.AbstractChannel | None
+    _reply_queue: str | None
+    _replies: dict[str, asyncio.Future[bytes]]
+    # correlation -> the node that said it started running that passed request, and when that
+    # notice arrived.
+    _started: dict[str, tuple[str, float]]
+
+    def serve_peers_at(self, host: str, port: int, *, listening_on: str) -> None:
+        """This node's peer listener takes requests from now on, on `port` of the address
+        `listening_on`: other nodes reach it at `host`:`port` (sent in heartbeats)."""
+        self.peer_address = f"{_bracketed(host)}:{port}"
+        self.peer_port = port
+        # This node reaches itself on loopback when it listens on every address.
+        local = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}.get(  # noqa: S104
+            listening_on, listening_on
+        )
+        self._peer_local = f"{_bracketed(local)}:{port}"
+        self._peer_ready.set()
+
+    @property
+    def peer_key(self) -> PeerKey:
+        return self.peers.key
+
+    async def forward(self, index: int, passed: Passed) -> Answer:
+        """Send `passed` to the owner of shard `index` and return its answer. Raises
+        `Unavailable` (503, Retry-After) when no answer can come: the owner stopped while
+        running it, did not answer within `forward_within`, or the broker is away when needed.
+
+        Straight to the owner's peer listener when a heartbeat names it; through the shard's
+        queue when none does (the shard is between owners, its owner drains) or the node named
+        did not run it (the shard moved on since; it refused our signature; it could not be
+        reached). The queue then brings it to whoever owns the shard, once it does: a request
+        never runs on a node that does not own its shard, and is never sent on a second hop."""
+        deadline = time.monotonic() + self.timings.forward_within
+        while True:
+            try:
+                return await self._forward_once(index, passed, deadline)
+            except NotRun as exc:
+                # Refused unrun by the node the broker chose (the shard moved on while the
+                # request travelled, as in a rolling restart): nothing ran, so it may be
+                # passed again once the shard has settled on its next owner.
+                if deadline - time.monotonic() <= PASS_AGAIN_AFTER:
+                    msg = "the node that serves this account could not run the request; retry"
+                    raise Unavailable(msg) from exc
+                logger.info("passing a request again: %s", exc)
+                await asyncio.sleep(PASS_AGAIN_AFTER)
+
+    async def _forward_once(self, index: int, passed: Passed, deadline: float) -> Answer:
+        """One pass: straight to the peer a heartbeat names, else (or when it did not run it)
+        through the shard's queue. Raises NotRun when the queue's consumer refused it unrun."""
+        started = time.monotonic()
+        within = deadline - started
+        address = self.membership.peer_of(index, started)
+        if address is not None:
+            try:
+                return await self.peers.run(address, passed, within=within)
+            except NotRun as exc:
+                logger.info("passing a request through the broker: %s", exc)
+            within = deadline - time.monotonic()
+            if within <= 0:
+                msg = "the node that serves this account did not answer in time; retry"
+                raise Unavailable(msg)
+        try:
+            answer = await self.ask(index, HTTP, passed.encode(), within)
+        except OwnerLost:
+            msg = "the node that served this account stopped while running the request; retry"
+            raise Unavailable(msg) from None
+        except TimeoutError:
+            msg = "the node that serves this account did not answer in time; retry"
+            raise Unavailable(msg) from None
+        return Answer.decode(answer)
+
+    async def ask(self, index: int, kind: str, body: bytes, within: float) -> bytes:
+        """Send a request of `kind` to the owner of shard `index`; its answer's body. Raises
+        TimeoutError past `within` (the request is then dropped unrun if still queued), and
+        `Unavailable` when the broker connection is down or goes down before the answer."""
+        if self._publishing is None or self._reply_queue is None or not self._usable():
+            msg = "this node is not connected to the cluster; retry"
+            raise Unavailable(msg)
+        self.asked += 1
+        correlation = random_base62(16)
+        waiting: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._replies[correlation] = waiting
+        message = aio_pika.Message(
+            body,
+            type=kind,
+            correlation_id=correlation,
+            reply_to=self._reply_queue,
+            # Not run at all once the asker has given up on it.
+            expiration=within,
+            # Whole milliseconds: a float in an AMQP table may travel as 32 bits, which cannot
+            # hold today's epoch seconds to within a minute.
+            headers={"deadline_ms": int((time.time() + within) * 1000)},
+        )
+        try:
+            # The publish is inside the deadline too: a channel being restored could hold it.
+            async with asyncio.timeout(within):
+                try:
+                    await self._publishing.default_exchange.publish(
+                        message, routing_key=shard_queue(self.name, index)
+                    )
+                except Exception as exc:
+                    # The connection went away before this node noticed (`connected` is still
+                    # set until aio-pika runs its close callbacks): nothing was sent. The error
+                    # is then whatever the connection was closed with, at times a bare
+                    # Exception, so a failure on a connection found closed counts too.
+                    if isinstance(exc, _BROKER_ERRORS) or not self._usable():
+                        msg = "this node lost its connection to the cluster; retry"
+                        raise Unavailable(msg) from exc
+                    raise
+                return await waiting
+        finally:
+            self._replies.pop(correlation, None)
+            self._started.pop(correlation, None)
+            # Failed while the publish was still running (the connection went away): the
+            # publish's own error is what the caller gets, so this one is read here, or the
+            # loop would log it as never retrieved.
+            if waiting.done() and not waiting.cancelled():
+                waiting.exception()
+
+    @property
+    def asking(self) -> int:
+        """How many asks are waiting for their answer."""
+        return len(self._replies)
+
+    def _usable(self) -> bool:
+        """Connected as far as this node and the socket under it know."""
+        if not self.connected or self._connection is None:
+            return False
+        transport = self._connection.transport
+        return transport is not None and not transport.connection.is_closed
+
+    async def _on_reply(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        correlation = message.correlation_id or ""
+        if message.type == STARTED:
+            if correlation in self._replies:
+                self._started[correlation] = (message.body.decode(), time.monotonic())
+            return
+        waiting = self._replies.get(correlation)
+        if waiting is None or waiting.done():
+            return
+        if message.type == FAILED:
+            if message.body == NOT_RUN:
+                waiting.set_exception(NotRun("the node the broker chose did not run it"))
+                return
+            msg = "the node that serves this account could not run the request; retry"
+            waiting.set_exception(Unavailable(msg))
+            return
+        waiting.set_result(message.body)
+
+    def _fail_orphans(self, now: float) -> None:
+        """Passed requests started by a node that is gone will never be answered (the owner
+        acknowledges a request when it starts it, so it is not run again): answer them now
+        rather than at their deadline, so their clients retry on the shard's new owner.
+
+        A node is gone when nothing was heard of it for `node_timeout`, counting its notice
+        that it started the request: just after this node reconnects to the broker, every other
+        node's last heartbeat is old, yet one that started a request a moment ago is alive."""
+        for correlation, (node, started_at) in list(self._started.items()):
+            heard = max(self.membership.heard_at(node) or 0.0, started_at)
+            if now - heard <= self.timings.node_timeout:
+                continue
+            waiting = self._replies.get(correlation)
+            if waiting is not None and not waiting.done():
+                waiting.set_exception(OwnerLost(node))
+
+    async def _answer(
+        self, message: aio_pika.abc.AbstractIncomingMessage, service: Service
+    ) -> None:
+        if message.reply_to is None:
+            return
+        try:
+            answer = await service(message.body)
+        except Exception:
+            logger.exception("a %s request to this node failed", message.type)
+            return
+        await self._reply(message, answer)
+
+    async def _reply(
+        self,
+        message: aio_pika.abc.AbstractIncomingMessage,
+        body: bytes,
+        *,
+        kind: str | None = None,
+    ) -> None:
+        if self._publishing is None or message.reply_to is None:
+            return
+        with contextlib.suppress(Exception):
+            await self._publishing.default_exchange.publish(
+                aio_pika.Message(body, correlation_id=message.correlation_id, type=kind),
+                routing_key=message.reply_to,
+            )
+
+    async def _run_passed(self, message: aio_pika.abc.AbstractIncomingMessage) -> None:
+        deadline = (message.headers or {}).get("deadline_ms")
+        within = (deadline / 1000 if isinstance(deadline, int) else 0) - time.time()
+        if within <= 0 or message.reply_to is None:
+            return  # the asker gave up already
+        # Tell the asker who runs it: should this node die, the asker stops waiting for it.
+        await self._reply(message, self.node_id.encode(), kind=STARTED)
+        try:
+            async with asyncio.timeout(within):
+                await self._peer_ready.wait()
+            assert self._peer_local is not None
+            # Through this node's own peer listener, as any passed request: its HTTP stack runs
+            # it, and refuses it (not run) if the shard moved away meanwhile.
+            answer = await self.peers.run(
+                self._peer_local, Passed.decode(message.body), within=within
+            )
+        except NotRun as exc:
+            logger.info("a request passed to this node did not run: %s", exc)
+            await self._reply(message, NOT_RUN, kind=FAILED)
+            return
+        except Exception:
+            logger.exception("a request passed to this node failed")
+            await self._reply(message, b"", kind=FAILED)
+            return
+        await self._reply(message, answer.encode())
