@@ -33,7 +33,7 @@ import orjson
 from aiohttp.test_utils import TestClient
 
 from mps.cluster.listener import listen_for_peers
-from mps.cluster.node import delete_cluster
+from mps.cluster.node import ClusterNode, delete_cluster
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.keys import SERVICES
 from tests.helpers import free_port
@@ -44,6 +44,7 @@ __all__ = [
     "LocalCluster",
     "NodeMember",
     "delete_cluster_queues",
+    "in_halves",
     "new_cluster_name",
     "serve_passed_requests",
     "sign_up_on",
@@ -239,3 +240,10 @@ async def sign_up_on(http: aiohttp.ClientSession, base: str, email: str) -> Node
         assert r.status == 200, await r.text()
         session = await r.json()
     return NodeMember(session["sessionToken"], signup["companyId"])
+
+
+async def in_halves(node: ClusterNode, cluster: LocalCluster) -> bool:
+    """Whether an in-process `node` and the one node of `cluster` each own half the shards."""
+    mine = set(node.router.owned)
+    theirs = set((await asyncio.to_thread(cluster.owned)).get(0, []))
+    return len(mine) == len(theirs) == SHARD_COUNT // 2 and not mine & theirs

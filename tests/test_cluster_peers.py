@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -30,27 +30,17 @@ from tests.cluster import (
     ENCRYPTION_KEY,
     SESSION_SECRET,
     LocalCluster,
+    in_halves,
     serve_passed_requests,
     sign_up_on,
 )
-from tests.helpers import Member
+from tests.helpers import Member, eventually
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
 API = "/api/v1"
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
 T = TypeVar("T")
-
-
-async def until(check: Callable[[], Awaitable[T]], within: float, what: str) -> T:
-    """`check()`'s first truthy result, polled until `within` seconds have passed."""
-    deadline = time.monotonic() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"not within {within}s: {what}"
-        await asyncio.sleep(0.02)
 
 
 @dataclass
@@ -99,12 +89,9 @@ async def owner_and_asker(
         node = asker.app[SERVICES].cluster
         assert node is not None
 
-        async def balanced() -> bool:
-            mine = set(node.router.owned)
-            theirs = set((await asyncio.to_thread(owner.owned)).get(0, []))
-            return len(mine) == len(theirs) == 32 and not mine & theirs
-
-        await until(balanced, 30, "the two nodes share the shards")
+        await eventually(
+            lambda: in_halves(node, owner), within=30, what="the two nodes share the shards"
+        )
         async with aiohttp.ClientSession() as http:
             # Signing up through a node puts the company in one of that node's shards.
             member = await sign_up_on(http, owner.urls()[0], "peers@example.com")
@@ -115,7 +102,7 @@ async def owner_and_asker(
             index = node.router.index(company)
             return node.membership.peer_of(index, time.monotonic()) is not None
 
-        await until(owner_heard, 10, "the owner's peer listener is known")
+        await eventually(owner_heard, within=10, what="the owner's peer listener is known")
         yield OwnerAndAsker(owner, asker, Member(token, company, "", "peers@example.com"))
     finally:
         if asker is not None:
@@ -191,7 +178,7 @@ async def test_an_owner_killed_with_a_passed_request_in_hand_answers_503_then_th
     async def in_hand() -> bool:
         return bytes_waiting_at(owner.peer_ports[0]) > 0
 
-    await until(in_hand, 10, "the create reached the owner's socket")
+    await eventually(in_hand, within=10, what="the create reached the owner's socket")
 
     # when the owner is killed
     killed_at = time.monotonic()
@@ -214,7 +201,7 @@ async def test_an_owner_killed_with_a_passed_request_in_hand_answers_503_then_th
             ids.append((await response.json())["id"])
         return len(ids) == 2
 
-    await until(retried, 30, "two keyed retries served")
+    await eventually(retried, within=30, what="two keyed retries served")
     assert ids[0] == ids[1]
     listed = await owner_and_asker.asker.get(
         f"{API}/merchant/payments", headers=owner_and_asker.member.headers

@@ -31,7 +31,7 @@ from mps.actors.runtime import ActorRef, ask, stop
 from mps.auth.keyring import Keyring
 from mps.bootstrap import Overrides
 from mps.domain import audit as chain
-from mps.domain.approvals import Policy
+from mps.domain.approvals import ApprovalRequest, Policy
 from mps.domain.clock import iso, utcnow
 from mps.errors import Unavailable
 from mps.persistence.approval_store import VotesShort, approved_by_votes
@@ -47,6 +47,7 @@ pytestmark = pytest.mark.both_backends
 
 PATIENCE = 30.0
 VOTERS = ("ada@example.com", "bea@example.com")
+REFUND_SCOPES = frozenset({"refunds:write"})
 PUBLIC_URL = "http://127.0.0.1:8080"
 KEYRING = Keyring(
     session_secret=b"company-turns-session-secret-0123456789",
@@ -290,6 +291,17 @@ async def test_the_company_actor_answers_its_next_message_while_settings_and_a_s
         await stop(ref)
 
 
+async def _refund_needing_two_approvals(ref: ActorRef[CompanyActor]) -> ApprovalRequest:
+    """A new company's PENDING refund request under a policy that needs two approvals."""
+    owner = await ask(ref, _create())
+    await ask(ref, SetPolicy(Policy("refund.create", True, {"USD": 1000}, 2)))
+    payload = {"paymentId": "pay_1", "amountMinor": "5000", "reason": None}
+    request: ApprovalRequest = await ask(
+        ref, RequestApproval("test", "refund.create", "USD", 5000, payload, owner)
+    )
+    return request
+
+
 async def test_a_vote_counted_on_top_of_a_refused_vote_never_approves_a_vote_short(
     refusing: RefusingDatabase, context: ActorContext, database: Database
 ) -> None:
@@ -297,24 +309,18 @@ async def test_a_vote_counted_on_top_of_a_refused_vote_never_approves_a_vote_sho
     actor = CompanyActor.launch("cmp_votes", context, KEYRING, public_url=PUBLIC_URL)
     ref = actor.actor_ref
     try:
-        owner = await ask(ref, _create())
-        await ask(ref, SetPolicy(Policy("refund.create", True, {"USD": 1000}, 2)))
-        payload = {"paymentId": "pay_1", "amountMinor": "5000", "reason": None}
-        request = await ask(
-            ref, RequestApproval("test", "refund.create", "USD", 5000, payload, owner)
-        )
+        request = await _refund_needing_two_approvals(ref)
         first, second = [await ask(ref, AddMember(e, None, "role_admin")) for e in VOTERS]
-        scopes = frozenset({"refunds:write"})
 
         # when the first vote is refused whole at the writer after the second was decided on
         # top of it (both in memory before either landed)
         refusing.refuse = lambda unit: any(first in st.params for st in unit)
         refusing.hold.clear()
         one = asyncio.ensure_future(
-            ask(ref, VoteOnApproval("test", request.id, first, scopes, "approve"))
+            ask(ref, VoteOnApproval("test", request.id, first, REFUND_SCOPES, "approve"))
         )
         two = asyncio.ensure_future(
-            ask(ref, VoteOnApproval("test", request.id, second, scopes, "approve"))
+            ask(ref, VoteOnApproval("test", request.id, second, REFUND_SCOPES, "approve"))
         )
         await wait_until(lambda: refusing.waiting_writes > 0)
         refusing.hold.set()
@@ -345,15 +351,9 @@ async def test_a_request_is_approved_in_storage_only_with_the_approving_votes_it
     actor = CompanyActor.launch("cmp_guard", context, KEYRING, public_url=PUBLIC_URL)
     ref = actor.actor_ref
     try:
-        owner = await ask(ref, _create())
-        await ask(ref, SetPolicy(Policy("refund.create", True, {"USD": 1000}, 2)))
-        payload = {"paymentId": "pay_1", "amountMinor": "5000", "reason": None}
-        request = await ask(
-            ref, RequestApproval("test", "refund.create", "USD", 5000, payload, owner)
-        )
+        request = await _refund_needing_two_approvals(ref)
         voter = await ask(ref, AddMember(VOTERS[0], None, "role_admin"))
-        scopes = frozenset({"refunds:write"})
-        await ask(ref, VoteOnApproval("test", request.id, voter, scopes, "approve"))
+        await ask(ref, VoteOnApproval("test", request.id, voter, REFUND_SCOPES, "approve"))
 
         # when storage is asked to approve it on two votes, then on one
         now = iso(utcnow())

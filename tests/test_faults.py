@@ -22,7 +22,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,12 +46,13 @@ from tests.cluster import (
     SESSION_SECRET,
     LocalCluster,
     delete_cluster_queues,
+    in_halves,
     new_cluster_name,
     serve_passed_requests,
     sign_up_on,
 )
 from tests.conftest import PG_URL, REQUIRE_SERVICES
-from tests.helpers import Member, create_payment, free_port, sign_up
+from tests.helpers import Member, create_payment, eventually, free_port, sign_up
 
 API = "/api/v1"
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
@@ -77,15 +78,24 @@ def assert_fault_answers(answers: list[Answer], served: int) -> None:
             assert a.retry_after is not None and int(a.retry_after) >= 1, a
 
 
-async def until(check: Callable[[], Awaitable[T]], within: float, what: str) -> T:
-    """`check()`'s first truthy result, polled until `within` seconds have passed."""
-    deadline = time.monotonic() + within
-    while True:
-        result = await check()
-        if result:
-            return result
-        assert time.monotonic() < deadline, f"not within {within}s: {what}"
-        await asyncio.sleep(0.02)
+async def created_on_retry(
+    asker: TestClient[Any, Any], member: Member, key: str, what: str
+) -> None:
+    """Send the create under `key` until it is served (201); every answer on the way is a 503
+    with Retry-After, none a 500."""
+    answers: list[Answer] = []
+
+    async def retried() -> bool:
+        response = await asker.post(
+            f"{API}/merchant/payments",
+            json=AMOUNT,
+            headers={**member.headers, "Idempotency-Key": key},
+        )
+        answers.append(await answer(response))
+        return answers[-1].status == 201
+
+    await eventually(retried, within=20, what=what)
+    assert_fault_answers(answers, served=201)
 
 
 def _skip_or_fail(reason: str) -> None:
@@ -182,11 +192,15 @@ async def test_a_read_whose_sessions_keep_being_ended_answers_503_with_retry_aft
         await held.start()
         await locker.execute("LOCK TABLE payments IN ACCESS EXCLUSIVE MODE")
         read = asyncio.ensure_future(client.get(f"{API}/merchant/payments", headers=member.headers))
-        first = await until(own_database.lock_waiters, 5, "the read waits on the lock")
+        first = await eventually(
+            own_database.lock_waiters, within=5, what="the read waits on the lock"
+        )
 
         # when the server ends its session, and then the new session the read is retried on
         ended = await own_database.terminate_sessions(spare=locker.get_server_pid())
-        await until(lambda: own_database.lock_waiters(besides=first | ended), 5, "a retry")
+        await eventually(
+            lambda: own_database.lock_waiters(besides=first | ended), within=5, what="a retry"
+        )
         await own_database.terminate_sessions(spare=locker.get_server_pid())
 
         # then the read answers 503 with Retry-After, not 500
@@ -215,7 +229,7 @@ async def test_a_write_whose_session_is_ended_mid_commit_answers_503_with_retry_
         create = asyncio.ensure_future(
             client.post(f"{API}/merchant/payments", json=AMOUNT, headers=member.headers)
         )
-        await until(own_database.lock_waiters, 5, "the commit waits on the lock")
+        await eventually(own_database.lock_waiters, within=5, what="the commit waits on the lock")
 
         # when the server ends the writer's session (and every other one)
         await own_database.terminate_sessions(spare=locker.get_server_pid())
@@ -335,7 +349,7 @@ async def test_a_postgres_restart_answers_503_with_retry_after_while_down_then_s
         answers.extend([await read(), await create()])
         return [a.status for a in answers[-2:]] == [200, 201]
 
-    await until(served, 15, "reads and writes served after the restart")
+    await eventually(served, within=15, what="reads and writes served after the restart")
     assert_fault_answers(answers[::2], served=200)
     assert_fault_answers(answers[1::2], served=201)
 
@@ -447,7 +461,7 @@ async def test_a_node_whose_broker_connections_are_closed_never_answers_500_and_
             )
             return answers[-1].status == 201
 
-        await until(created, 15, "a create served after the broker came back")
+        await eventually(created, within=15, what="a create served after the broker came back")
         assert_fault_answers(answers, served=201)
         assert node_of(client).connected
         balance = await client.get(f"{API}/merchant/balance", headers=member.headers)
@@ -500,12 +514,9 @@ async def two_nodes(
         await serve_passed_requests(asker, tmp_path)
         node = node_of(asker)
 
-        async def balanced() -> bool:
-            mine = set(node.router.owned)
-            theirs = set((await asyncio.to_thread(owner.owned)).get(0, []))
-            return len(mine) == len(theirs) == 32 and not mine & theirs
-
-        await until(balanced, 30, "the two nodes share the shards")
+        await eventually(
+            lambda: in_halves(node, owner), within=30, what="the two nodes share the shards"
+        )
         async with aiohttp.ClientSession() as http:
             # Signing up through a node puts the company in one of that node's shards.
             member = await sign_up_on(http, owner.urls()[0], "faults@example.com")
@@ -536,7 +547,7 @@ async def test_a_passed_request_whose_broker_connection_closes_mid_ask_answers_5
         async def owner_unheard() -> bool:
             return node.membership.peer_of(index, time.monotonic()) is None
 
-        await until(owner_unheard, 10, "the paused owner is no longer heard from")
+        await eventually(owner_unheard, within=10, what="the paused owner is no longer heard from")
         create = asyncio.ensure_future(
             asker.post(
                 f"{API}/merchant/payments",
@@ -548,7 +559,7 @@ async def test_a_passed_request_whose_broker_connection_closes_mid_ask_answers_5
         async def in_flight() -> bool:
             return node.asking > 0
 
-        await until(in_flight, 5, "the request is passed to the owner")
+        await eventually(in_flight, within=5, what="the request is passed to the owner")
 
         # when the broker closes the connection the request was passed through
         closed_at = time.monotonic()
@@ -566,22 +577,7 @@ async def test_a_passed_request_whose_broker_connection_closes_mid_ask_answers_5
         two_nodes.owner.resume(0)
 
     # and the keyed retry is served, by the same node, once its connection is back
-    answers: list[Answer] = []
-
-    async def retried() -> bool:
-        answers.append(
-            await answer(
-                await asker.post(
-                    f"{API}/merchant/payments",
-                    json=AMOUNT,
-                    headers={**member.headers, "Idempotency-Key": "mid-ask-1"},
-                )
-            )
-        )
-        return answers[-1].status == 201
-
-    await until(retried, 20, "the retry is served")
-    assert_fault_answers(answers, served=201)
+    await created_on_retry(asker, member, "mid-ask-1", "the retry is served")
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -637,7 +633,7 @@ async def test_a_request_passed_on_a_connection_that_just_dropped_is_refused_wit
         )
         return answers[-1].status == 200
 
-    await until(served, 15, "a request passed on after the reconnect")
+    await eventually(served, within=15, what="a request passed on after the reconnect")
     assert_fault_answers(answers, served=200)
 
 
@@ -669,22 +665,9 @@ async def test_a_request_for_a_paused_owner_answers_503_with_retry_after_within_
         assert took < node.timings.forward_within + 1.0, took
 
         # and once the broker gives the paused owner's shards away, the retry is served
-        answers: list[Answer] = []
-
-        async def retried() -> bool:
-            answers.append(
-                await answer(
-                    await asker.post(
-                        f"{API}/merchant/payments",
-                        json=AMOUNT,
-                        headers={**member.headers, "Idempotency-Key": "paused-1"},
-                    )
-                )
-            )
-            return answers[-1].status == 201
-
-        await until(retried, 20, "the retry is served by the shard's new owner")
-        assert_fault_answers(answers, served=201)
+        await created_on_retry(
+            asker, member, "paused-1", "the retry is served by the shard's new owner"
+        )
     finally:
         two_nodes.owner.resume(0)
 

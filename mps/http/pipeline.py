@@ -21,7 +21,7 @@ from mps.actors.shards import ShardElsewhere
 from mps.auth.api_keys import looks_like_api_key
 from mps.auth.authenticate import KeyRefused, bearer_token
 from mps.auth.principals import ApiKeyPrincipal, Principal, SessionPrincipal
-from mps.auth.scopes import OWNER_ROLE
+from mps.domain.scopes import OWNER_ROLE
 from mps.errors import (
     BadRequest,
     Forbidden,
