@@ -2,8 +2,10 @@
 
     python run.py                 development mode: SQLite under ./var, in-process broker
     python run.py --mode production --database-url postgresql://… --broker-url amqp://…
+    python run.py --workers 4 --database-url postgresql://… --broker-url amqp://…   (mps.workers)
     python run.py kyc pending | review co_… --approve | --reject --reason …   (mps.operator)
     python run.py reseal [--check]   after rotating MPS_ENCRYPTION_KEY (mps.reseal, SECURITY.md)
+    python run.py migrate [--check]  apply pending migrations and exit, or only look (mps.migrate)
 
 Every option is also an environment variable (MPS_PORT, MPS_DATABASE_URL, …); `run.py --help`
 lists them with the settings only the environment gives, and docs/operations.md is the runbook.
@@ -20,13 +22,16 @@ import os
 import sys
 from typing import Any
 
-from aiohttp import web
-
-from mps.bootstrap import build_app
-from mps.config import ConfigError, load_settings
-from mps.http.access_log import BatchedAccessLog, access_log_fraction
+from mps.config import ConfigError, Settings, load_settings
 from mps.logs import JsonFormatter, install_redaction
-from mps.serve import ListenError, serve
+from mps.workers import (
+    EXIT_BAD_SETTING,
+    PortTaken,
+    follow_supervisor,
+    plan_workers,
+    supervise,
+    worker_index,
+)
 
 
 def _event_loop() -> asyncio.AbstractEventLoop:
@@ -42,15 +47,18 @@ def _event_loop() -> asyncio.AbstractEventLoop:
     return asyncio.new_event_loop()
 
 
-def _configure_logging(log_format: str) -> None:
-    """Text lines, or one JSON object per line (MPS_LOG_FORMAT=json), to stderr."""
+def _configure_logging(log_format: str, worker: int | None) -> None:
+    """Text lines, or one JSON object per line (MPS_LOG_FORMAT=json), to stderr. A worker of
+    `--workers` names itself in each text line, since the workers share the supervisor's
+    stderr (a JSON line names its node where it matters)."""
     if log_format == "json":
         handler = logging.StreamHandler()
         handler.setFormatter(JsonFormatter())
         logging.basicConfig(level=logging.INFO, handlers=[handler])
     else:
+        who = f" [worker {worker}]" if worker is not None else ""
         logging.basicConfig(
-            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+            level=logging.INFO, format=f"%(asctime)s %(levelname)s{who} %(name)s: %(message)s"
         )
 
 
@@ -63,17 +71,47 @@ def main(argv: list[str]) -> int:
         from mps.reseal import main as reseal_main
 
         return reseal_main(argv[1:])
+    if argv[:1] == ["migrate"]:
+        from mps.migrate import main as migrate_main
+
+        return migrate_main(argv[1:])
     log_format = (os.environ.get("MPS_LOG_FORMAT") or "text").lower()
     if log_format not in ("text", "json"):
         print("run.py: MPS_LOG_FORMAT must be text or json", file=sys.stderr)
         return 2
-    _configure_logging(log_format)
+    worker = worker_index(os.environ)
+    if worker is not None:
+        follow_supervisor(os.environ)
+    _configure_logging(log_format, worker)
     install_redaction()  # no log line holds a token, key, code, card number or email (mps.logs)
     try:
         settings = load_settings(argv, os.environ)
+        if settings.workers > 1:
+            workers = plan_workers(
+                settings, [sys.executable, os.path.abspath(__file__)], argv, os.environ
+            )
     except ConfigError as exc:
         print(f"run.py: {exc}", file=sys.stderr)
         return 2
+    if settings.workers > 1:
+        try:
+            return supervise(settings, workers)
+        except PortTaken as exc:
+            print(f"run.py: {exc}", file=sys.stderr)
+            return 1
+    return _serve(settings, log_format, worker)
+
+
+def _serve(settings: Settings, log_format: str, worker: int | None) -> int:
+    """Serve in this process until a signal (mps.serve). Imported here, not at the top, so that
+    a supervisor of workers, which serves nothing, does not hold the whole app in memory (about
+    75 MiB less)."""
+    from aiohttp import web
+
+    from mps.bootstrap import build_app
+    from mps.http.access_log import BatchedAccessLog, access_log_fraction
+    from mps.serve import ListenError, serve
+
     app = build_app(settings)
     try:
         fraction = access_log_fraction(os.environ.get("MPS_ACCESS_LOG", "on"))
@@ -92,10 +130,11 @@ def main(argv: list[str]) -> int:
     loop = _event_loop()
     asyncio.set_event_loop(loop)
     try:
-        loop.run_until_complete(serve(app, settings, **access))
+        loop.run_until_complete(serve(app, settings, reuse_port=worker is not None, **access))
     except ListenError as exc:
         print(f"run.py: {exc}", file=sys.stderr)
-        return 1
+        # A worker's supervisor starts again a worker that ended, unless it is told this.
+        return EXIT_BAD_SETTING if worker is not None else 1
     finally:
         loop.close()
     return 0

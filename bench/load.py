@@ -101,6 +101,8 @@ REFUND_POOL_AMOUNT = "100000000"
 PREPARE_IN_FLIGHT = 32
 # Tries of a pool payment's checkout that answers 404 just after the payment's 201.
 PAY_ATTEMPTS = 5
+# Reads of the dev mailbox before a sign-up's code is given up on.
+MAILBOX_TRIES = 100
 TEST_CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
 _CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
@@ -136,6 +138,39 @@ def _cpu_seconds(pid: int) -> float:
         return 0.0
     # utime and stime are fields 14 and 15 of stat; fields[0] here is field 3.
     return (int(fields[11]) + int(fields[12])) / _CLOCK_TICKS
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of `pid` (Linux's /proc): a `--workers` supervisor's workers."""
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                found += [
+                    int(c) for c in Path(f"/proc/{pid}/task/{task}/children").read_text().split()
+                ]
+    return found
+
+
+def _group(pid: int) -> list[int]:
+    """A server's processes: itself and its workers (none but itself without --workers)."""
+    return [pid, *_children(pid)]
+
+
+def _group_cpu(pids: Sequence[int]) -> float:
+    return sum(_cpu_seconds(pid) for pid in pids)
+
+
+def _infrastructure() -> list[int]:
+    """Postgres' and RabbitMQ's processes on this machine (the shared components a create uses;
+    whatever else uses them meanwhile is counted too)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            with contextlib.suppress(OSError):
+                if (proc / "comm").read_text().strip() in ("postgres", "beam.smp"):
+                    found.append(int(proc.name))
+    return found
 
 
 def _machine_busy() -> tuple[float, float]:
@@ -226,11 +261,21 @@ async def _sign_up(session: aiohttp.ClientSession, base: str, email: str) -> Com
         f"{base}/api/v1/auth/signup", json={"companyName": "Load Ltd", "email": email}
     ) as response:
         login_id = (await _json(response, 201))["loginId"]
-    async with session.get(f"{base}/api/v1/dev/mailbox", params={"to": email}) as response:
-        if response.status == 404:
-            raise SystemExit("no dev mailbox: the service must run in development mode")
-        body = await _json(response, 200)
-    code = (body.get("items") or body["data"])[0]["otp"]
+    # With --workers the code is in the mailbox of the worker that sent it: a new connection
+    # each time reaches one worker or another.
+    for _ in range(MAILBOX_TRIES):
+        async with session.get(
+            f"{base}/api/v1/dev/mailbox", params={"to": email}, headers={"Connection": "close"}
+        ) as response:
+            if response.status == 404:
+                raise SystemExit("no dev mailbox: the service must run in development mode")
+            mail = (await _json(response, 200)).get("data") or []
+        if mail:
+            break
+        await asyncio.sleep(0.05)
+    else:
+        raise SystemExit(f"no sign-up code for {email} in any worker's mailbox")
+    code = mail[0]["otp"]
     async with session.post(
         f"{base}/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code}
     ) as response:
@@ -325,6 +370,8 @@ class Run:
     rss_start_kib: int = 0
     rss_peak_kib: int = 0
     cpu_share: float = 0.0
+    # Postgres' and RabbitMQ's CPU seconds per second over the run.
+    infra_share: float = 0.0
 
     @property
     def rps(self) -> float:
@@ -332,8 +379,13 @@ class Run:
 
     @property
     def cpu_per_request(self) -> float:
-        """Microseconds of the server's CPU (all its threads) per request."""
+        """Microseconds of the server's CPU (all its threads, all its workers) per request."""
         return self.cpu_share / max(self.rps, 1e-9) * 1e6
+
+    @property
+    def infra_per_request(self) -> float:
+        """Microseconds of Postgres' and RabbitMQ's CPU per request."""
+        return self.infra_share / max(self.rps, 1e-9) * 1e6
 
     def latency_ms(self, name: str) -> float:
         return float(self.figures["latencyUs"][name]) / 1000
@@ -371,7 +423,7 @@ async def _drive(
     spy = await _start_profile(target, seconds, profile, args.nonblocking) if profile else None
     with (args.out / f"{label}.wrk.txt").open("wb") as out:
         wrk = await asyncio.create_subprocess_exec(*command, stdout=out, stderr=out)
-        rss_start, rss_peak, cpu = await _watch(wrk, target.pid, seconds)
+        rss_start, rss_peak, cpu, infra = await _watch(wrk, target.pid, seconds)
     if wrk.returncode != 0:
         raise SystemExit(f"wrk failed: {(args.out / f'{label}.wrk.txt').read_text()}")
     if spy is not None and profile is not None:
@@ -379,6 +431,7 @@ async def _drive(
 
     run = _read_run(label, prefix)
     run.rss_start_kib, run.rss_peak_kib, run.cpu_share = rss_start, rss_peak, cpu
+    run.infra_share = infra
     return run
 
 
@@ -410,13 +463,18 @@ def _read_run(label: str, prefix: Path) -> Run:
 
 async def _watch(
     wrk: asyncio.subprocess.Process, pid: int | None, seconds: float
-) -> tuple[int, int, float]:
+) -> tuple[int, int, float, float]:
     """A progress line a second until wrk exits. Returns the server's RSS at the start and its
-    peak (KiB, sampled each second), and its CPU seconds per second over the run."""
+    peak (KiB, sampled each second), and its CPU seconds per second over the run, and
+    Postgres' and RabbitMQ's. A server's figures are those of all its processes (its workers
+    too, with --workers)."""
     started = time.monotonic()
-    rss_start = _proc_status(pid).get("VmRSS", 0) if pid else 0
+    group = _group(pid) if pid else []
+    infra = _infrastructure()
+    infra_cpu0 = _group_cpu(infra)
+    rss_start = sum(_proc_status(p).get("VmRSS", 0) for p in group)
     peak = rss_start
-    server_cpu0 = server_cpu = _cpu_seconds(pid) if pid else 0.0
+    server_cpu0 = server_cpu = _group_cpu(group)
     wrk_cpu = _cpu_seconds(wrk.pid)
     machine = _machine_busy()
     tick = started
@@ -430,9 +488,9 @@ async def _watch(
         tick = now
         parts = [f"  {now - started:5.1f}/{seconds:g} s"]
         if pid:
-            rss = _proc_status(pid).get("VmRSS", 0)
+            rss = sum(_proc_status(p).get("VmRSS", 0) for p in group)
             peak = max(peak, rss)
-            cpu = _cpu_seconds(pid)
+            cpu = _group_cpu(group)
             parts.append(
                 f"server RSS {rss / 1024:7.1f} MiB  CPU {(cpu - server_cpu) / elapsed:4.0%}"
             )
@@ -446,8 +504,11 @@ async def _watch(
         parts.append(f"machine {(busy - machine[0]) / max(total - machine[1], 1e-9):4.0%}")
         machine = (busy, total)
         print("  ".join(parts), flush=True)
-    mean_cpu = (server_cpu - server_cpu0) / max(time.monotonic() - started, 1e-9)
-    return rss_start, peak, mean_cpu
+    elapsed = max(time.monotonic() - started, 1e-9)
+    mean_cpu = (server_cpu - server_cpu0) / elapsed
+    # Processes that started during the run (a new backend) began at 0 and count whole.
+    infra_cpu = _group_cpu(infra) + _group_cpu([p for p in _infrastructure() if p not in infra])
+    return rss_start, peak, mean_cpu, (infra_cpu - infra_cpu0) / elapsed
 
 
 # -- profile -----------------------------------------------------------------------------------
@@ -556,20 +617,27 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[Target]:
     if args.max_in_flight is not None:
         env["MPS_MAX_IN_FLIGHT"] = str(args.max_in_flight)
     schema = None
+    workers = args.workers_now
+    cluster = None
     if args.backend == "postgres":
-        schema = f"load_{args.nonce}"
+        schema = f"load_{args.nonce}_w{workers}"
         sep = "&" if "?" in args.pg_url else "?"
         env["MPS_DATABASE_URL"] = f"{args.pg_url}{sep}schema={schema}"
         env["MPS_BROKER_URL"] = args.broker_url or "amqp://guest:guest@127.0.0.1:5672/"
-        # A cluster of one, as the results in bench/RESULTS.md were measured.
+        # A cluster of one, as the results in bench/RESULTS.md were measured, or of the workers,
+        # with queues of its own on the broker.
         env["MPS_CLUSTER"] = "on"
+        cluster = env["MPS_CLUSTER_NAME"] = f"load-{args.nonce}-w{workers}"
     elif args.broker_url:
         env["MPS_BROKER_URL"] = args.broker_url
     try:
-        command = [sys.executable, str(ROOT / "run.py")]
-        async with _process(command, args.out / "server.log", env) as process:
+        command = [sys.executable, str(ROOT / "run.py"), "--workers", str(workers)]
+        log = args.out / ("server.log" if workers == 1 else f"server-w{workers}.log")
+        async with _process(command, log, env) as process:
             target = Target(f"http://127.0.0.1:{port}", process.pid)
             await _wait_up(target.base, "/api/v1/health/live", process)
+            if workers > 1:
+                await _wait_workers(target.base, workers, process)
             yield target
     finally:
         if args.keep:
@@ -578,6 +646,62 @@ async def _service(args: argparse.Namespace) -> AsyncIterator[Target]:
             shutil.rmtree(data_dir, ignore_errors=True)
             if schema:
                 await _drop_schema(args.pg_url, schema)
+            if cluster:
+                await _delete_cluster(env["MPS_BROKER_URL"], cluster)
+
+
+async def _wait_workers(base: str, workers: int, process: asyncio.subprocess.Process) -> None:
+    """Wait until `workers` nodes answer on the shared port and own every shard between them,
+    each its even share at most, so a run starts balanced (new connections reach one worker or
+    another)."""
+    from mps.domain.shards import SHARD_COUNT
+
+    share = -(-SHARD_COUNT // workers)
+    connector = aiohttp.TCPConnector(force_close=True)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for _ in range(600):
+            if process.returncode is not None:
+                raise SystemExit(f"the server exited with {process.returncode} while starting")
+            views: dict[str, list[int]] = {}
+            for _ in range(16 * workers):
+                with contextlib.suppress(aiohttp.ClientError):
+                    async with session.get(f"{base}/api/v1/health") as response:
+                        node = (await response.json())["node"]
+                        views[node["id"]] = node.get("ownedShards", [])
+            every = sorted(s for shards in views.values() for s in shards)
+            balanced = all(0 < len(v) <= share for v in views.values())
+            if len(views) == workers and every == list(range(SHARD_COUNT)) and balanced:
+                print(f"  {workers} workers own the shards: {[len(v) for v in views.values()]}")
+                return
+            await asyncio.sleep(0.1)
+    raise SystemExit(f"{base}: {workers} workers did not come to own the shards")
+
+
+async def _delete_cluster(broker_url: str, name: str) -> None:
+    from mps.cluster.node import delete_cluster
+
+    with contextlib.suppress(Exception):
+        await delete_cluster(broker_url, name)
+
+
+async def _floor(args: argparse.Namespace) -> Run:
+    """The floor server (bench/floor.py) loaded with the same wrk settings and tokens per
+    company, in a schema of its own that it drops when it stops."""
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from bench import floor
+
+    port = _free_port()
+    command = floor.floor_command(port, args.pg_url, f"floor_{args.nonce}")
+    secret = secrets.token_urlsafe(32)
+    env = {**os.environ, floor.SECRET_VARIABLE: secret}
+    async with _process(command, args.out / "floor.log", env) as process:
+        target = Target(f"http://127.0.0.1:{port}", process.pid)
+        await _wait_up(target.base, "/", process)
+        datafile = args.out / "floor.data"
+        tokens = floor.floor_tokens(secret.encode(), args.companies)
+        datafile.write_text("".join(f"T {token}\n" for token in tokens))
+        return await _drive(target, "create", args.duration, args, datafile, "floor")
 
 
 async def _drop_schema(url: str, schema: str) -> None:
@@ -751,6 +875,8 @@ async def _commit_totals(session: aiohttp.ClientSession, base: str) -> dict[str,
     totals: dict[str, float] = {}
     for line in text.splitlines():
         name, _, value = line.partition(" ")
+        # Every series carries the node's label (mps.metrics): the name ends at its brace.
+        name = name.partition("{")[0]
         if name in _COMMIT_SERIES:
             totals[name] = float(value)
     return totals if len(totals) == len(_COMMIT_SERIES) else None
@@ -772,7 +898,7 @@ def _report_commits(before: dict[str, float] | None, after: dict[str, float] | N
     )
 
 
-def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
+def _report(args: argparse.Namespace, run: Run, bare: Run | None, floor: Run | None = None) -> None:
     backend = "running service" if args.url else args.backend
     print()
     print(
@@ -814,6 +940,17 @@ def _report(args: argparse.Namespace, run: Run, bare: Run | None) -> None:
         print(f"    the first: {run.unreadable[0][:600]}")
     if run.rss_start_kib:
         print(f"  server RSS at the start of the run: {run.rss_start_kib / 1024:.1f} MiB")
+    if floor is not None:
+        print(
+            f"  against the floor: {run.rps / floor.rps:.2f} x its {floor.rps:,.0f}/s, "
+            f"p99 {run.latency_ms('p99'):.1f} ms against its {floor.latency_ms('p99'):.1f} ms, "
+            f"CPU {run.cpu_per_request:.0f} us/req against its {floor.cpu_per_request:.0f}"
+        )
+    if run.infra_share:
+        print(
+            f"  Postgres and RabbitMQ CPU: {run.infra_share:.0%}, "
+            f"{run.infra_per_request:.0f} us/req (whoever else used them meanwhile included)"
+        )
 
 
 # -- open loop -------------------------------------------------------------------------------
@@ -1006,7 +1143,29 @@ async def main(args: argparse.Namespace) -> int:
     bare_data = args.out / "bare.data"
     bare_data.write_text("")
     bare = await _bare(args, bare_data)
+    floor = await _floor(args) if args.floor else None
+    ok = True
+    runs: list[tuple[int, Run]] = []
+    for workers in args.workers:
+        args.workers_now = workers
+        if len(args.workers) > 1:
+            print(f"\n== the service with --workers {workers}")
+        run, stored_ok = await _service_run(args, bare, floor)
+        runs.append((workers, run))
+        ok = ok and stored_ok
+    if len(runs) > 1 or floor is not None:
+        _report_summary(runs, bare, floor)
+    print(f"files: {args.out}")
+    return 0 if ok else 1
+
+
+async def _service_run(
+    args: argparse.Namespace, bare: Run | None, floor: Run | None
+) -> tuple[Run, bool]:
+    """The service, started (with args.workers_now workers) and loaded; its run, and whether
+    every acknowledged write was stored."""
     check = Check()
+    label = "run" if args.workers_now == 1 else f"run-w{args.workers_now}"
     async with _service(args) as target, aiohttp.ClientSession() as session:
         companies, pool, refund_pool = await _prepare(session, target, args, check)
         if args.mix in ("get", "cancel") and not pool:
@@ -1015,12 +1174,14 @@ async def main(args: argparse.Namespace) -> int:
             raise SystemExit("refunds need paid payments (--refund-payments > 0)")
         datafile = args.out / "run.data"
         _write_data(datafile, companies, pool, refund_pool)
-        profile = args.out / "profile.svg" if args.profile else None
-        commits_before = await _commit_totals(session, target.base)
-        run = await _drive(target, args.mix, args.duration, args, datafile, "run", profile)
-        commits_after = await _commit_totals(session, target.base)
+        profile = args.out / f"profile-{label}.svg" if args.profile else None
+        # With workers, /metrics on the shared port is one worker's or another's.
+        single = args.workers_now == 1
+        commits_before = await _commit_totals(session, target.base) if single else None
+        run = await _drive(target, args.mix, args.duration, args, datafile, label, profile)
+        commits_after = await _commit_totals(session, target.base) if single else None
         check.add(run)
-        _report(args, run, bare)
+        _report(args, run, bare, floor)
         _report_commits(commits_before, commits_after)
         stored = await _stored_all(session, target.base, companies)
         refunds = (
@@ -1029,8 +1190,33 @@ async def main(args: argparse.Namespace) -> int:
         ok = _verify(check, stored, refunds)
     if profile is not None:
         await _summarize_profile(profile)
-    print(f"files: {args.out}")
-    return 0 if ok else 1
+    return run, ok
+
+
+def _report_summary(runs: list[tuple[int, Run]], bare: Run | None, floor: Run | None) -> None:
+    """Every case of the run side by side: the service per number of workers, the floor and
+    the bare endpoint, with the service's ratios to each and the CPU per request."""
+    print("\nsummary (same run)")
+    print(
+        f"  {'case':<22} {'req/s':>9} {'p99 ms':>8} {'x floor':>8} {'x bare':>8} "
+        f"{'CPU us/req':>11} {'+pg+mq us/req':>14}"
+    )
+    cases = [(f"service, {n} worker{'s' if n > 1 else ''}", run) for n, run in runs]
+    cases += [("floor", floor)] if floor is not None else []
+    cases += [("bare", bare)] if bare is not None else []
+    for name, run in cases:
+        if run is None:
+            continue
+        to_floor = f"{run.rps / floor.rps:8.2f}" if floor is not None else f"{'-':>8}"
+        to_bare = f"{run.rps / bare.rps:8.2f}" if bare is not None else f"{'-':>8}"
+        print(
+            f"  {name:<22} {run.rps:>9,.0f} {run.latency_ms('p99'):>8.1f} {to_floor} {to_bare} "
+            f"{run.cpu_per_request:>11.0f} {run.cpu_per_request + run.infra_per_request:>14.0f}"
+        )
+    print(
+        "  CPU us/req: the server's processes (every worker); +pg+mq: and Postgres' and "
+        "RabbitMQ's processes, whoever else used them meanwhile included"
+    )
 
 
 def _arguments() -> argparse.Namespace:
@@ -1071,8 +1257,30 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--keep", action="store_true", help="keep the data dir or schema")
     parser.add_argument("--out", type=Path, help="where a run's files go")
     parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
+    parser.add_argument(
+        "--workers",
+        default="1",
+        help="run.py --workers N for the service (postgres only); a list (1,2) runs the "
+        "service once per N in the same run",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="run the floor server (bench/floor.py) in the same run, and compare (postgres)",
+    )
     _open_arguments(parser)
     args = parser.parse_args()
+    try:
+        args.workers = [int(n) for n in args.workers.split(",")]
+    except ValueError:
+        parser.error("--workers takes a number, or numbers separated by commas")
+    if any(n < 1 for n in args.workers):
+        parser.error("--workers: at least 1")
+    if (max(args.workers) > 1 or args.floor) and (args.backend != "postgres" or args.url):
+        parser.error("--workers above 1 and --floor need --backend postgres (and no --url)")
+    if args.floor and args.mix != "create":
+        parser.error("--floor compares the create mix")
+    args.workers_now = args.workers[0]
     if (args.rate is not None or args.find_rate) and args.mix != "create":
         parser.error("the open loop (--rate, --find-rate) drives the create mix only")
     if args.connections < args.threads:

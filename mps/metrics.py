@@ -12,6 +12,17 @@ Counted as things happen, each by one cheap call on a path that runs anyway:
     mps_group_commit_units                         units per group commit (the batch size)
     mps_group_commit_seconds                       how long each group commit took
     mps_rate_limit_refusals_total{limit}           requests refused 429 by a rate limit
+    mps_passed_requests_total{outcome}             requests this node passed to the owner of
+                                                   their shard: answered (the owner's answer,
+                                                   whatever its status), unavailable (503 here:
+                                                   no answer came), error
+    mps_passed_request_seconds                     their latency, the hop included
+    mps_peer_requests_total{outcome}               requests other nodes passed here: ran,
+                                                   not_run (the shard is not this node's any
+                                                   more; the asker passes it on), refused (no
+                                                   valid signature)
+    process_cpu_seconds_total, process_resident_memory_bytes, process_open_fds, ...
+                                                   the process (prometheus_client's collector)
 
 Read at scrape time, so that nothing on the request path keeps them up to date:
 
@@ -21,6 +32,18 @@ Read at scrape time, so that nothing on the request path keeps them up to date:
     mps_shard_epoch{shard}              the epoch each owned shard was taken under (0: alone)
     mps_outbox_lag_seconds              age of the oldest undispatched outbox event (0: none;
                                         -1: the database did not answer within the deadline)
+    mps_cluster_broker_connected        1 while the node's cluster connection to RabbitMQ is up
+                                        (it owns no shard without it); absent outside a cluster
+    mps_cluster_peers                   other nodes heard from within the node timeout
+    mps_cluster_shard_changes_total{change}
+                                        shards taken, handed_over, taken_from_lost (from a peer
+                                        taken for gone), dropped (the broker lost, or a commit
+                                        fenced)
+    mps_cluster_broker_asks_total       requests sent through a shard's queue because no peer
+                                        listener could take them
+
+Every series carries the label `node` (the node id, `MPS_NODE_ID`), so that series scraped from
+several nodes stay apart whatever the scraper's own `instance` label says.
 
 `route` is the route's canonical path (`/api/v1/merchant/payments/{id}`), or `unmatched`, never
 the requested path: ids in paths would make a series per payment. `method` is one of the HTTP
@@ -35,17 +58,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 
 from mps.domain.clock import parse_iso
 from mps.persistence.queries import outbox
 
 if TYPE_CHECKING:
+    from mps.cluster.node import ClusterNode
     from mps.services import Services
 
 __all__ = ["HTTP_METHODS", "Metrics"]
@@ -101,6 +126,28 @@ class Metrics:
             ["limit"],
             registry=self.registry,
         )
+        self.passed_requests = Counter(
+            "mps_passed_requests",
+            "Requests passed to the node owning their shard, by outcome (answered, unavailable, "
+            "error).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        self.passed_seconds = Histogram(
+            "mps_passed_request_seconds",
+            "Time from receiving a request passed to its shard's owner to its response.",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.peer_requests = Counter(
+            "mps_peer_requests",
+            "Requests other nodes passed to this one, by outcome (ran, not_run, refused).",
+            ["outcome"],
+            registry=self.registry,
+        )
+        ProcessCollector(registry=self.registry)
+        # The node's id, on every series once the service is attached.
+        self.node: str | None = None
         self._live: _LiveFigures | None = None
 
     def observe_commit(self, units: int, seconds: float) -> None:
@@ -117,6 +164,7 @@ class Metrics:
         its parts are open; before that a scrape shows the counters only)."""
         if self._live is not None:
             self.registry.unregister(self._live)
+        self.node = services.settings.node_id
         self._live = _LiveFigures(services)
         self.registry.register(self._live)
 
@@ -126,7 +174,26 @@ class Metrics:
         if self._live is not None:
             await self._live.measure_outbox(self.outbox_deadline)
         encode, content_type = choose_encoder(accept)
-        return encode(self.registry), content_type
+        source = self.registry if self.node is None else _NodeLabelled(self.registry, self.node)
+        return encode(source), content_type
+
+
+class _NodeLabelled:
+    """A registry's metrics with the label `node` added to every sample, for the encoders
+    (which only call `collect`)."""
+
+    def __init__(self, registry: CollectorRegistry, node: str) -> None:
+        self._registry = registry
+        self._node = node
+
+    def collect(self) -> Iterator[Metric]:
+        for metric in self._registry.collect():
+            labelled = Metric(metric.name, metric.documentation, metric.type, metric.unit)
+            labelled.samples = [
+                sample._replace(labels={**sample.labels, "node": self._node})
+                for sample in metric.samples
+            ]
+            yield labelled
 
 
 class _LiveFigures:
@@ -175,6 +242,9 @@ class _LiveFigures:
             epoch.add_metric([str(index)], shard.epoch or 0)
         lag.add_metric([], self.outbox_lag)
         yield from families
+        cluster = self._services.cluster
+        if cluster is not None:
+            yield from _cluster_figures(cluster)
 
     @staticmethod
     def _families() -> list[GaugeMetricFamily]:
@@ -200,3 +270,37 @@ class _LiveFigures:
                 labels=[],
             ),
         ]
+
+
+def _cluster_figures(cluster: ClusterNode) -> Iterator[Metric]:
+    connected = GaugeMetricFamily(
+        "mps_cluster_broker_connected",
+        "1 while this node's cluster connection to the broker is up (no shard is owned "
+        "without it), else 0.",
+        value=1 if cluster.connected else 0,
+    )
+    peers = GaugeMetricFamily(
+        "mps_cluster_peers",
+        "Other nodes of the cluster heard from within the node timeout.",
+        value=cluster.membership.heard_within(time.monotonic()),
+    )
+    changes = CounterMetricFamily(
+        "mps_cluster_shard_changes",
+        "Shards taken, handed over, taken from a peer taken for gone, and dropped at once "
+        "(the broker lost, or a commit fenced).",
+        labels=["change"],
+    )
+    for change, count in (
+        ("taken", cluster.taken),
+        ("handed_over", cluster.handed_over),
+        ("taken_from_lost", cluster.taken_from_lost),
+        ("dropped", cluster.dropped),
+    ):
+        changes.add_metric([change], count)
+    asks = CounterMetricFamily(
+        "mps_cluster_broker_asks",
+        "Requests sent through a shard's queue (passed requests no peer listener took, rate "
+        "limit leases).",
+        value=cluster.asked,
+    )
+    return iter((connected, peers, changes, asks))

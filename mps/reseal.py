@@ -30,6 +30,7 @@ from mps.persistence.database import Database, open_database
 from mps.persistence.queries.sealed import (
     SEALED_COLUMNS,
     SealedColumn,
+    replace_each,
     replace_sealed,
     sealed_page,
 )
@@ -74,14 +75,9 @@ async def _reseal_column(
         if not write:
             tally.resealed += len(writes)
             continue
-        # A unit per value: each replaces its own row or, rewritten meanwhile, nothing.
-        for outcome in await db.write([[statement] for statement in writes]):
-            if isinstance(outcome, BaseException):
-                raise outcome
-            if outcome[0]:
-                tally.resealed += 1
-            else:
-                tally.rewritten += 1
+        replaced = await replace_each(db, writes)
+        tally.resealed += replaced.count(True)
+        tally.rewritten += replaced.count(False)
     return tally
 
 

@@ -12,6 +12,9 @@ resources. A single process skips the hand-over.
 
 A node of a cluster also listens on its peer port (`MPS_PEER_PORT`) for the requests other
 nodes pass to it (mps.cluster.peers).
+
+A worker of `run.py --workers N` (mps.workers) listens with `reuse_port`: the N workers bind the
+same public port (SO_REUSEPORT), and the kernel spreads new connections over them.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from mps.cluster.listener import PeerListenError, listen_for_peers
 from mps.composition.serving import log_listening
 from mps.config import Settings
 from mps.http.keys import SERVICES
+from mps.http.metrics_listener import MetricsListenError
 from mps.http.shutdown import SHUTDOWN
 
 __all__ = ["ListenError", "serve"]
@@ -42,7 +46,9 @@ class ListenError(Exception):
     """The address to listen on cannot be used (taken, or not this machine's)."""
 
 
-async def serve(app: web.Application, settings: Settings, **server: Any) -> None:
+async def serve(
+    app: web.Application, settings: Settings, *, reuse_port: bool = False, **server: Any
+) -> None:
     runner = web.AppRunner(app, handle_signals=False, **server)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -51,9 +57,12 @@ async def serve(app: web.Application, settings: Settings, **server: Any) -> None
     try:
         # Opens the app's resources in order (mps.bootstrap); if one fails, the cleanup below
         # closes those already open before the error goes on.
-        await runner.setup()
         try:
-            await web.TCPSite(runner, settings.host, settings.port).start()
+            await runner.setup()
+        except MetricsListenError as exc:
+            raise ListenError(str(exc)) from None
+        try:
+            await web.TCPSite(runner, settings.host, settings.port, reuse_port=reuse_port).start()
         except OSError as exc:
             msg = f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
             raise ListenError(msg) from None

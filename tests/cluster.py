@@ -20,8 +20,11 @@ from __future__ import annotations
 import asyncio
 import secrets
 import signal
+import socket
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -29,13 +32,16 @@ from typing import Any, Self
 from urllib.request import urlopen
 
 import aiohttp
+import asyncpg
 import orjson
+import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.cluster.listener import listen_for_peers
 from mps.cluster.node import ClusterNode, delete_cluster
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.keys import SERVICES
+from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
 from tests.helpers import free_port
 from tests.server import RunningServer
 
@@ -43,9 +49,11 @@ __all__ = [
     "CLUSTER_SECRET",
     "LocalCluster",
     "NodeMember",
+    "balanced_cluster",
     "delete_cluster_queues",
     "in_halves",
     "new_cluster_name",
+    "require_reachable",
     "serve_passed_requests",
     "sign_up_on",
 ]
@@ -65,7 +73,9 @@ class LocalCluster:
         *,
         heartbeat: int = 2,
         env: dict[str, str] | None = None,
+        node_env: list[dict[str, str]] | None = None,
     ) -> None:
+        """`env` is every node's; `node_env[i]`, when given, node i's alone."""
         broker = f"{amqp_url}{'&' if '?' in amqp_url else '?'}heartbeat={heartbeat}"
         self.amqp_url = amqp_url
         self.name = new_cluster_name()
@@ -86,6 +96,7 @@ class LocalCluster:
                     "MPS_RATE_LIMIT_SCALE": "0",
                     "MPS_ACCESS_LOG": "off",
                     **(env or {}),
+                    **(node_env[i] if node_env is not None else {}),
                 },
                 ready_within=30.0,
             )
@@ -183,6 +194,49 @@ class LocalCluster:
 
     def resume(self, index: int) -> None:
         self.nodes[index].process.send_signal(signal.SIGCONT)
+
+
+def require_reachable(port: int, what: str) -> None:
+    """Skips the test when nothing answers on loopback `port`; fails it instead when this run
+    requires the services (MPS_REQUIRE_SERVICES), so a missing service cannot pass quietly."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+    except OSError:
+        if REQUIRE_SERVICES:
+            pytest.fail(f"{what} is required by this test run and is not reachable")
+        pytest.skip(f"{what} is not reachable")
+
+
+@contextmanager
+def balanced_cluster(
+    folder: Path, size: int, env: dict[str, str] | None = None
+) -> Iterator[LocalCluster]:
+    """`size` nodes on the test PostgreSQL server, in a schema of their own that is dropped
+    afterwards, and the test RabbitMQ, once every shard has its owner."""
+    require_reachable(5432, f"PostgreSQL at {PG_URL}")
+    require_reachable(5672, f"RabbitMQ at {AMQP_URL}")
+    schema = f"t_{secrets.token_hex(6)}"
+    try:
+        with LocalCluster(folder, size, f"{PG_URL}?schema={schema}", AMQP_URL, env=env) as nodes:
+            nodes.wait_balanced()
+            yield nodes
+    finally:
+        _drop_schema(schema)
+
+
+def _drop_schema(schema: str) -> None:
+    async def drop() -> None:
+        admin = await asyncpg.connect(PG_URL)
+        try:
+            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+        finally:
+            await admin.close()
+
+    # Torn down while a test's event loop may still be set on this thread.
+    worker = threading.Thread(target=asyncio.run, args=(drop(),))
+    worker.start()
+    worker.join(30)
 
 
 def new_cluster_name() -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -124,6 +125,17 @@ def free_port() -> int:
         if port not in _HANDED_OUT:
             _HANDED_OUT.add(port)
             return port
+
+
+@contextmanager
+def port_in_use() -> Iterator[int]:
+    """A loopback port a listening socket holds until the block ends, for a test of what a
+    server does when the port it is told to listen on is taken."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port: int = taken.getsockname()[1]
+        yield port
 
 
 async def sign_in(client: TestClient[Any, Any], member: Member) -> Member:

@@ -136,6 +136,18 @@ def day(n: int) -> date:
     return MONDAY.date() + timedelta(days=n)
 
 
+def _window(first: int, last: int) -> dict[str, str]:
+    """The query's window from day `first` to day `last`, both included."""
+    return {"from": day(first).isoformat(), "to": day(last).isoformat()}
+
+
+async def _trader(client: TestClient[Any, Any], clock: Clock) -> Merchant:
+    """A merchant after `_trading`."""
+    merchant = await Merchant.start(client, clock)
+    await _trading(merchant)
+    return merchant
+
+
 async def _trading(merchant: Merchant) -> None:
     """Two weeks and a bit of USD and EUR trade, with declines and a multi-use link."""
     await merchant.on(0)
@@ -193,10 +205,9 @@ def _days(first: date, last: date) -> list[date]:
 async def test_daily_series_per_currency_zero_filled_and_never_blended(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
 
-    status, body = await merchant.get("", **{"from": day(0).isoformat(), "to": day(16).isoformat()})
+    status, body = await merchant.get("", **_window(0, 16))
 
     assert status == 200, body
     by_currency = {item["currency"]: item["series"] for item in body["data"]}
@@ -215,8 +226,7 @@ async def test_daily_series_per_currency_zero_filled_and_never_blended(
 async def test_weekly_and_monthly_buckets_are_named_by_their_first_day(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
     window = _days(day(0), day(30))
 
     _, weekly = await merchant.get(
@@ -242,9 +252,8 @@ async def test_weekly_and_monthly_buckets_are_named_by_their_first_day(
 async def test_a_currency_filter_gives_one_object_even_with_nothing_to_count(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
-    window = {"from": day(0).isoformat(), "to": day(16).isoformat()}
+    merchant = await _trader(client, clock)
+    window = _window(0, 16)
 
     _, usd = await merchant.get("", currency="USD", **window)
     _, gbp = await merchant.get("", currency="GBP", **window)
@@ -260,13 +269,10 @@ async def test_a_currency_filter_gives_one_object_even_with_nothing_to_count(
 async def test_payments_breakdown_counts_the_window_s_payments_by_current_status(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
     statuses = await merchant.statuses()
 
-    status, body = await merchant.get(
-        "/payments", **{"from": day(0).isoformat(), "to": day(16).isoformat()}
-    )
+    status, body = await merchant.get("/payments", **_window(0, 16))
 
     assert status == 200, body
     for item in body["data"]:
@@ -286,9 +292,7 @@ async def test_payments_breakdown_counts_the_window_s_payments_by_current_status
     usd = next(i for i in body["data"] if i["currency"] == "USD")
     assert usd["statusCounts"]["PAID"] == 4 and usd["statusCounts"]["PENDING"] == 1
 
-    _, eur = await merchant.get(
-        "/payments", currency="EUR", **{"from": day(16).isoformat(), "to": day(16).isoformat()}
-    )
+    _, eur = await merchant.get("/payments", currency="EUR", **_window(16, 16))
     assert eur["count"] == 2 and eur["statusCounts"]["CANCELLED"] == 1
     assert eur["amountMinor"] == "399"
 
@@ -296,8 +300,7 @@ async def test_payments_breakdown_counts_the_window_s_payments_by_current_status
 async def test_range_edges_include_both_days_and_a_timestamp_counts_its_day(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
 
     # day 1 to day 8 by timestamps late and early in those days: both whole days count
     _, inside = await merchant.get(
@@ -305,12 +308,8 @@ async def test_range_edges_include_both_days_and_a_timestamp_counts_its_day(
         currency="USD",
         **{"from": f"{day(1).isoformat()}T23:59:00Z", "to": f"{day(8).isoformat()}T00:00:00Z"},
     )
-    _, outside = await merchant.get(
-        "/payments", currency="USD", **{"from": day(2).isoformat(), "to": day(7).isoformat()}
-    )
-    _, series = await merchant.get(
-        "", currency="EUR", **{"from": day(1).isoformat(), "to": day(1).isoformat()}
-    )
+    _, outside = await merchant.get("/payments", currency="USD", **_window(2, 7))
+    _, series = await merchant.get("", currency="EUR", **_window(1, 1))
 
     assert inside["count"] == 2  # the link's two children, paid on day 8
     assert outside["count"] == 0
@@ -323,8 +322,7 @@ async def test_range_edges_include_both_days_and_a_timestamp_counts_its_day(
 async def test_default_window_is_the_last_30_days_up_to_today(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
 
     _, body = await merchant.get("", currency="EUR")
 
@@ -336,14 +334,11 @@ async def test_default_window_is_the_last_30_days_up_to_today(
 async def test_conversion_compares_with_the_prior_period_of_equal_length(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
     statuses = await merchant.statuses()
 
     # days 8 to 16 against days -1 to 7
-    status, body = await merchant.get(
-        "/conversion", **{"from": day(8).isoformat(), "to": day(16).isoformat()}
-    )
+    status, body = await merchant.get("/conversion", **_window(8, 16))
 
     assert status == 200, body
 
@@ -430,10 +425,9 @@ async def test_interval_is_refused_where_it_means_nothing(
 async def test_another_company_and_live_mode_see_none_of_it(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
     stranger = Merchant(client, clock, await sign_up(client, email="other@example.com"))
-    window = {"from": day(0).isoformat(), "to": day(16).isoformat()}
+    window = _window(0, 16)
 
     live = await client.post(
         "/api/v1/auth/session/mode", json={"mode": "live"}, headers=merchant.member.headers
@@ -484,8 +478,7 @@ async def test_analytics_need_analytics_read_and_a_session(
 async def test_rollups_match_the_rows_and_a_drifted_rollup_is_named(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
     services = client.app[SERVICES]
 
     await services.reconciliation.tick()
@@ -510,8 +503,7 @@ async def test_rollups_match_the_rows_and_a_drifted_rollup_is_named(
 async def test_rollup_rows_only_ever_hold_one_currency(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    merchant = await Merchant.start(client, clock)
-    await _trading(merchant)
+    merchant = await _trader(client, clock)
     services = client.app[SERVICES]
 
     rows = await services.database.fetch(

@@ -236,6 +236,7 @@ async def test_an_action_refused_when_it_runs_leaves_the_request_failed(
 
     done = await response.json()
     assert done["status"] == "FAILED" and done["error"]["code"] == "balance_insufficient"
+    assert done["error"]["statusCode"] == 409
     assert len(await _payouts(client, owner)) == 1
 
 

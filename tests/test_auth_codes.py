@@ -19,8 +19,21 @@ async def _login(client: TestClient[Any, Any], email: str) -> str:
     return login_id
 
 
-async def _verify(client: TestClient[Any, Any], login_id: str, code: str) -> Any:
-    return await client.post("/api/v1/auth/otp/verify", json={"loginId": login_id, "code": code})
+async def _verify(
+    client: TestClient[Any, Any], login_id: str, code: str, company_id: str | None = None
+) -> Any:
+    body = {"loginId": login_id, "code": code}
+    if company_id is not None:
+        body["companyId"] = company_id
+    return await client.post("/api/v1/auth/otp/verify", json=body)
+
+
+async def _ann_and_a_stranger(client: TestClient[Any, Any]) -> tuple[str, str, str]:
+    """Ann's login and its code, and the company of Bob, whom she is not a member of."""
+    await sign_up(client, "ann@example.com", "Ann's")
+    stranger = await sign_up(client, "bob@example.com", "Bob's")
+    login_id = await _login(client, "ann@example.com")
+    return login_id, await latest_code(client, "ann@example.com"), stranger.company_id
 
 
 def _wrong(code: str) -> str:
@@ -186,18 +199,12 @@ async def test_a_wrong_company_id_does_not_spend_the_code(client: TestClient[Any
     code = await latest_code(client, "ann@example.com")
 
     # when the code is first sent with a company she is not in
-    refused = await client.post(
-        "/api/v1/auth/otp/verify",
-        json={"loginId": login_id, "code": code, "companyId": stranger.company_id},
-    )
+    refused = await _verify(client, login_id, code, stranger.company_id)
 
     # then it is refused without spending the code, which then opens the company she names
     assert refused.status == 403
     assert_envelope(await refused.json(), 403, "not_a_member")
-    chosen = await client.post(
-        "/api/v1/auth/otp/verify",
-        json={"loginId": login_id, "code": code, "companyId": second.company_id},
-    )
+    chosen = await _verify(client, login_id, code, second.company_id)
     assert chosen.status == 200
     assert (await chosen.json())["company"]["id"] == second.company_id
     assert first.company_id != second.company_id
@@ -230,10 +237,7 @@ async def test_verify_answers_a_wrong_code_the_same_when_the_company_id_is_anyon
     # when a wrong code is sent with each
     answers = []
     for login_id, company_id in probes:
-        body = {"loginId": login_id, "code": _wrong(code)}
-        if company_id is not None:
-            body["companyId"] = company_id
-        response = await client.post("/api/v1/auth/otp/verify", json=body)
+        response = await _verify(client, login_id, _wrong(code), company_id)
         answers.append((response.status, await response.json()))
 
     # then every answer is the same 400, so none tells membership or account apart
@@ -248,18 +252,11 @@ async def test_wrong_codes_naming_a_stranger_company_use_up_the_tries_when_probi
     client: TestClient[Any, Any],
 ) -> None:
     # given a member's login and a company she is not in
-    await sign_up(client, "ann@example.com", "Ann's")
-    stranger = await sign_up(client, "bob@example.com", "Bob's")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code, stranger = await _ann_and_a_stranger(client)
 
     # when five wrong codes are sent naming the stranger's company
     for _ in range(5):
-        response = await client.post(
-            "/api/v1/auth/otp/verify",
-            json={"loginId": login_id, "code": _wrong(code), "companyId": stranger.company_id},
-        )
-        assert response.status == 400
+        assert (await _verify(client, login_id, _wrong(code), stranger)).status == 400
 
     # then the login is dead: even the right code is refused
     failed = await client.app[SERVICES].database.fetchval(
@@ -276,21 +273,12 @@ async def test_the_right_code_naming_a_stranger_company_costs_no_try_when_refuse
     client: TestClient[Any, Any],
 ) -> None:
     # given a member's login with four wrong tries spent, and a company she is not in
-    await sign_up(client, "ann@example.com", "Ann's")
-    stranger = await sign_up(client, "bob@example.com", "Bob's")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code, stranger = await _ann_and_a_stranger(client)
     for _ in range(4):
         assert (await _verify(client, login_id, _wrong(code))).status == 400
 
     # when the right code is sent twice naming the stranger's company
-    refusals = [
-        await client.post(
-            "/api/v1/auth/otp/verify",
-            json={"loginId": login_id, "code": code, "companyId": stranger.company_id},
-        )
-        for _ in range(2)
-    ]
+    refusals = [await _verify(client, login_id, code, stranger) for _ in range(2)]
 
     # then both are 403 and the code still opens her own company
     assert [r.status for r in refusals] == [403, 403]

@@ -27,7 +27,6 @@ exactly, whatever the interleaving.
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -35,17 +34,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp.test_utils import TestClient, TestServer
-from hypothesis import HealthCheck, given, settings
+from aiohttp.test_utils import TestClient
+from hypothesis import given
 from hypothesis import strategies as st
 
-from mps.bootstrap import Overrides, build_app
-from mps.config import Settings
 from tests.conftest import Clock
-from tests.databases import copy_sqlite_template
 from tests.helpers import Member, sign_in, sign_up
-from tests.log_guard import watch
-from tests.money import balance, every_item, paid_payment, sandbox_key, services, simulate
+from tests.money import balance, every_item, paid_payment, sandbox_key, simulate
+from tests.properties import answer, assert_ledger_balanced, example_app, examples, run_steps
 
 PAID_IN = 100_000
 GAMBLING = "betting_casino_gambling"
@@ -187,36 +183,6 @@ class Run:
         return PAID_IN - held - spent
 
 
-def _settings(folder: Path, template: Path) -> Settings:
-    """As tests/test_money_properties.py: the `settings` fixture on a copy of the template."""
-    database = folder / "test.db"
-    copy_sqlite_template(template, database)
-    return Settings(
-        mode="development",
-        data_dir=folder,
-        database_url=f"sqlite:///{database}",
-        broker_url="memory://",
-        public_url="http://127.0.0.1:8080",
-        session_secret=b"test-session-secret-0123456789abcdef",
-        encryption_key=b"test-encryption-key-0123456789abcdef",
-        actor_idle_after=300.0,
-        rate_limit_scale=0,
-        # Due work runs when a step runs it, never behind the steps' backs.
-        money_interval=3600.0,
-        expiry_interval=3600.0,
-    )
-
-
-async def _answer(response: Any, allowed: dict[int, set[str] | None], what: Any) -> Any:
-    """The body of `response`, which must have one of the `allowed` statuses (with, for each,
-    one of its error codes, or any code when None)."""
-    body = await response.json()
-    assert response.status in allowed, (what, response.status, body)
-    codes = allowed[response.status]
-    assert codes is None or body.get("code") in codes, (what, response.status, body)
-    return body
-
-
 async def _card(run: Run, card_id: str) -> dict[str, Any]:
     response = await run.client.get(f"/api/v1/merchant/cards/{card_id}", headers=run.member.headers)
     assert response.status == 200, await response.text()
@@ -243,7 +209,7 @@ async def _issue(run: Run, op: Issue) -> None:
     enough = funding <= run.wallet
     response = await run.client.post(path, json=body, headers=run.member.headers)
     allowed: dict[int, set[str] | None] = {201: None} if enough else {409: {"balance_insufficient"}}
-    created = await _answer(response, allowed, op)
+    created = await answer(response, allowed, op)
     if response.status == 201:
         assert created["type"] == ("company" if op.company else "member"), (op, created)
         assert created["status"] == "ACTIVE" and created["balanceMinor"] == str(funding), created
@@ -269,7 +235,7 @@ async def _money(run: Run, model: Model, op: Fund | Withdraw) -> None:
         json={"amountMinor": str(amount)},
         headers=run.member.headers,
     )
-    body = await _answer(response, allowed, op)
+    body = await answer(response, allowed, op)
     if response.status == 200:
         model.balance += amount if verb == "fund" else -amount
         assert body["balanceMinor"] == str(model.balance), (op, body, model)
@@ -287,7 +253,7 @@ async def _authorize(run: Run, model: Model, op: Authorize) -> None:
         currency="USD",
         **extra,
     )
-    body = await _answer(response, {200: None}, op)
+    body = await answer(response, {200: None}, op)
     shown = body["object"]
     expected = model.decline(op.amount, op.gambling, run.clock())
     model.authorizations += 1
@@ -322,7 +288,7 @@ async def _change(run: Run, model: Model, op: Change) -> None:
         f"/api/v1/merchant/cards/{model.id}/{op.action}", headers=run.member.headers
     )
     allowed: dict[int, set[str] | None] = {200: None} if ok else {409: {"invalid_state"}}
-    body = await _answer(response, allowed, op)
+    body = await answer(response, allowed, op)
     if ok:
         model.status = to[op.action]
         if model.status == "TERMINATED":
@@ -351,14 +317,7 @@ async def _step(run: Run, op: Operation) -> None:
 
 async def _check(run: Run, done: list[Operation]) -> None:
     """The four properties of the module docstring, after the steps `done`."""
-    database = services(run.client).database
-    total = await database.fetchval("SELECT COALESCE(SUM(amount_minor), 0) FROM ledger_postings")
-    unbalanced = await database.fetch(
-        "SELECT transaction_id FROM ledger_postings GROUP BY transaction_id "
-        "HAVING SUM(amount_minor) <> 0"
-    )
-    assert int(total) == 0, ("the ledger does not sum to zero", int(total), done)
-    assert unbalanced == [], ("unbalanced transactions", [dict(r) for r in unbalanced], done)
+    await assert_ledger_balanced(run.client, done)
 
     listed = {
         card["id"]: card
@@ -394,29 +353,15 @@ async def _check(run: Run, done: list[Operation]) -> None:
 
 
 async def _scenario(template: Path, operations: list[Operation]) -> None:
-    with tempfile.TemporaryDirectory(prefix="mps-cards-") as folder:
-        clock = Clock()
-        app = build_app(_settings(Path(folder), template), Overrides(clock=clock))
-        watch(app)
-        async with TestClient(TestServer(app)) as client:
-            member = await sign_up(client)
-            await paid_payment(client, member, str(PAID_IN))
-            assert (await balance(client, member))["available"] == PAID_IN
-            key = await sandbox_key(client, member, "cards:write")
-            run = Run(client, clock, member, key)
-            done: list[Operation] = []
-            for op in operations:
-                await _step(run, op)
-                done.append(op)
-                await _check(run, done)
+    async with example_app(template, "mps-cards-") as (client, clock):
+        member = await sign_up(client)
+        await paid_payment(client, member, str(PAID_IN))
+        assert (await balance(client, member))["available"] == PAID_IN
+        key = await sandbox_key(client, member, "cards:write")
+        await run_steps(Run(client, clock, member, key), operations, _step, _check)
 
 
-@settings(
-    max_examples=20,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@examples(20)
 @given(operations=st.lists(OPERATIONS, min_size=20, max_size=50))
 def test_random_card_operations_keep_the_ledger_balanced_and_the_wallet_whole(
     sqlite_template: Path, operations: list[Operation]

@@ -16,16 +16,13 @@ from __future__ import annotations
 import asyncio
 import io
 import secrets
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import aiohttp
-import asyncpg
 import orjson
 import pytest
 from aiohttp import web
@@ -33,7 +30,7 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from mps.cluster.forwarding import FORWARDED_FOR, FORWARDED_REQUEST_ID, PEER_SIGNATURE, Passed
 from mps.cluster.node import ClusterNode
-from mps.cluster.peers import REFUSED, SHARD_MOVED, PeerClient, PeerKey
+from mps.cluster.peers import EXPIRED, REFUSED, SHARD_MOVED, PeerClient, PeerKey
 from mps.domain.ids import request_id
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.access_log import BatchedAccessLog
@@ -41,12 +38,12 @@ from mps.http.keys import SERVICES
 from tests.cluster import (
     LocalCluster,
     NodeMember,
+    balanced_cluster,
     delete_cluster_queues,
     new_cluster_name,
     serve_passed_requests,
     sign_up_on,
 )
-from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
 from tests.helpers import assert_envelope
 
 API = "/api/v1"
@@ -241,6 +238,29 @@ async def test_a_request_passed_to_a_node_that_no_longer_owns_its_shard_is_refus
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_request_passed_after_its_asking_node_gave_up_is_not_run(
+    in_process_nodes: tuple[Node, Node],
+) -> None:
+    # given a company whose shard one node owns, and a create passed to it whose asking node
+    # gave up on it a moment ago (its client was answered 503 already)
+    member, owner, other = await _company_and_its_other_node(in_process_nodes)
+    late = replace(_create(member, request_id()), deadline_ms=int(time.time() * 1000) - 1)
+
+    # when it reaches the owner's peer listener
+    answer, not_run = await other.cluster.peers.exchange(owner.peer, late, within=WITHIN)
+
+    # then the owner does not start it, and says so
+    assert not_run == EXPIRED
+    assert answer.status == 503
+    assert await _payments(owner, member) == []
+    # and the same request within its deadline is run
+    timely = replace(late, request_id=request_id(), deadline_ms=int(time.time() * 1000) + 10_000)
+    answer, not_run = await other.cluster.peers.exchange(owner.peer, timely, within=WITHIN)
+    assert (answer.status, not_run) == (201, "")
+    assert len(await _payments(owner, member)) == 1
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_peer_signature_counts_only_on_the_peer_listener(
     in_process_nodes: tuple[Node, Node],
 ) -> None:
@@ -304,43 +324,11 @@ async def test_the_peer_listener_refuses_a_request_unsigned_wrongly_signed_stale
 # Two run.py nodes, one cluster for the module
 
 
-def _require(port: int, what: str) -> None:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=2):
-            pass
-    except OSError:
-        if REQUIRE_SERVICES:
-            pytest.fail(f"{what} is required by this test run and is not reachable")
-        pytest.skip(f"{what} is not reachable")
-
-
-def _drop_schema(schema: str) -> None:
-    async def drop() -> None:
-        admin = await asyncpg.connect(PG_URL)
-        try:
-            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await admin.close()
-
-    # Torn down while a test's event loop may still be set on this thread.
-    worker = threading.Thread(target=asyncio.run, args=(drop(),))
-    worker.start()
-    worker.join(30)
-
-
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    _require(5432, f"PostgreSQL at {PG_URL}")
-    _require(5672, f"RabbitMQ at {AMQP_URL}")
-    schema = f"t_{secrets.token_hex(6)}"
     env = {"MPS_RATE_LIMIT_SCALE": str(SCALE)}
-    folder = tmp_path_factory.mktemp("passing")
-    try:
-        with LocalCluster(folder, 2, f"{PG_URL}?schema={schema}", AMQP_URL, env=env) as cluster:
-            cluster.wait_balanced()
-            yield cluster
-    finally:
-        _drop_schema(schema)
+    with balanced_cluster(tmp_path_factory.mktemp("passing"), 2, env) as cluster:
+        yield cluster
 
 
 @asynccontextmanager
@@ -559,3 +547,44 @@ async def test_forwarded_headers_from_an_ordinary_client_have_no_effect(
     assert sorted((row["requestId"], row["ip"]) for row in rows) == sorted(
         (headers["X-Request-Id"], "127.0.0.6") for headers in answers
     ), rows
+
+
+async def test_moving_a_session_to_a_company_on_another_node_opens_one_session_and_ends_the_old(
+    two_nodes: LocalCluster, http: aiohttp.ClientSession
+) -> None:
+    # given a person in two companies whose shards live on different nodes
+    urls = two_nodes.urls()
+    email = f"mover-{secrets.token_hex(4)}@example.com"
+    first = await sign_up_on(http, urls[0], email)
+    second = None
+    for _ in range(16):
+        candidate = await sign_up_on(http, urls[1], email)
+        if two_nodes.owner_of(candidate.company) != two_nodes.owner_of(first.company):
+            second = candidate
+            break
+    assert second is not None, "no company of theirs landed on the other node"
+    # when the session moves, asked on the node that owns the company it leaves
+    leaving = urls[two_nodes.owner_of(first.company)]
+    async with http.post(
+        f"{leaving}{API}/auth/session/company",
+        json={"companyId": second.company},
+        headers=first.headers(),
+    ) as r:
+        moved = await r.json()
+        assert r.status == 200, moved
+    # then the new token works and the old one is refused on every node, saying why
+    assert moved["company"]["id"] == second.company and moved["previousSessionEnded"] is True
+    new = {"Authorization": f"Bearer {moved['sessionToken']}"}
+    for url in urls:
+        async with http.get(f"{url}{API}/auth/me", headers=new) as r:
+            assert r.status == 200 and (await r.json())["company"]["id"] == second.company
+        async with http.get(f"{url}{API}/auth/me", headers=first.headers()) as r:
+            refused = await r.json()
+            assert r.status == 401 and "another company" in refused["message"], refused
+    # and exactly one session was opened for the move: its sign-up's and the move's
+    async with http.get(
+        f"{leaving}{API}/team/audit", params={"action": "session.opened"}, headers=new
+    ) as r:
+        opened = (await r.json())["data"]
+        assert r.status == 200, opened
+    assert len(opened) == 2, opened

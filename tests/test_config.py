@@ -2,18 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
+import re
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import build_app
+from mps.cluster.timings import ClusterTimings
 from mps.config import ConfigError, load_settings
-from tests.helpers import production_env, sign_up
+from mps.http.keys import SERVICES
+from tests.cluster import delete_cluster_queues, new_cluster_name
+from tests.helpers import eventually, production_env, sign_up
+from tests.setting_names import settings_the_service_reads
 
 
 def test_no_arguments_means_development_on_sqlite_in_the_data_dir(tmp_path: Path) -> None:
@@ -221,3 +228,166 @@ def test_server_refuses_a_sqlite_file_when_others_can_write_its_directory(tmp_pa
     # when / then
     with pytest.raises(ConfigError, match="shared"):
         load_settings([], env)
+
+
+# The example environment file of a production node (deploy/production.env.example).
+
+ENV_EXAMPLE = Path(__file__).resolve().parent.parent / "deploy" / "production.env.example"
+
+
+def _example_lines() -> tuple[dict[str, str], set[str]]:
+    """The example's settings given a value, and the names it shows commented out (optional
+    settings, at their default)."""
+    given: dict[str, str] = {}
+    optional: set[str] = set()
+    for line in ENV_EXAMPLE.read_text().splitlines():
+        if match := re.fullmatch(r"(MPS_[A-Z0-9_]+)=(.*)", line):
+            given[match[1]] = match[2].removeprefix('"').removesuffix('"')
+        elif match := re.fullmatch(r"# (MPS_[A-Z0-9_]+)=.*", line):
+            optional.add(match[1])
+    return given, optional
+
+
+def test_the_production_env_example_names_every_setting_the_service_reads_and_no_other() -> None:
+    # given
+    read = settings_the_service_reads()
+
+    # when
+    given, optional = _example_lines()
+
+    # then: each setting once, with a comment line above it
+    assert sorted(read - given.keys() - optional) == []
+    assert sorted((given.keys() | optional) - read) == []
+    assert not given.keys() & optional
+    lines = ENV_EXAMPLE.read_text().splitlines()
+    for index, line in enumerate(lines):
+        if re.match(r"(# )?MPS_[A-Z0-9_]+=", line):
+            assert lines[index - 1].startswith("#"), f"no comment above {line}"
+
+
+def test_the_production_env_example_starts_production_once_its_secrets_are_filled_in(
+    tmp_path: Path,
+) -> None:
+    # given: the example as a node would read it, with the values it leaves empty filled in
+    given, _optional = _example_lines()
+    empty = sorted(name for name, value in given.items() if not value)
+    assert empty == ["MPS_CLUSTER_SECRET", "MPS_ENCRYPTION_KEY", "MPS_SESSION_SECRET"]
+    env = {**given, **dict.fromkeys(empty, "x" * 48), "MPS_DATA_DIR": str(tmp_path / "var")}
+
+    # when
+    settings = load_settings([], env)
+
+    # then
+    assert settings.mode == "production"
+    assert settings.clustered and settings.cluster_name == "mps"
+    assert settings.database_url.startswith("postgresql://")
+    assert settings.object_storage_url.startswith("s3://")
+    assert settings.trusted_proxies and settings.shutdown_grace == 5.0
+    assert settings.mail_from == "Payments <no-reply@example.com>"
+    # and without its secrets it refuses to start, naming them
+    with pytest.raises(ConfigError, match="MPS_SESSION_SECRET"):
+        load_settings([], {**given, "MPS_DATA_DIR": str(tmp_path / "var")})
+
+
+# A cluster node's timings (MPS_HEARTBEAT_INTERVAL, MPS_NODE_TIMEOUT, MPS_FORWARD_WITHIN).
+
+
+def test_cluster_timings_default_to_the_tuning_a_node_made_without_settings_runs_with(
+    tmp_path: Path,
+) -> None:
+    # given: production as its example file sets it, and development
+    production = load_settings([], {**production_env(), "MPS_DATA_DIR": str(tmp_path / "p")})
+    development = load_settings([], {"MPS_DATA_DIR": str(tmp_path / "d")})
+
+    # then: the production tuning in both, the same as a node made by hand runs with
+    for settings in (production, development):
+        assert (settings.heartbeat_interval, settings.node_timeout, settings.forward_within) == (
+            1.0,
+            3.5,
+            10.0,
+        )
+        assert ClusterTimings.from_settings(settings) == ClusterTimings()
+
+
+def test_cluster_timings_come_from_the_environment(tmp_path: Path) -> None:
+    env = {
+        "MPS_DATA_DIR": str(tmp_path),
+        "MPS_HEARTBEAT_INTERVAL": "0.5",
+        "MPS_NODE_TIMEOUT": "2",
+        "MPS_FORWARD_WITHIN": "6.5",
+    }
+
+    timings = ClusterTimings.from_settings(load_settings([], env))
+
+    assert (timings.heartbeat, timings.node_timeout, timings.forward_within) == (0.5, 2.0, 6.5)
+    # and what no setting names keeps its tuning
+    assert timings.drain_within == ClusterTimings().drain_within
+
+
+@pytest.mark.parametrize(
+    "name", ["MPS_HEARTBEAT_INTERVAL", "MPS_NODE_TIMEOUT", "MPS_FORWARD_WITHIN"]
+)
+@pytest.mark.parametrize("value", ["0", "-1", "soon", "nan", "inf", "3601"])
+def test_a_cluster_timing_must_be_seconds_more_than_zero(
+    tmp_path: Path, name: str, value: str
+) -> None:
+    with pytest.raises(ConfigError, match=rf"^{name} must be seconds, more than 0"):
+        load_settings([], {"MPS_DATA_DIR": str(tmp_path), name: value})
+
+
+@pytest.mark.parametrize(
+    ("given", "named"),
+    [
+        ({"MPS_NODE_TIMEOUT": "1"}, r"MPS_NODE_TIMEOUT \(1 s\) must be longer than "),
+        ({"MPS_HEARTBEAT_INTERVAL": "5"}, r"than MPS_HEARTBEAT_INTERVAL \(5 s\)"),
+        ({"MPS_FORWARD_WITHIN": "3.5"}, r"MPS_FORWARD_WITHIN \(3.5 s\) must be longer than "),
+        ({"MPS_NODE_TIMEOUT": "12"}, r"than MPS_NODE_TIMEOUT \(12 s\)"),
+    ],
+)
+def test_a_node_timeout_must_outlast_a_heartbeat_and_a_passed_request_the_node_timeout(
+    tmp_path: Path, given: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        load_settings([], {"MPS_DATA_DIR": str(tmp_path), **given})
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_a_cluster_node_runs_with_the_timings_its_settings_give(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    amqp_url: str,
+) -> None:
+    # given: a node of a cluster of one, beating five times as often as by default
+    name = new_cluster_name()
+    client: TestClient[Any, Any] = await aiohttp_client(
+        make_app(
+            broker_url=amqp_url,
+            cluster_name=name,
+            node_id=name,
+            heartbeat_interval=0.2,
+            node_timeout=0.9,
+            forward_within=2.5,
+        )
+    )
+    try:
+        node = client.app[SERVICES].cluster if client.app is not None else None
+        assert node is not None
+
+        # when: it hears its own heartbeats back through the broker
+        heard: list[float] = []
+
+        async def heard_six_beats() -> bool:
+            if node.heard_self_at is not None and node.heard_self_at not in heard:
+                heard.append(node.heard_self_at)
+            return len(heard) >= 6
+
+        await eventually(heard_six_beats, within=20, every=0.01, what="six heartbeats")
+
+        # then: its waits are the settings', and five beats took well under the default's 5 s
+        assert node.timings.heartbeat == 0.2
+        assert node.membership.timeout == node.timings.node_timeout == 0.9
+        assert node.timings.forward_within == 2.5
+        assert heard[-1] - heard[0] < 5 * ClusterTimings().heartbeat / 2, heard
+    finally:
+        await client.close()
+        await asyncio.to_thread(delete_cluster_queues, amqp_url, name)

@@ -40,6 +40,7 @@ from mps.errors import ServiceError, ShardMoved, Unavailable
 from mps.http.keys import SERVICES
 from mps.http.pipeline import to_service_error
 from mps.http.render import error_response, json_response
+from mps.http.statuses import ProtocolError, status_of
 from mps.http.versions import CURRENT
 from tests.cluster import (
     ENCRYPTION_KEY,
@@ -679,8 +680,7 @@ def test_every_503_carries_retry_after_even_when_its_error_named_no_wait() -> No
     # given every way the service builds a 503: an Unavailable that names no wait (the
     # database's, the writer's, a deadline's), one that names its own, a shard on the move,
     # aiohttp's own 503 as the pipeline translates it, and a health check's
-    from_aiohttp = ServiceError("Service Unavailable", code="error")
-    from_aiohttp.status = 503
+    from_aiohttp = ProtocolError(503, "Service Unavailable", code="error")
     errors: list[ServiceError] = [
         Unavailable("the database is unavailable; nothing was written"),
         Unavailable("the processor did not answer", code="processor_timeout"),
@@ -742,4 +742,4 @@ def test_our_own_bug_still_answers_500(error: BaseException) -> None:
 
     translated = to_service_error(error, request)
 
-    assert translated.status == 500
+    assert status_of(translated) == 500

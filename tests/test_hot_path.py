@@ -203,24 +203,25 @@ async def test_a_failed_stored_response_lookup_is_503_and_leaves_the_key_usable(
     db.fails = lambda sql: "idempotency_keys" in sql
     db.error = OSError("connection reset by peer")
 
-    # when an API key is created under an Idempotency-Key (a route that looks before it runs)
-    async def create_key() -> Any:
+    # when someone is invited under an Idempotency-Key (a route that mails after its commit,
+    # so looks before it runs)
+    async def invite() -> Any:
         headers = {**member.headers, "Idempotency-Key": "k"}
-        body = {"name": "server", "scopes": ["payments:read"]}
-        return await client.post("/api/v1/merchant/api-keys", json=body, headers=headers)
+        body = {"email": "new@example.com", "roleId": "role_admin"}
+        return await client.post("/api/v1/team/invitations", json=body, headers=headers)
 
-    refused = await create_key()
+    refused = await invite()
 
     # then it is a 503 in the envelope, nothing was created, and once the database answers
     # again the same key runs the request exactly once
     assert refused.status == 503
     assert_envelope(await refused.json(), 503, "unavailable")
-    assert await db.real.fetchval("SELECT COUNT(*) FROM api_keys") == 0
+    assert await db.real.fetchval("SELECT COUNT(*) FROM invitations") == 0
     db.error = None
-    created, replayed = await create_key(), await create_key()
+    created, replayed = await invite(), await invite()
     assert created.status == replayed.status == 201
     assert await created.read() == await replayed.read()
-    assert await db.real.fetchval("SELECT COUNT(*) FROM api_keys") == 1
+    assert await db.real.fetchval("SELECT COUNT(*) FROM invitations") == 1
 
 
 async def _read_back(

@@ -276,8 +276,10 @@ async def recorded(
 
 
 def _unit_storing(db: RecordingDatabase, key: str) -> list[str]:
-    """The SQL of the one unit that stored `key`'s response."""
-    [unit] = [
+    """The SQL of the one unit that stored `key`'s response: the first to carry its insert. (A
+    repeat on a route that commits its key is sent to its actor too, and its unit, carrying
+    the same insert, is refused whole: the key holds a response, or the change is made.)"""
+    unit, *_refused = [
         u
         for u in db.units
         if any(st.sql.startswith("INSERT INTO idempotency_keys") and key in st.params for st in u)

@@ -32,6 +32,7 @@ from mps.domain.issuing import (
     window_start,
 )
 from mps.errors import Conflict, FieldError, ValidationFailed
+from mps.http.statuses import status_of
 
 # A Monday.
 NOW = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
@@ -446,7 +447,7 @@ def test_a_transition_from_the_wrong_state_is_a_409_naming_the_state(
     with pytest.raises(Conflict) as caught:
         change(_card(status), LATER)
 
-    assert caught.value.status == 409
+    assert status_of(caught.value) == 409
     assert caught.value.code == "invalid_state"
     assert f"that is {status}" in caught.value.message
 
@@ -455,7 +456,7 @@ def test_updating_the_controls_of_a_terminated_card_is_a_409() -> None:
     with pytest.raises(Conflict) as caught:
         update_controls(_card("TERMINATED"), Controls(), LATER)
 
-    assert caught.value.status == 409
+    assert status_of(caught.value) == 409
     assert caught.value.code == "invalid_state"
     assert "TERMINATED" in caught.value.message
 

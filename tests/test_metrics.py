@@ -11,6 +11,8 @@ from typing import Any
 from urllib.error import HTTPError
 from urllib.request import urlopen
 
+import aiohttp
+import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
@@ -21,8 +23,10 @@ from mps.actors.persistence import Commit, PersistenceActor
 from mps.actors.runtime import AsyncioActor, ask, stop
 from mps.bootstrap import Overrides
 from mps.config import ConfigError, load_settings
+from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.persistence.database import Database
 from mps.persistence.statements import Row, insert
+from tests.cluster import LocalCluster, sign_up_on
 from tests.conftest import Clock
 from tests.fakes import WrappedDatabase, wait_until
 from tests.helpers import assert_envelope, create_payment, free_port, sign_up
@@ -32,8 +36,21 @@ Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
 
 def parse(text: str) -> Samples:
+    """Each sample by its name and labels, the `node` label aside: every sample carries it (a
+    test of its own says so), and the others look up the labels that tell series apart."""
     return {
-        (sample.name, frozenset(sample.labels.items())): sample.value
+        (sample.name, frozenset((k, v) for k, v in sample.labels.items() if k != "node")): (
+            sample.value
+        )
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def nodes_named(text: str) -> set[str | None]:
+    """The values of the `node` label over every sample (None for a sample without it)."""
+    return {
+        sample.labels.get("node")
         for family in text_string_to_metric_families(text)
         for sample in family.samples
     }
@@ -332,3 +349,126 @@ def test_metrics_port_must_be_a_port_number_other_than_the_service_port(
     for bad in ("0", "65536", "nine", "8080"):
         with pytest.raises(ConfigError, match="MPS_METRICS_PORT"):
             load_settings([], {**env, "MPS_METRICS_PORT": bad})
+
+
+# Who is asking: the node, the process
+
+
+async def test_every_series_carries_the_node_label_and_the_process_is_measured(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> None:
+    # given a node with an id of its own that has answered a request
+    client: TestClient[Any, Any] = await aiohttp_client(make_app(node_id="node-7"))
+    assert (await client.get("/api/v1/health/live")).status == 200
+
+    # when
+    response = await client.get("/metrics")
+    text = await response.text()
+
+    # then every sample names the node, those of the process too
+    assert nodes_named(text) == {"node-7"}
+    samples = parse(text)
+    assert (value(samples, "process_cpu_seconds_total") or 0) > 0
+    assert (value(samples, "process_resident_memory_bytes") or 0) > 1_000_000
+    live = {"route": "/api/v1/health/live", "method": "GET", "status": "200"}
+    assert value(samples, "mps_http_requests_total", **live) == 1
+
+
+async def _json(url: str) -> tuple[int, Any]:
+    def get() -> tuple[int, Any]:
+        try:
+            with urlopen(url, timeout=10) as response:
+                return response.status, orjson.loads(response.read())
+        except HTTPError as refused:
+            with refused:
+                return refused.code, orjson.loads(refused.read())
+
+    return await asyncio.to_thread(get)
+
+
+async def test_the_metrics_port_says_which_node_owns_a_company_and_every_shard(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> None:
+    # given a node alone (it owns every shard) with a metrics port
+    port = free_port()
+    client: TestClient[Any, Any] = await aiohttp_client(
+        make_app(node_id="node-3", metrics_port=port)
+    )
+    member = await sign_up(client)
+    operator = f"http://127.0.0.1:{port}"
+
+    # when an operator asks which node owns the company, and for the map of every shard
+    status, owner = await _json(f"{operator}/owner/{member.company_id}")
+    bad_status, bad = await _json(f"{operator}/owner/not-a-company")
+    map_status, shards = await _json(f"{operator}/shards")
+    public = await client.get(f"/owner/{member.company_id}")
+
+    # then this node owns it, in the shard the company id falls in
+    assert status == 200, owner
+    assert owner == {
+        "companyId": member.company_id,
+        "shard": shard_of(member.company_id),
+        "node": "node-3",
+        "peer": None,
+        "here": True,
+        "askedNode": "node-3",
+    }
+    assert bad_status == 400 and "co_" in bad["message"]
+    assert map_status == 200
+    assert [s["shard"] for s in shards["shards"]] == list(range(SHARD_COUNT))
+    assert {s["node"] for s in shards["shards"]} == {"node-3"}
+    # and the public listener has no such route
+    assert public.status == 404
+
+
+# A cluster's figures, on real nodes
+
+
+@pytest.mark.parametrize("backend", ["postgres"], indirect=True)
+async def test_cluster_nodes_count_passed_requests_and_agree_on_who_owns_a_company(
+    tmp_path: Path, empty_database_url: str, amqp_url: str
+) -> None:
+    # given two nodes, each with a metrics port, and a company one of them owns
+    ports = [free_port(), free_port()]
+    node_env = [{"MPS_METRICS_PORT": str(port)} for port in ports]
+    with LocalCluster(tmp_path, 2, empty_database_url, amqp_url, node_env=node_env) as cluster:
+        cluster.wait_balanced()
+        async with aiohttp.ClientSession() as http:
+            member = await sign_up_on(http, cluster.urls()[0], "mo@example.com")
+            owner = cluster.owner_of(member.company)
+            other = 1 - owner
+
+            # when a payment is created through the node that does not own the company
+            async with http.post(
+                f"{cluster.urls()[other]}/api/v1/merchant/payments",
+                json={"amountMinor": "2500", "currency": "USD"},
+                headers=member.headers(),
+            ) as r:
+                assert r.status == 201, await r.text()
+
+            # then that node counts one request passed out and answered, the owner one run
+            # for a peer, each under its own node label
+            async def figures(index: int) -> str:
+                async with http.get(f"http://127.0.0.1:{ports[index]}/metrics") as r:
+                    return await r.text()
+
+            asked, served = await figures(other), await figures(owner)
+        status, answer = await _json(f"http://127.0.0.1:{ports[other]}/owner/{member.company}")
+
+    assert nodes_named(asked) == {f"node{other + 1}"}
+    assert nodes_named(served) == {f"node{owner + 1}"}
+    asked_samples, served_samples = parse(asked), parse(served)
+    assert value(asked_samples, "mps_passed_requests_total", outcome="answered") == 1
+    assert value(asked_samples, "mps_passed_request_seconds_count") == 1
+    assert value(served_samples, "mps_peer_requests_total", outcome="ran") == 1
+    for samples in (asked_samples, served_samples):
+        assert value(samples, "mps_cluster_broker_connected") == 1
+        assert value(samples, "mps_cluster_peers") == 1
+        taken = value(samples, "mps_cluster_shard_changes_total", change="taken") or 0
+        assert taken >= SHARD_COUNT // 2
+    # and the node that does not own the company names the one that does, and its peer port
+    assert status == 200, answer
+    assert answer["node"] == f"node{owner + 1}"
+    assert answer["peer"] == f"127.0.0.1:{cluster.peer_ports[owner]}"
+    assert answer["here"] is False
+    assert answer["askedNode"] == f"node{other + 1}"

@@ -22,22 +22,17 @@ run each time, which is what lets Hypothesis shrink a failure to its shortest se
 from __future__ import annotations
 
 import asyncio
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
-from hypothesis import HealthCheck, given, settings
+from aiohttp.test_utils import TestClient
+from hypothesis import given
 from hypothesis import strategies as st
 
-from mps.bootstrap import Overrides, build_app
-from mps.config import Settings
 from tests.conftest import Clock
-from tests.databases import copy_sqlite_template
 from tests.helpers import Member, create_payment, pay, sign_up
-from tests.log_guard import watch
 from tests.money import (
     balance,
     every_item,
@@ -48,6 +43,7 @@ from tests.money import (
     services,
     simulate,
 )
+from tests.properties import answer, assert_ledger_balanced, example_app, examples, run_steps
 
 ACCOUNTS = ("available", "pending", "reserved")
 GOOD_ACCOUNT = "000123456789"
@@ -155,36 +151,6 @@ class Run:
     chargebacks: int = 0
 
 
-def _settings(folder: Path, template: Path) -> Settings:
-    """As the `settings` fixture (tests/conftest.py), on a copy of the migrated template."""
-    database = folder / "test.db"
-    copy_sqlite_template(template, database)
-    return Settings(
-        mode="development",
-        data_dir=folder,
-        database_url=f"sqlite:///{database}",
-        broker_url="memory://",
-        public_url="http://127.0.0.1:8080",
-        session_secret=b"test-session-secret-0123456789abcdef",
-        encryption_key=b"test-encryption-key-0123456789abcdef",
-        actor_idle_after=300.0,
-        rate_limit_scale=0,
-        # Due work runs when a step runs it, never behind the steps' backs.
-        money_interval=3600.0,
-        expiry_interval=3600.0,
-    )
-
-
-async def _answer(response: Any, allowed: dict[int, set[str] | None], what: Operation) -> Any:
-    """The body of `response`, which must have one of the `allowed` statuses (with, for each,
-    one of its error codes, or any code when None)."""
-    body = await response.json()
-    assert response.status in allowed, (what, response.status, body)
-    codes = allowed[response.status]
-    assert codes is None or body.get("code") in codes, (what, response.status, body)
-    return body
-
-
 async def _account(run: Run, failing: bool) -> str:
     if failing not in run.accounts:
         response = await run.client.post(
@@ -211,12 +177,12 @@ async def _step(run: Run, op: Operation) -> None:
                 response = await client.patch(
                     "/api/v1/merchant/settings", json={"settlementDelaySec": delay}, headers=headers
                 )
-                await _answer(response, {200: None}, op)
+                await answer(response, {200: None}, op)
             run.payments.append(await paid_payment(client, run.member, str(amount)))
         case Decline(amount):
             before = (await balance(client, run.member), len(await movements(client, run.member)))
             payment = await create_payment(client, run.member, amountMinor=str(amount))
-            await _answer(
+            await answer(
                 await pay(client, payment["reference"], "4000000000000002"), {402: None}, op
             )
             after = (await balance(client, run.member), len(await movements(client, run.member)))
@@ -226,7 +192,7 @@ async def _step(run: Run, op: Operation) -> None:
             wanted = payment["amountMinor"] if amount is None else str(amount)
             response = await refund(client, run.member, payment["id"], wanted)
             conflicts = {"refund_exceeds_remaining", "invalid_state", "balance_insufficient"}
-            body = await _answer(response, {201: None, 409: conflicts}, op)
+            body = await answer(response, {201: None, 409: conflicts}, op)
             if response.status == 201:
                 run.refunds.append(body["id"])
         case DecideRefund(index, completed) if run.refunds:
@@ -234,7 +200,7 @@ async def _step(run: Run, op: Operation) -> None:
             response = await simulate(
                 client, run.key, kind, refundId=run.refunds[index % len(run.refunds)]
             )
-            await _answer(response, {200: None, 409: {"invalid_state"}}, op)
+            await answer(response, {200: None, 409: {"invalid_state"}}, op)
         case Payout(amount, failing):
             if amount is None:
                 amount = (await balance(client, run.member))["available"]
@@ -248,7 +214,7 @@ async def _step(run: Run, op: Operation) -> None:
             allowed: dict[int, set[str] | None] = {201: None, 409: {"balance_insufficient"}}
             if amount <= 0:
                 allowed = {400: {"validation_error"}}
-            body = await _answer(response, allowed, op)
+            body = await answer(response, allowed, op)
             if response.status == 201:
                 run.payouts.append(body["id"])
         case CancelPayout(index) if run.payouts:
@@ -256,17 +222,17 @@ async def _step(run: Run, op: Operation) -> None:
             response = await client.post(
                 f"/api/v1/merchant/payouts/{payout}/cancel", headers=headers
             )
-            await _answer(response, {200: None, 409: {"invalid_state"}}, op)
+            await answer(response, {200: None, 409: {"invalid_state"}}, op)
         case DecidePayout(index, paid) if run.payouts:
             kind = "payout.paid" if paid else "payout.failed"
             response = await simulate(
                 client, run.key, kind, payoutId=run.payouts[index % len(run.payouts)]
             )
-            await _answer(response, {200: None, 409: {"invalid_state"}}, op)
+            await answer(response, {200: None, 409: {"invalid_state"}}, op)
         case Chargeback(index) if run.payments:
             payment = run.payments[index % len(run.payments)]
             response = await simulate(client, run.key, "payment.reversed", paymentId=payment["id"])
-            await _answer(response, {200: None, 409: {"invalid_state"}}, op)
+            await answer(response, {200: None, 409: {"invalid_state"}}, op)
             if response.status == 200:
                 run.chargebacks += 1
         case Advance(seconds):
@@ -287,14 +253,7 @@ async def _refunds_of(run: Run, payment_id: str) -> list[dict[str, Any]]:
 
 async def _check(run: Run, done: list[Operation]) -> None:
     """The four properties of the module docstring, after the steps `done`."""
-    database = services(run.client).database
-    total = await database.fetchval("SELECT COALESCE(SUM(amount_minor), 0) FROM ledger_postings")
-    unbalanced = await database.fetch(
-        "SELECT transaction_id FROM ledger_postings GROUP BY transaction_id "
-        "HAVING SUM(amount_minor) <> 0"
-    )
-    assert int(total) == 0, ("the ledger does not sum to zero", int(total), done)
-    assert unbalanced == [], ("unbalanced transactions", [dict(r) for r in unbalanced], done)
+    await assert_ledger_balanced(run.client, done)
 
     now = await balance(run.client, run.member)
     if run.chargebacks == 0:
@@ -323,29 +282,13 @@ async def _check(run: Run, done: list[Operation]) -> None:
 
 
 async def _scenario(template: Path, operations: list[Operation]) -> None:
-    with tempfile.TemporaryDirectory(prefix="mps-money-") as folder:
-        clock = Clock()
-        app = build_app(_settings(Path(folder), template), Overrides(clock=clock))
-        watch(app)
-        async with TestClient(TestServer(app)) as client:
-            member = await sign_up(client)
-            key = await sandbox_key(
-                client, member, "payments:write", "refunds:write", "payouts:write"
-            )
-            run = Run(client, clock, member, key)
-            done: list[Operation] = []
-            for op in operations:
-                await _step(run, op)
-                done.append(op)
-                await _check(run, done)
+    async with example_app(template, "mps-money-") as (client, clock):
+        member = await sign_up(client)
+        key = await sandbox_key(client, member, "payments:write", "refunds:write", "payouts:write")
+        await run_steps(Run(client, clock, member, key), operations, _step, _check)
 
 
-@settings(
-    max_examples=25,
-    deadline=None,
-    database=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
-)
+@examples(25)
 @given(operations=st.lists(OPERATIONS, min_size=10, max_size=40))
 def test_random_money_interleavings_keep_the_ledger_balanced_and_refunds_within_payments(
     sqlite_template: Path, operations: list[Operation]

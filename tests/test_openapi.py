@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
+from urllib.parse import quote
 
 from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from mps.http.keys import ROUTE_TABLE
 from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+from tests.money import ACCOUNT
 
 
 async def test_openapi_document_is_valid_and_covers_every_route(
@@ -54,18 +57,29 @@ async def test_api_explorer_is_served_in_development(client: TestClient[Any, Any
 Check = Callable[..., Awaitable[Any]]
 
 
-async def _checker(client: TestClient[Any, Any], member: Member) -> tuple[Check, list[str]]:
-    """A `check(method, template, path=None, **request)` that makes the request, requires a
-    2xx, validates the body against the route's published schema and notes the route."""
+async def _document(client: TestClient[Any, Any]) -> tuple[Member, dict[str, Any]]:
+    """A new member, and the OpenAPI document they download."""
+    member = await sign_up(client)
+    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
+    assert response.status == 200, await response.text()
+    document: dict[str, Any] = await response.json()
+    return member, document
+
+
+async def _checker(client: TestClient[Any, Any]) -> tuple[Member, Check, list[str]]:
+    """A new member, and a `check(method, template, *values, **request)` that makes the
+    request to `template` with its placeholders filled by `values` in order, requires a 2xx,
+    validates the body against the route's published schema and notes the route in the list."""
     from openapi_schema_validator import OAS30Validator
 
-    document = await (
-        await client.get("/api/v1/developer/openapi.json", headers=member.headers)
-    ).json()
+    member, document = await _document(client)
     checked: list[str] = []
 
-    async def check(method: str, template: str, path: str | None = None, **kwargs: Any) -> Any:
-        response = await client.request(method, path or template, **kwargs)
+    async def check(method: str, template: str, *values: str, **kwargs: Any) -> Any:
+        filled = iter(values)
+        path = re.sub(r"\{\w+\}", lambda _: quote(next(filled), safe=""), template)
+        assert next(filled, None) is None, f"more values than {template} has placeholders"
+        response = await client.request(method, path, **kwargs)
         body = await response.json()
         assert response.status < 300, body
         operation = document["paths"][template][method.lower()]
@@ -77,24 +91,27 @@ async def _checker(client: TestClient[Any, Any], member: Member) -> tuple[Check,
         checked.append(f"{method} {template}")
         return body
 
-    return check, checked
+    return member, check, checked
+
+
+async def _api_key(
+    check: Check, headers: dict[str, str], *scopes: str
+) -> tuple[Any, dict[str, str]]:
+    """A new API key of `scopes`, created through `check`, and the headers that present it."""
+    key = await check(
+        "POST", "/api/v1/merchant/api-keys", headers=headers, json={"name": "k", "scopes": scopes}
+    )
+    return key, {"Authorization": f"Bearer {key['key']}"}
 
 
 async def test_responses_match_the_schemas_the_document_publishes(
     client: TestClient[Any, Any],
 ) -> None:
     """Every response below is checked against its route's published response schema."""
-    member = await sign_up(client)
-    check, checked = await _checker(client, member)
+    member, check, checked = await _checker(client)
 
     h = member.headers
-    key = await check(
-        "POST",
-        "/api/v1/merchant/api-keys",
-        headers=h,
-        json={"name": "k", "scopes": ["analytics:read", "payments:write"]},
-    )
-    key_headers = {"Authorization": f"Bearer {key['key']}"}
+    key, key_headers = await _api_key(check, h, "analytics:read", "payments:write")
     await check("GET", "/api/v1/developer/ping", headers=key_headers)
     await check("GET", "/api/v1/merchant/api-keys", headers=h)
     payment = await check(
@@ -110,65 +127,26 @@ async def test_responses_match_the_schemas_the_document_publishes(
         json={"amountMinor": "700", "currency": "EUR"},
     )
     await check(
-        "POST",
-        "/api/v1/checkout/{reference}/pay",
-        f"/api/v1/checkout/{payment['reference']}/pay",
-        json={"card": TEST_CARD},
+        "POST", "/api/v1/checkout/{reference}/pay", payment["reference"], json={"card": TEST_CARD}
     )
     await check(
         "POST",
         "/api/v1/developer/sandbox/{kind}",
-        "/api/v1/developer/sandbox/payment.failed",
+        "payment.failed",
         headers=key_headers,
         json={"paymentId": other["id"]},
     )
-    await check(
-        "POST",
-        "/api/v1/merchant/payments/{id}/cancel",
-        f"/api/v1/merchant/payments/{other['id']}/cancel",
-        headers=h,
-    )
+    await check("POST", "/api/v1/merchant/payments/{id}/cancel", other["id"], headers=h)
     await check("GET", "/api/v1/merchant/payments", headers=h)
-    await check(
-        "GET",
-        "/api/v1/merchant/payments/{id}",
-        f"/api/v1/merchant/payments/{payment['id']}",
-        headers=h,
-    )
+    await check("GET", "/api/v1/merchant/payments/{id}", payment["id"], headers=h)
     await check("GET", "/api/v1/merchant/payments/stats", headers=h)
-    await check(
-        "GET",
-        "/api/v1/merchant/payments/stats",
-        "/api/v1/merchant/payments/stats",
-        params={"currency": "USD"},
-        headers=h,
-    )
+    await check("GET", "/api/v1/merchant/payments/stats", params={"currency": "USD"}, headers=h)
     customers = await check("GET", "/api/v1/merchant/customers", headers=h)
     customer_id = customers["data"][0]["id"]
-    await check(
-        "GET",
-        "/api/v1/merchant/customers/{id}",
-        f"/api/v1/merchant/customers/{customer_id}",
-        headers=h,
-    )
-    await check(
-        "GET",
-        "/api/v1/merchant/customers/{id}/payments",
-        f"/api/v1/merchant/customers/{customer_id}/payments",
-        headers=h,
-    )
-    await check(
-        "GET",
-        "/api/v1/merchant/api-keys/{id}/logs",
-        f"/api/v1/merchant/api-keys/{key['id']}/logs",
-        headers=h,
-    )
-    await check(
-        "POST",
-        "/api/v1/merchant/api-keys/{id}/revoke",
-        f"/api/v1/merchant/api-keys/{key['id']}/revoke",
-        headers=h,
-    )
+    await check("GET", "/api/v1/merchant/customers/{id}", customer_id, headers=h)
+    await check("GET", "/api/v1/merchant/customers/{id}/payments", customer_id, headers=h)
+    await check("GET", "/api/v1/merchant/api-keys/{id}/logs", key["id"], headers=h)
+    await check("POST", "/api/v1/merchant/api-keys/{id}/revoke", key["id"], headers=h)
     await check("GET", "/api/v1/merchant/settings", headers=h)
     await check("PATCH", "/api/v1/merchant/settings", headers=h, json={"payoutSchedule": "weekly"})
     endpoint = await check(
@@ -177,51 +155,46 @@ async def test_responses_match_the_schemas_the_document_publishes(
         headers=h,
         json={"url": "http://127.0.0.1:9/hooks", "events": ["*"], "description": "orders"},
     )
-    at_endpoint = f"/api/v1/merchant/webhooks/{endpoint['id']}"
     await check("GET", "/api/v1/merchant/webhooks", headers=h)
-    await check("GET", "/api/v1/merchant/webhooks/{id}", at_endpoint, headers=h)
+    await check("GET", "/api/v1/merchant/webhooks/{id}", endpoint["id"], headers=h)
     await check(
-        "PATCH", "/api/v1/merchant/webhooks/{id}", at_endpoint, headers=h, json={"description": "d"}
-    )
-    await check(
-        "POST",
-        "/api/v1/merchant/webhooks/{id}/rotate-secret",
-        f"{at_endpoint}/rotate-secret",
+        "PATCH",
+        "/api/v1/merchant/webhooks/{id}",
+        endpoint["id"],
         headers=h,
+        json={"description": "d"},
     )
+    await check("POST", "/api/v1/merchant/webhooks/{id}/rotate-secret", endpoint["id"], headers=h)
     await check("GET", "/api/v1/merchant/webhooks/default-secret", headers=h)
     await create_payment(client, member)
     deliveries: dict[str, Any] = {"data": []}
     for _ in range(250):  # until the event's delivery is stored
         deliveries = await check(
-            "GET",
-            "/api/v1/merchant/webhooks/{id}/deliveries",
-            f"{at_endpoint}/deliveries",
-            headers=h,
+            "GET", "/api/v1/merchant/webhooks/{id}/deliveries", endpoint["id"], headers=h
         )
         if deliveries["data"]:
             break
         await asyncio.sleep(0.02)
-    at_delivery = f"/api/v1/merchant/webhooks/deliveries/{deliveries['data'][0]['id']}"
-    await check("GET", "/api/v1/merchant/webhooks/deliveries/{id}", at_delivery, headers=h)
+    await check(
+        "GET", "/api/v1/merchant/webhooks/deliveries/{id}", deliveries["data"][0]["id"], headers=h
+    )
     await check(
         "POST",
         "/api/v1/merchant/webhooks/deliveries/{id}/replay",
-        f"{at_delivery}/replay",
+        deliveries["data"][0]["id"],
         headers=h,
     )
     await check(
         "POST",
         "/api/v1/merchant/webhooks/{id}/recover",
-        f"{at_endpoint}/recover",
+        endpoint["id"],
         headers=h,
         json={"since": "2020-01-01"},
     )
     events = await check("GET", "/api/v1/merchant/events", headers=h)
-    at_event = f"/api/v1/merchant/events/{events['data'][0]['id']}"
-    await check("GET", "/api/v1/merchant/events/{id}", at_event, headers=h)
-    await check("POST", "/api/v1/merchant/events/{id}/replay", f"{at_event}/replay", headers=h)
-    await check("DELETE", "/api/v1/merchant/webhooks/{id}", at_endpoint, headers=h)
+    await check("GET", "/api/v1/merchant/events/{id}", events["data"][0]["id"], headers=h)
+    await check("POST", "/api/v1/merchant/events/{id}/replay", events["data"][0]["id"], headers=h)
+    await check("DELETE", "/api/v1/merchant/webhooks/{id}", endpoint["id"], headers=h)
     await check("GET", "/api/v1/auth/me", headers=h)
     await check("GET", "/api/v1/developer/versions")
     await check("GET", "/api/v1/health")
@@ -238,22 +211,12 @@ async def test_money_responses_match_the_schemas_the_document_publishes(
     client: TestClient[Any, Any],
 ) -> None:
     """The refund, balance, bank-account and payout routes, as the test above."""
-    member = await sign_up(client)
-    check, checked = await _checker(client, member)
+    member, check, checked = await _checker(client)
     h = member.headers
-    key = await check(
-        "POST",
-        "/api/v1/merchant/api-keys",
-        headers=h,
-        json={"name": "k", "scopes": ["refunds:write", "payouts:write"]},
-    )
-    key_headers = {"Authorization": f"Bearer {key['key']}"}
+    _, key_headers = await _api_key(check, h, "refunds:write", "payouts:write")
     payment = await create_payment(client, member)
     await check(
-        "POST",
-        "/api/v1/checkout/{reference}/pay",
-        f"/api/v1/checkout/{payment['reference']}/pay",
-        json={"card": TEST_CARD},
+        "POST", "/api/v1/checkout/{reference}/pay", payment["reference"], json={"card": TEST_CARD}
     )
     refund = await check(
         "POST",
@@ -262,39 +225,25 @@ async def test_money_responses_match_the_schemas_the_document_publishes(
         json={"paymentId": payment["id"], "amountMinor": "100", "reason": "r"},
     )
     await check("GET", "/api/v1/merchant/refunds", headers=h)
-    at_refund = f"/api/v1/merchant/refunds/{refund['id']}"
-    await check("GET", "/api/v1/merchant/refunds/{id}", at_refund, headers=h)
+    await check("GET", "/api/v1/merchant/refunds/{id}", refund["id"], headers=h)
     await check(
         "POST",
         "/api/v1/developer/sandbox/{kind}",
-        "/api/v1/developer/sandbox/refund.completed",
+        "refund.completed",
         headers=key_headers,
         json={"refundId": refund["id"]},
     )
     await check("GET", "/api/v1/merchant/balance", headers=h)
-    await check(
-        "GET",
-        "/api/v1/merchant/balance",
-        "/api/v1/merchant/balance",
-        params={"currency": "USD"},
-        headers=h,
-    )
+    await check("GET", "/api/v1/merchant/balance", params={"currency": "USD"}, headers=h)
     await check("GET", "/api/v1/merchant/balance/transactions", headers=h)
     account = await check(
         "POST",
         "/api/v1/merchant/bank-accounts",
         headers=h,
-        json={
-            "accountHolderName": "Acme",
-            "accountNumber": "000123456789",
-            "bankCode": "110000000",
-            "currency": "USD",
-            "country": "US",
-        },
+        json=ACCOUNT,
     )
     await check("GET", "/api/v1/merchant/bank-accounts", headers=h)
-    at_account = f"/api/v1/merchant/bank-accounts/{account['id']}"
-    await check("GET", "/api/v1/merchant/bank-accounts/{id}", at_account, headers=h)
+    await check("GET", "/api/v1/merchant/bank-accounts/{id}", account["id"], headers=h)
     payout = await check(
         "POST",
         "/api/v1/merchant/payouts",
@@ -302,10 +251,9 @@ async def test_money_responses_match_the_schemas_the_document_publishes(
         json={"amountMinor": "100", "currency": "USD", "bankAccountId": account["id"]},
     )
     await check("GET", "/api/v1/merchant/payouts", headers=h)
-    at_payout = f"/api/v1/merchant/payouts/{payout['id']}"
-    await check("GET", "/api/v1/merchant/payouts/{id}", at_payout, headers=h)
-    await check("POST", "/api/v1/merchant/payouts/{id}/cancel", f"{at_payout}/cancel", headers=h)
-    await check("DELETE", "/api/v1/merchant/bank-accounts/{id}", at_account, headers=h)
+    await check("GET", "/api/v1/merchant/payouts/{id}", payout["id"], headers=h)
+    await check("POST", "/api/v1/merchant/payouts/{id}/cancel", payout["id"], headers=h)
+    await check("DELETE", "/api/v1/merchant/bank-accounts/{id}", account["id"], headers=h)
 
     assert len(set(checked)) == 16
 
@@ -313,8 +261,7 @@ async def test_money_responses_match_the_schemas_the_document_publishes(
 async def test_invoice_responses_match_the_schemas_the_document_publishes(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    check, checked = await _checker(client, member)
+    member, check, checked = await _checker(client)
     h = member.headers
     body = {
         "currency": "USD",
@@ -329,32 +276,20 @@ async def test_invoice_responses_match_the_schemas_the_document_publishes(
         headers=h,
         json={"currency": "USD", "customerEmail": "d@example.com", "amountMinor": "500"},
     )
-    at = f"/api/v1/merchant/invoices/{invoice['id']}"
     await check("GET", "/api/v1/merchant/invoices", headers=h)
-    await check("GET", "/api/v1/merchant/invoices/{id}", at, headers=h)
+    await check("GET", "/api/v1/merchant/invoices/{id}", invoice["id"], headers=h)
     await check("GET", "/api/v1/merchant/invoices/stats", headers=h)
-    await check(
-        "GET",
-        "/api/v1/merchant/invoices/stats",
-        "/api/v1/merchant/invoices/stats",
-        params={"currency": "USD"},
-        headers=h,
-    )
-    await check("POST", "/api/v1/merchant/invoices/{id}/resend", f"{at}/resend", headers=h)
+    await check("GET", "/api/v1/merchant/invoices/stats", params={"currency": "USD"}, headers=h)
+    await check("POST", "/api/v1/merchant/invoices/{id}/resend", invoice["id"], headers=h)
     await check(
         "POST",
         "/api/v1/merchant/invoices/{id}/mark-paid",
-        f"{at}/mark-paid",
+        invoice["id"],
         headers=h,
         json={"reference": "r"},
     )
-    await check("GET", "/api/v1/merchant/invoices/{id}/timeline", f"{at}/timeline", headers=h)
-    await check(
-        "POST",
-        "/api/v1/merchant/invoices/{id}/cancel",
-        f"/api/v1/merchant/invoices/{other['id']}/cancel",
-        headers=h,
-    )
+    await check("GET", "/api/v1/merchant/invoices/{id}/timeline", invoice["id"], headers=h)
+    await check("POST", "/api/v1/merchant/invoices/{id}/cancel", other["id"], headers=h)
 
     assert len(set(checked)) == 8
 
@@ -365,8 +300,7 @@ async def test_team_responses_match_the_schemas_the_document_publishes(
     from tests.helpers import add_member
     from tests.money import paid_payment
 
-    member = await sign_up(client)
-    check, checked = await _checker(client, member)
+    member, check, checked = await _checker(client)
     h = member.headers
     admin = await add_member(client, member, "admin@example.com", "role_admin")
     await check("GET", "/api/v1/team/roles", headers=h)
@@ -374,17 +308,19 @@ async def test_team_responses_match_the_schemas_the_document_publishes(
     role = await check(
         "POST", "/api/v1/team/roles", headers=h, json={"name": "R", "scopes": ["payments:read"]}
     )
-    at_role = f"/api/v1/team/roles/{role['id']}"
-    await check("PATCH", "/api/v1/team/roles/{id}", at_role, headers=h, json={"name": "R2"})
+    await check("PATCH", "/api/v1/team/roles/{id}", role["id"], headers=h, json={"name": "R2"})
     await check("GET", "/api/v1/team/members", headers=h)
-    at_admin = f"/api/v1/team/members/{admin.user_id}"
     await check(
-        "PATCH", "/api/v1/team/members/{id}", at_admin, headers=h, json={"roleId": role["id"]}
+        "PATCH", "/api/v1/team/members/{id}", admin.user_id, headers=h, json={"roleId": role["id"]}
     )
     await check(
-        "PATCH", "/api/v1/team/members/{id}", at_admin, headers=h, json={"roleId": "role_admin"}
+        "PATCH",
+        "/api/v1/team/members/{id}",
+        admin.user_id,
+        headers=h,
+        json={"roleId": "role_admin"},
     )
-    await check("DELETE", "/api/v1/team/roles/{id}", at_role, headers=h)
+    await check("DELETE", "/api/v1/team/roles/{id}", role["id"], headers=h)
     invitation = await check(
         "POST",
         "/api/v1/team/invitations",
@@ -394,20 +330,13 @@ async def test_team_responses_match_the_schemas_the_document_publishes(
     await check("GET", "/api/v1/team/invitations", headers=h)
     mail = await client.get("/api/v1/dev/mailbox", params={"to": "new@example.com"})
     token = (await mail.json())["data"][0]["link"].rsplit("/", 1)[1]
-    await check(
-        "GET", "/api/v1/team/invitations/token/{token}", f"/api/v1/team/invitations/token/{token}"
-    )
-    await check(
-        "POST",
-        "/api/v1/team/invitations/{id}/revoke",
-        f"/api/v1/team/invitations/{invitation['id']}/revoke",
-        headers=h,
-    )
+    await check("GET", "/api/v1/team/invitations/token/{token}", token)
+    await check("POST", "/api/v1/team/invitations/{id}/revoke", invitation["id"], headers=h)
     await check("GET", "/api/v1/team/approvals/policies", headers=h)
     await check(
         "PUT",
         "/api/v1/team/approvals/policies/{action}",
-        "/api/v1/team/approvals/policies/payout.create",
+        "payout.create",
         headers=h,
         json={"enabled": True, "thresholds": {"USD": "100"}, "requiredApprovals": 1},
     )
@@ -416,28 +345,21 @@ async def test_team_responses_match_the_schemas_the_document_publishes(
         "POST",
         "/api/v1/merchant/bank-accounts",
         headers=h,
-        json={
-            "accountHolderName": "Acme",
-            "accountNumber": "000123456789",
-            "bankCode": "110000000",
-            "currency": "USD",
-            "country": "US",
-        },
+        json=ACCOUNT,
     )
     body = {"amountMinor": "1000", "currency": "USD", "bankAccountId": account["id"]}
     held = await check("POST", "/api/v1/merchant/payouts", headers=h, json=body)
     other = await check("POST", "/api/v1/merchant/payouts", headers=h, json=body)
     request_id = held["approvalRequest"]["id"]
     await check("GET", "/api/v1/team/approvals/requests", headers=h)
-    at_request = f"/api/v1/team/approvals/requests/{request_id}"
-    await check("GET", "/api/v1/team/approvals/requests/{id}", at_request, headers=h)
+    await check("GET", "/api/v1/team/approvals/requests/{id}", request_id, headers=h)
+    approve = "/api/v1/team/approvals/requests/{id}/approve"
+    await check("POST", approve, request_id, headers=admin.headers, json={"comment": "ok"})
     await check(
-        "POST", "/api/v1/team/approvals/requests/{id}/approve", f"{at_request}/approve",
-        headers=admin.headers, json={"comment": "ok"},
-    )  # fmt: skip
-    at_other = f"/api/v1/team/approvals/requests/{other['approvalRequest']['id']}"
-    await check(
-        "POST", "/api/v1/team/approvals/requests/{id}/cancel", f"{at_other}/cancel", headers=h
+        "POST",
+        "/api/v1/team/approvals/requests/{id}/cancel",
+        other["approvalRequest"]["id"],
+        headers=h,
     )
     await check("GET", "/api/v1/team/audit", headers=h)
     await check("GET", "/api/v1/team/audit/verify", headers=h)
@@ -450,16 +372,10 @@ async def test_card_responses_match_the_schemas_the_document_publishes(
 ) -> None:
     from tests.money import paid_payment
 
-    member = await sign_up(client)
-    check, checked = await _checker(client, member)
+    member, check, checked = await _checker(client)
     h = member.headers
     await paid_payment(client, member, "10000")
-    key = await check(
-        "POST",
-        "/api/v1/merchant/api-keys",
-        headers=h,
-        json={"name": "k", "scopes": ["cards:write"]},
-    )
+    _, key_headers = await _api_key(check, h, "cards:write")
     card = await check(
         "POST",
         "/api/v1/merchant/cards",
@@ -472,46 +388,43 @@ async def test_card_responses_match_the_schemas_the_document_publishes(
         headers=h,
         json={"nickname": "Ads", "currency": "USD"},
     )
-    at = f"/api/v1/merchant/cards/{card['id']}"
     await check("GET", "/api/v1/merchant/cards", headers=h)
-    await check("GET", "/api/v1/merchant/cards/{id}", at, headers=h)
+    await check("GET", "/api/v1/merchant/cards/{id}", card["id"], headers=h)
     await check(
         "POST",
         "/api/v1/merchant/cards/{id}/fund",
-        f"{at}/fund",
+        card["id"],
         headers=h,
         json={"amountMinor": "100"},
     )
     await check(
         "POST",
         "/api/v1/merchant/company-cards/{id}/fund",
-        f"/api/v1/merchant/company-cards/{company_card['id']}/fund",
+        company_card["id"],
         headers=h,
         json={"amountMinor": "100"},
     )
     await check(
         "POST",
         "/api/v1/merchant/cards/{id}/withdraw",
-        f"{at}/withdraw",
+        card["id"],
         headers=h,
         json={"amountMinor": "50"},
     )
-    await check(
-        "PATCH", "/api/v1/merchant/cards/{id}/controls", f"{at}/controls", headers=h,
-        json={"spendingLimits": [{"amountMinor": "500", "interval": "daily"}]},
-    )  # fmt: skip
+    daily = {"spendingLimits": [{"amountMinor": "500", "interval": "daily"}]}
+    await check("PATCH", "/api/v1/merchant/cards/{id}/controls", card["id"], headers=h, json=daily)
     await check(
         "POST",
         "/api/v1/developer/sandbox/{kind}",
-        "/api/v1/developer/sandbox/card.authorization",
-        headers={"Authorization": f"Bearer {key['key']}"},
+        "card.authorization",
+        headers=key_headers,
         json={"cardId": card["id"], "amountMinor": "100", "currency": "USD"},
     )
-    await check("GET", "/api/v1/merchant/cards/{id}/transactions", f"{at}/transactions", headers=h)
-    await check("GET", "/api/v1/merchant/cards/{id}/details", f"{at}/details", headers=h)
-    await check("POST", "/api/v1/merchant/cards/{id}/freeze", f"{at}/freeze", headers=h)
-    await check("POST", "/api/v1/merchant/cards/{id}/unfreeze", f"{at}/unfreeze", headers=h)
-    await check("POST", "/api/v1/merchant/cards/{id}/terminate", f"{at}/terminate", headers=h)
+    await check("GET", "/api/v1/merchant/cards/{id}/transactions", card["id"], headers=h)
+    await check("GET", "/api/v1/merchant/cards/{id}/details", card["id"], headers=h)
+    await check("POST", "/api/v1/merchant/cards/{id}/freeze", card["id"], headers=h)
+    await check("POST", "/api/v1/merchant/cards/{id}/unfreeze", card["id"], headers=h)
+    await check("POST", "/api/v1/merchant/cards/{id}/terminate", card["id"], headers=h)
 
     assert len(set(checked)) == 15
 
@@ -519,11 +432,8 @@ async def test_card_responses_match_the_schemas_the_document_publishes(
 async def test_the_document_declares_the_headers_and_error_answers_clients_must_handle(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
+    _, document = await _document(client)
 
-    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
-
-    document = await response.json()
     components = document["components"]
     assert components["parameters"]["IdempotencyKey"]["name"] == "Idempotency-Key"
     assert components["parameters"]["ApiVersion"]["name"] == "X-Api-Version"
@@ -580,9 +490,7 @@ async def test_openapi_document_describes_every_field_and_parameter_with_a_valid
     from openapi_schema_validator import OAS30Validator, oas30_format_checker
 
     # given the document a signed-in member downloads
-    member = await sign_up(client)
-    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
-    document = await response.json()
+    _, document = await _document(client)
     components = document["components"]
 
     def invalid(schema: dict[str, Any], example: Any) -> str | None:
@@ -642,11 +550,9 @@ async def test_openapi_sandbox_kind_parameter_lists_every_sandbox_kind(
 ) -> None:
     from mps.http.routes.sandbox import KINDS
 
-    member = await sign_up(client)
+    _, document = await _document(client)
 
-    response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
-
-    operation = (await response.json())["paths"]["/api/v1/developer/sandbox/{kind}"]["post"]
+    operation = document["paths"]["/api/v1/developer/sandbox/{kind}"]["post"]
     [kind] = [p for p in operation["parameters"] if p.get("name") == "kind"]
     assert kind["in"] == "path"
     assert set(kind["schema"]["enum"]) == set(KINDS)

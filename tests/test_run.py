@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.helpers import port_in_use
 from tests.server import RUN_PY, RunningServer, server_environment
+from tests.setting_names import settings_the_service_reads
 
 
 def test_run_py_serves_development_mode_and_refuses_bad_production(tmp_path: Path) -> None:
@@ -32,10 +33,7 @@ def test_run_py_serves_development_mode_and_refuses_bad_production(tmp_path: Pat
 
 
 def test_a_port_in_use_is_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
+    with port_in_use() as port:
         refused = subprocess.run(
             [sys.executable, str(RUN_PY), "--port", str(port)],
             cwd=tmp_path,
@@ -53,32 +51,9 @@ def test_a_port_in_use_is_one_clear_line_not_a_traceback(tmp_path: Path) -> None
     assert "listening on" not in refused.stderr
 
 
-def _settings_read_by(source: Path) -> set[str]:
-    """Every MPS_* name `source` passes to a call (env.get("MPS_…"), _secret_from_env(env,
-    "MPS_…"), os.environ.get(…)): the settings it reads, not the ones its messages mention."""
-    names: set[str] = set()
-    for node in ast.walk(ast.parse(source.read_text("utf-8"))):
-        if isinstance(node, ast.Call):
-            for argument in node.args:
-                value = argument.value if isinstance(argument, ast.Constant) else None
-                if isinstance(value, str) and re.fullmatch(r"MPS_[A-Z0-9_]+", value):
-                    names.add(value)
-    return names
-
-
 def test_run_py_help_names_every_setting_the_service_reads_and_both_subcommands() -> None:
     # given: the settings read by the configuration, run.py itself and the S3 object store
-    package = RUN_PY.parent / "mps"
-    read = set().union(
-        *(
-            _settings_read_by(source)
-            for source in (
-                package / "config.py",
-                RUN_PY,
-                package / "adapters" / "storage" / "s3.py",
-            )
-        )
-    )
+    read = settings_the_service_reads()
     # the scan finds the settings (a refactor that hid them from it would pass vacuously)
     assert {
         "MPS_DATABASE_URL",
@@ -104,3 +79,10 @@ def test_run_py_help_names_every_setting_the_service_reads_and_both_subcommands(
     assert "run.py reseal" in shown.stdout
     assert "run.py kyc pending" in shown.stdout
     assert "run.py kyc review" in shown.stdout
+    # and every subcommand and the workers' option, in the help and in run.py's own docstring
+    docstring = ast.get_docstring(ast.parse(RUN_PY.read_text("utf-8"))) or ""
+    for usage in ("run.py migrate [--check]", "run.py reseal [--check]", "run.py kyc pending"):
+        assert usage in shown.stdout
+        assert usage in docstring
+    assert re.search(r"^\s+--workers\b", shown.stdout, re.MULTILINE)
+    assert "run.py --workers" in docstring

@@ -28,11 +28,13 @@ so a retry of an approved attempt is answered with the payment it paid, not char
 A fault between the approval and its booking (the booking's commit refused or of unknown
 outcome, the actor crashed, the processor's answer lost to a deadline) leaves the attempt's
 row IN_FLIGHT. The actor then reloads before its next message, and every activation of a
-PENDING payment first settles the attempts it finds IN_FLIGHT: it asks the processor what it
-answered under the attempt's key (`Processor.recall`, which never charges) and books that once,
-or settles the attempt VOID when the processor took nothing. Payment expiry's pass wakes the
-actors of payments whose attempt stayed IN_FLIGHT for a while (`SettleAttempts`), so one that no
-shopper comes back to is settled too.
+PENDING payment first holds the attempts it finds IN_FLIGHT as in flight again, and asks the
+processor beside the actor what it answered under each attempt's key (`Processor.recall`, which
+never charges); the answer comes back as `Recalled`, whose turn books it once, or settles the
+attempt VOID when the processor took nothing. Until then a cancel or an expiry is refused as
+for any authorization in flight, and a retry under the same key joins the attempt. Payment
+expiry's pass wakes the actors of payments whose attempt stayed IN_FLIGHT for a while
+(`SettleAttempts`), so one that no shopper comes back to is settled too.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ __all__ = [
     "Abandoned",
     "Answered",
     "Attempt",
+    "Recalled",
     "SettleAttempts",
     "Settles",
     "retry_key",
@@ -72,6 +75,15 @@ class Answered:
 
     attempt_id: str
     authorization: Authorization
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """What the processor answered, by its memory, to an attempt a fault left IN_FLIGHT (None:
+    it took nothing), asked beside the actor after its activation and told to it to book."""
+
+    attempt_id: str
+    authorization: Authorization | None
 
 
 @dataclass(frozen=True)

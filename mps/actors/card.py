@@ -5,21 +5,31 @@ approved authorizations its interval limits count (the last month's, and the all
 Authorizations, funding, withdrawal, freezing, controls and termination arrive one at a time,
 so 100 authorizations at once can never take the balance below zero or past a limit. Money
 moves through the company actor's ledger (`Book`), committed with the card's own change.
+
+No turn waits. A turn decides from memory, reserves its change there at once (the balance an
+authorization spends, a freeze), and hands its unit to the actor's `UnitChain`
+(mps.actors.commits) as detached work; the next message is decided against the reservation, and
+the caller's reply waits for the commit. The chain sends the card's units one after another,
+to the writer or, when money moves, to the company's books, so they commit in the order they
+were decided; a unit refused there (the company's balance cannot fund the card) or of unknown
+outcome is undone, and the latter makes the actor reload. Asking the company is waiting too, so
+a funding's approval gate is asked from detached work, and a funding it lets through comes
+back as a follow-up `FundCard` that passes no gate.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from mps.actors.commits import undo_on_failure
+from mps.actors.commits import UnitChain, follow_up
 from mps.actors.company.approvals import RequestApproval
 from mps.actors.company.ledger import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
-from mps.actors.runtime import AsyncioActor, Reload
+from mps.actors.runtime import AsyncioActor, Detached, Reload
 from mps.domain import issuing as rules
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import SYSTEM, AuditContext
@@ -128,6 +138,8 @@ class CardActor(AsyncioActor):
         self.recent: list[tuple[str, int]] = []
         self.spent_ever = 0
         self._stale = False
+        # The units its turns handed over, committed one after another (mps.actors.commits).
+        self._units = UnitChain(stale=self._mark_stale)
 
     def __str__(self) -> str:
         return f"CardActor({self.card_id})"
@@ -152,17 +164,17 @@ class CardActor(AsyncioActor):
             raise Reload(msg)
         match message:
             case AuthorizeCard():
-                return await self._authorize(message)
+                return self._authorize(message)
             case FundCard():
-                return await self._fund(message)
+                return self._fund(message)
             case WithdrawFromCard():
-                return await self._withdraw(message)
+                return self._withdraw(message)
             case ChangeCard():
-                return await self._change(message)
+                return self._change(message)
             case UpdateCardControls():
                 card = self._require(message.mode)
                 after = rules.update_controls(card, message.controls, self.context.clock())
-                return await self._commit(card, after, [], ("card.updated",), message.idempotency)
+                return self._commit(card, after, [], ("card.updated",), message.idempotency)
         msg = f"CardActor does not understand {type(message).__name__}"
         raise TypeError(msg)
 
@@ -172,7 +184,7 @@ class CardActor(AsyncioActor):
         since = iso(start)
         return sum(amount for at, amount in self.recent if at >= since)
 
-    async def _authorize(self, command: AuthorizeCard) -> CardOutcome:
+    def _authorize(self, command: AuthorizeCard) -> Detached:
         card = self._require(command.mode)
         if command.currency != card.currency:
             msg = f"The card holds {card.currency}; the authorization is in {command.currency}"
@@ -211,9 +223,7 @@ class CardActor(AsyncioActor):
             )
             outcome = CardOutcome(card, self.balance, bodies, authorization)
             statements = [row, *events, *_idem(command.idempotency, outcome)]
-            with undo_on_failure(stale=self._mark_stale):
-                await self.context.commit(*statements)
-            return outcome
+            return self._write(statements, outcome)
         amount = command.amount_minor
         after_balance = self.balance - amount
         events, bodies = card_events_at(
@@ -224,17 +234,26 @@ class CardActor(AsyncioActor):
         def spend(books: Books, _settings: ModeSettings) -> list[Movement]:
             return [books.card_spend(card.mode, card.currency, card.id, amount, stamp)]
 
-        await self._book(spend, [row, *events, *_idem(command.idempotency, outcome)])
-        self.balance = after_balance
+        approved = (stamp, amount)
+        self.balance -= amount
         self.spent_ever += amount
-        self.recent.append((stamp, amount))
+        self.recent.append(approved)
         cutoff = iso(now - _WINDOW)
         if self.recent[0][0] < cutoff:
             # No interval reaches further back than a month: memory stays bounded.
             self.recent = [(at, spent) for at, spent in self.recent if at >= cutoff]
-        return outcome
 
-    async def _fund(self, command: FundCard) -> CardOutcome | ApprovalRequest:
+        def undo() -> None:
+            self.balance += amount
+            self.spent_ever -= amount
+            if approved in self.recent:
+                self.recent.remove(approved)
+
+        return self._book(
+            spend, [row, *events, *_idem(command.idempotency, outcome)], outcome, undo
+        )
+
+    def _fund(self, command: FundCard) -> Detached:
         card = self._require(command.mode)
         if card.status == "TERMINATED":
             raise Conflict("A TERMINATED card cannot be funded", code="invalid_state")
@@ -244,9 +263,7 @@ class CardActor(AsyncioActor):
                 card.mode, "card.fund", card.currency, command.amount_minor, payload,
                 command.requested_by, command.audit, command.idempotency,
             )  # fmt: skip
-            approval: ApprovalRequest | None = await self.company(gate)
-            if approval is not None:
-                return approval
+            return Detached(self._through_gate(gate, replace(command, requested_by=None)))
         stamp = iso(self.context.clock())
         amount = command.amount_minor
         after_balance = self.balance + amount
@@ -258,11 +275,25 @@ class CardActor(AsyncioActor):
         def fund(books: Books, _settings: ModeSettings) -> list[Movement]:
             return [books.card_funding(card.mode, card.currency, card.id, amount, stamp)]
 
-        await self._book(fund, [*events, *_idem(command.idempotency, outcome)])
-        self.balance = after_balance
-        return outcome
+        self.balance += amount
 
-    async def _withdraw(self, command: WithdrawFromCard) -> CardOutcome:
+        def undo() -> None:
+            self.balance -= amount
+
+        return self._book(fund, [*events, *_idem(command.idempotency, outcome)], outcome, undo)
+
+    async def _through_gate(
+        self, gate: RequestApproval, approved: FundCard
+    ) -> CardOutcome | ApprovalRequest:
+        """Detached work: the company's approval gate; the PENDING request it made, or, when
+        none is needed, the funding made by the follow-up turn."""
+        approval: ApprovalRequest | None = await self.company(gate)
+        if approval is not None:
+            return approval
+        made: CardOutcome | ApprovalRequest = await follow_up(self.actor_ref, approved)
+        return made
+
+    def _withdraw(self, command: WithdrawFromCard) -> Detached:
         card = self._require(command.mode)
         amount = command.amount_minor
         if amount > self.balance:
@@ -276,11 +307,14 @@ class CardActor(AsyncioActor):
         def withdraw(books: Books, _settings: ModeSettings) -> list[Movement]:
             return [books.card_withdrawal(card.mode, card.currency, card.id, amount, stamp)]
 
-        await self._book(withdraw, _idem(command.idempotency, outcome))
-        self.balance = after_balance
-        return outcome
+        self.balance -= amount
 
-    async def _change(self, command: ChangeCard) -> CardOutcome:
+        def undo() -> None:
+            self.balance += amount
+
+        return self._book(withdraw, _idem(command.idempotency, outcome), outcome, undo)
+
+    def _change(self, command: ChangeCard) -> Detached:
         card = self._require(command.mode)
         now = self.context.clock()
         transition = {
@@ -295,45 +329,66 @@ class CardActor(AsyncioActor):
             movements.append(
                 lambda books: books.card_withdrawal(card.mode, card.currency, card.id, left, stamp)
             )
-        return await self._commit(
-            card, after, movements, (_EVENTS[command.action],), command.idempotency
-        )
+        return self._commit(card, after, movements, (_EVENTS[command.action],), command.idempotency)
 
-    async def _commit(
+    def _commit(
         self,
         before: Card,
         after: Card,
         movements: Sequence[Callable[[Books], Movement]],
         event_types: tuple[str, ...],
         idempotency: IdempotencyRecord | None,
-    ) -> CardOutcome:
+    ) -> Detached:
         balance = 0 if after.status == "TERMINATED" else self.balance
         events, bodies = store.card_events(after, event_types, card_json(after, balance))
         outcome = CardOutcome(after, balance, bodies)
         statements = [store.card_update(before, after), *events, *_idem(idempotency, outcome)]
+        held = self.balance
+        self.card, self.balance = after, balance
+
+        def undo() -> None:
+            self.card, self.balance = before, held
+
         if movements:
 
             def decide(books: Books, _settings: ModeSettings) -> list[Movement]:
                 return [move(books) for move in movements]
 
-            await self._book(decide, statements)
-        else:
-            with undo_on_failure(stale=self._mark_stale):
-                await self.context.commit(*statements)
-        self.card, self.balance = after, balance
-        return outcome
+            return self._book(decide, statements, outcome, undo)
+        return self._write(statements, outcome, undo)
 
-    async def _book(
+    def _write(
+        self,
+        statements: Sequence[Statement],
+        outcome: CardOutcome,
+        undo: Callable[[], None] = lambda: None,
+    ) -> Detached:
+        """Hand `statements` to the writer after the card's earlier units; `outcome` once
+        committed, `undo` should they fail."""
+
+        async def send() -> CardOutcome:
+            await self.context.commit(*statements)
+            return outcome
+
+        return Detached(self._units.submit(send, undo=undo))
+
+    def _book(
         self,
         decide: Callable[[Books, ModeSettings], list[Movement]],
         statements: Sequence[Statement],
-    ) -> list[Movement]:
+        outcome: CardOutcome,
+        undo: Callable[[], None],
+    ) -> Detached:
+        """Hand `statements` to the company's books with the movements `decide` picks there,
+        after the card's earlier units; `outcome` once committed, `undo` should they fail (the
+        company refusing the movements included)."""
         card = self._require(None)
-        with undo_on_failure(stale=self._mark_stale):
-            moved: list[Movement] = await self.company(
-                Book(card.mode, decide, lambda _movements: statements)
-            )
-        return moved
+
+        async def send() -> CardOutcome:
+            await self.company(Book(card.mode, decide, lambda _movements: statements))
+            return outcome
+
+        return Detached(self._units.submit(send, undo=undo))
 
     def _mark_stale(self) -> None:
         # A commit of unknown outcome: the next message goes to a fresh incarnation.

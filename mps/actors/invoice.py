@@ -3,8 +3,11 @@
 Mark-paid, void, resend and the overdue scheduler all arrive here as messages, so a race between
 them has one winner: the first to be handled changes the invoice, the others find it PAID or
 VOID and answer 409. Each change commits the invoice, its timeline entry and its event in one
-unit before the actor adopts it and replies. Invoices move no money: nothing here touches the
-ledger.
+unit, and the reply waits for that commit; the actor does not. Its turn adopts the change at
+once (a reservation: the next message is decided against it) and hands the unit to the actor's
+`UnitChain` (mps.actors.commits), which commits the invoice's units one after another in the
+order they were decided, and undoes a change whose unit is refused or of unknown outcome (the
+latter also makes the actor reload). Invoices move no money: nothing here touches the ledger.
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mps.actors.commits import undo_on_failure
+from mps.actors.commits import UnitChain
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
-from mps.actors.runtime import AsyncioActor, Reload
+from mps.actors.runtime import AsyncioActor, Detached, Reload
 from mps.domain import invoices as rules
 from mps.domain.invoices import Invoice
 from mps.errors import NotFound
@@ -91,6 +94,8 @@ class InvoiceActor(AsyncioActor):
         self.invoice: Invoice | None = None
         # A commit of unknown outcome: the next message goes to a fresh incarnation.
         self._stale = False
+        # The units its turns handed over, committed one after another (mps.actors.commits).
+        self._units = UnitChain(stale=self._mark_stale)
 
     def __str__(self) -> str:
         return f"InvoiceActor({self.invoice_id})"
@@ -119,37 +124,39 @@ class InvoiceActor(AsyncioActor):
                     reference=message.reference,
                     note=message.note,
                 )
-                return await self._apply(after, "invoice.paid", message.idempotency)
+                return self._apply(after, "invoice.paid", message.idempotency)
             case VoidInvoice(mode=mode):
                 after = rules.void(self._require(mode), now, actor=message.actor)
-                return await self._apply(after, "invoice.voided", message.idempotency)
+                return self._apply(after, "invoice.voided", message.idempotency)
             case ResendInvoice(mode=mode):
                 after = rules.resend(self._require(mode), now, actor=message.actor)
-                return await self._apply(after, "invoice.sent", message.idempotency)
+                return self._apply(after, "invoice.sent", message.idempotency)
             case MarkInvoiceOverdue(mode=mode):
-                return await self._overdue(self._require(mode), now, message)
+                return self._overdue(self._require(mode), now, message)
         msg = f"InvoiceActor does not understand {type(message).__name__}"
         raise TypeError(msg)
 
-    async def _overdue(
-        self, invoice: Invoice, now: datetime, command: MarkInvoiceOverdue
-    ) -> InvoiceOutcome:
+    def _overdue(self, invoice: Invoice, now: datetime, command: MarkInvoiceOverdue) -> Detached:
         after = rules.mark_overdue(invoice, now, forced=command.forced)
-        return await self._apply(after, "invoice.overdue", command.idempotency)
+        return self._apply(after, "invoice.overdue", command.idempotency)
 
-    async def _apply(
-        self, after: Invoice, event: str, idempotency: IdempotencyRecord | None
-    ) -> InvoiceOutcome:
+    def _apply(self, after: Invoice, event: str, idempotency: IdempotencyRecord | None) -> Detached:
         before = self._require(None)
         obj = invoice_json(after, self.hosted_url(after.id))
         statements, bodies = invoice_changes(before, after, event, obj)
         outcome = InvoiceOutcome(after, bodies)
         if idempotency is not None:
             statements += idempotency.statements(outcome)
-        with undo_on_failure(stale=self._mark_stale):
-            await self.context.commit(*statements)
         self.invoice = after
-        return outcome
+
+        async def send() -> InvoiceOutcome:
+            await self.context.commit(*statements)
+            return outcome
+
+        def undo() -> None:
+            self.invoice = before
+
+        return Detached(self._units.submit(send, undo=undo))
 
     def _mark_stale(self) -> None:
         # A commit of unknown outcome: the next message goes to a fresh incarnation.

@@ -15,6 +15,10 @@ A commit made for a shard names the epoch its node took the shard under (`Commit
 another node has taken one of the batch's shards since, the storage refuses the batch (`Fenced`);
 the commits of the lost shards are answered `ShardMoved` (503, Retry-After) and the rest of the
 batch is written again without them, and `on_fenced` tells the node to drop those shards.
+
+A batch still running at the writer's deadline is answered `LateWrite` (503) at once, and goes on
+being written: cutting it off would leave the connection in an unknown state. The answer carries
+the write, so that its senders, marked stale, wait for it before they read storage again.
 """
 
 from __future__ import annotations
@@ -35,12 +39,23 @@ from mps.persistence.database import Database, Fenced, UnitOutcome
 from mps.persistence.outbox import inserts_events
 from mps.persistence.statements import Statement
 
-__all__ = ["WRITE_DEADLINE", "Commit", "PersistenceActor"]
+__all__ = ["WRITE_DEADLINE", "Commit", "LateWrite", "PersistenceActor"]
 
 # How long a writer waits for its group commit before it is answered 503.
 WRITE_DEADLINE = 15.0
 
 logger = logging.getLogger(__name__)
+
+
+class LateWrite(Unavailable):
+    """The writer missed its deadline for the batch that held this unit; the batch is still
+    being written, and may yet commit. `landing` is done once that write has ended, however it
+    ended: until then storage may still change under the unit's sender, whose reload must wait
+    for it (mps.actors.commits.undo_on_failure)."""
+
+    def __init__(self, message: str, landing: asyncio.Future[Any]) -> None:
+        super().__init__(message)
+        self.landing = landing
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,10 +228,10 @@ class PersistenceActor(AsyncioActor):
             logger.error(
                 "a group commit of %d units is taking over %ss", len(envelopes), self.deadline
             )
-            late = Unavailable("the database did not confirm the write in time")
+            late = LateWrite("the database did not confirm the write in time", write)
             for envelope in envelopes:
                 if envelope.reply_to is not None:
-                    envelope.reply_to.set_exception((Unavailable, late, None))
+                    envelope.reply_to.set_exception((LateWrite, late, None))
             return await write
         except BaseException:
             write.cancel()

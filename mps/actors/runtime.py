@@ -20,6 +20,16 @@ Three more departures from pykka, each on purpose:
   directory retries on the fresh incarnation because their message was never started. Errors
   listed in `expected_errors` (the contract's 4xx answers) are replies, not crashes.
 
+Two additions. A command whose `idempotency` record carries its key's claim
+(mps.actors.idempotency.CarriedKey) has the key claimed before `receive` decides it, held until
+its handling ends (its reply set, by the turn or by the detached work the turn returned, however
+long ago its caller gave up); a command arriving under a key already held is answered
+`KeyInFlight` without being handled. So a keyed request costs its actor one message, whichever
+actor it is. And a write still running after its sender was answered (the writer's deadline,
+mps.actors.persistence) holds the actor that sent it (`hold_until`): it neither passivates nor
+ends its task before that write has ended, and the directory activates no new incarnation before
+the old one's task has ended, so a reload never reads storage the write may still change.
+
 Concurrency context: every method here runs on the event loop thread, except `AsyncioFuture.get()`
 and `AsyncioInbox.put()`, which also work from other threads.
 """
@@ -28,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextvars
 import logging
 import sys
 import threading
@@ -39,6 +50,7 @@ from typing import Any, ClassVar, Self, TypeVar, cast
 import pykka
 from pykka import ActorDeadError, ActorRef
 
+from mps.actors.idempotency import CarriedKey, KeyInFlight, KeysInFlight, carried_key
 from mps.actors.pykka_internals import ActorStop as _ActorStop
 from mps.actors.pykka_internals import Envelope
 from mps.errors import KeyAlreadyStored, ServiceError
@@ -52,11 +64,29 @@ __all__ = [
     "Detached",
     "Reload",
     "ask",
+    "hold_until",
     "stop",
 ]
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
+
+# The actor whose task is running: set as each actor's task starts, and inherited by the tasks
+# it starts (its detached work), which is how `hold_until` finds the actor a commit was for.
+_current_actor: contextvars.ContextVar[AsyncioActor | None] = contextvars.ContextVar(
+    "mps_current_actor", default=None
+)
+
+
+def hold_until(landing: asyncio.Future[Any]) -> None:
+    """Keep the actor running this code (its turn or its detached work) from passivating and
+    from ending its task until `landing` is done: storage may change under it until then (a
+    unit of its own whose write outlived its answer). Unbounded on purpose: a reload before
+    the write has ended would decide from a guess, so the actor stays unavailable meanwhile.
+    Outside any actor, nothing to hold."""
+    actor = _current_actor.get()
+    if actor is not None and not landing.done():
+        actor._hold_until_landed(landing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +94,9 @@ class Detached:
     """What `receive` returns to reply later without holding up the mailbox: the reply is the
     result (or error) of `work`, which runs while the actor takes its next messages.
 
-    Only for work that changes no state of the actor, such as committing a new payment whose
-    rules were already checked: the actor's next message must not depend on it. A stop waits
+    For work that changes no state of the actor, such as committing a new payment whose rules
+    were already checked, or whose effect on the actor's memory the turn already made (a
+    reservation, undone if the work fails: `mps.actors.commits.UnitChain`). A stop waits
     for detached work before the actor ends; an error in it goes to its caller only, and never
     stops the actor.
     """
@@ -248,12 +279,19 @@ class AsyncioActor(pykka.Actor):
     # ActorRef holds its actor weakly, so without this an idle actor could be collected.
     _running: ClassVar[set[AsyncioActor]] = set()
 
+    # The Idempotency-Keys claimed by the commands this actor is deciding or committing
+    # (mps.actors.idempotency). Made on the first claim: most actors never hold one, and one
+    # per idle payment would cost memory for nothing.
+    _keys: KeysInFlight | None = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         flag = cast("threading.Event", _StoppedFlag())
         self.actor_stopped = self._actor_ref.actor_stopped = flag
         self._task: asyncio.Task[None] | None = None
-        self._detached: set[asyncio.Task[Any]] = set()
+        # Detached work, and writes of its units still running (`hold_until`): the task ends
+        # only once they have.
+        self._detached: set[asyncio.Future[Any]] = set()
         self.busy = False
         self.last_active = asyncio.get_running_loop().time()
 
@@ -311,11 +349,19 @@ class AsyncioActor(pykka.Actor):
         """False while the actor holds something its next incarnation could not rebuild from
         storage (waiters of an in-flight request, detached work); the directory then keeps it
         active. Subclasses extend it with `and super().can_passivate()`."""
-        return not self._detached
+        return not self._detached and not self._keys
+
+    @property
+    def keys_in_flight(self) -> KeysInFlight:
+        """The Idempotency-Keys held in this actor, and the futures their duplicates wait on."""
+        if self._keys is None:
+            self._keys = KeysInFlight()
+        return self._keys
 
     # The loop --------------------------------------------------------------------------------
 
     async def _run(self) -> None:
+        _current_actor.set(self)
         try:
             try:
                 await self.on_activate()
@@ -326,8 +372,10 @@ class AsyncioActor(pykka.Actor):
             if self._detached:
                 # Crashed with commits still in flight: the task (which the directory waits
                 # for before it activates a new incarnation) ends only once they have, so the
-                # next incarnation loads a snapshot that holds them.
-                await asyncio.gather(*self._detached, return_exceptions=True)
+                # next incarnation loads a snapshot that holds them. What is queued is answered
+                # first: detached work may be waiting on a follow-up queued behind the crash.
+                self._fail_queued()
+                await self._detached_ended()
         finally:
             self.actor_stopped.set()
             self._fail_queued()
@@ -349,19 +397,34 @@ class AsyncioActor(pykka.Actor):
 
     async def _handle(self, envelope: Envelope[Any]) -> bool:
         """Handle one envelope; False when the actor crashed and must stop."""
+        record = carried_key(envelope.message)
+        key: str | None = None
+        if record is not None:
+            proceed, key = self._claim(record, envelope)
+            if not proceed:
+                return True
         self.busy = True
         try:
             response = await self.receive(envelope.message)
         except self.expected_errors:
+            if record is not None and key is not None:
+                # Refused, nothing kept: a retry of the command claims the key again.
+                record.arm()
             if envelope.reply_to is not None:
                 envelope.reply_to.set_exception()
             else:
                 logger.warning("%s: error answering a tell", self, exc_info=True)
+            self._release_key(key)
             return True
         except Exception:
             exc_info = sys.exc_info()
+            if record is not None and key is not None:
+                # The directory may hand the command to a fresh incarnation (Reload), which
+                # must claim its key there.
+                record.arm()
             if envelope.reply_to is not None:
                 envelope.reply_to.set_exception(exc_info)
+            self._release_key(key)
             self._handle_failure(*exc_info)
             try:
                 self.on_failure(*exc_info)
@@ -376,45 +439,94 @@ class AsyncioActor(pykka.Actor):
                 error = ActorDeadError(f"{self} was cancelled while handling the message")
                 error.__cause__ = exc
                 envelope.reply_to.set_exception((ActorDeadError, error, None))
+            self._release_key(key)
             raise
         else:
             if isinstance(response, Detached):
-                self._detach(response, envelope)
-            elif envelope.reply_to is not None:
-                envelope.reply_to.set(response)
+                self._detach(response, envelope, key)
+            else:
+                if envelope.reply_to is not None:
+                    envelope.reply_to.set(response)
+                self._release_key(key)
             return True
         finally:
             self.busy = False
             self.last_active = asyncio.get_running_loop().time()
 
-    def _detach(self, detached: Detached, envelope: Envelope[Any]) -> None:
+    def _claim(self, record: CarriedKey, envelope: Envelope[Any]) -> tuple[bool, str | None]:
+        """Claim the key `record` carries for the command of `envelope`: (whether to handle
+        the command, the key this actor took, to release once its handling ends). Not handled,
+        with `KeyInFlight` as the reply, when another request holds the key.
+
+        Held until the handling ends, not until the caller stops waiting: a caller that gives
+        up (its request's deadline) leaves the unit in the chain or the writer, and a retry
+        must wait for that unit rather than be decided again beside it."""
+        # A tell has no reply to settle, and nobody waits on its outcome: no claim to hold.
+        if not isinstance(envelope.reply_to, AsyncioFuture):
+            return True, None
+        key = record.take_key()
+        if key is None:
+            return True, None
+        waiter = self.keys_in_flight.claim(key)
+        if waiter is not None:
+            record.arm()
+            envelope.reply_to.set_exception((KeyInFlight, KeyInFlight(key, waiter), None))
+            return False, None
+        return True, key
+
+    def _release_key(self, key: str | None) -> None:
+        if key is not None and self._keys is not None:
+            self._keys.release(key)
+
+    def _hold_until_landed(self, landing: asyncio.Future[Any]) -> None:
+        # Shielded: the gathers that wait for it must never cancel the writer's own future.
+        held = asyncio.shield(landing)
+        self._detached.add(held)
+        held.add_done_callback(self._detached.discard)
+
+    async def _detached_ended(self) -> None:
+        # Detached work may add holds while it is awaited (a write that outlived its answer).
+        while self._detached:
+            await asyncio.gather(*self._detached, return_exceptions=True)
+
+    def _detach(self, detached: Detached, envelope: Envelope[Any], key: str | None) -> None:
         task = asyncio.get_running_loop().create_task(detached.work)
         self._detached.add(task)
 
-        def settle(done: asyncio.Task[Any]) -> None:
+        def settle(done: asyncio.Future[Any]) -> None:
             self._detached.discard(done)
             self.last_active = asyncio.get_running_loop().time()
-            if envelope.reply_to is None:
-                if not done.cancelled() and done.exception() is not None:
-                    logger.warning(
-                        "%s: detached work for a tell failed", self, exc_info=done.exception()
-                    )
-                return
-            if done.cancelled():
-                error = ActorDeadError(f"{self} was stopped before its work finished")
-                envelope.reply_to.set_exception((ActorDeadError, error, None))
-            elif (exc := done.exception()) is not None:
-                envelope.reply_to.set_exception((type(exc), exc, exc.__traceback__))
-            else:
-                envelope.reply_to.set(done.result())
+            try:
+                self._answer_detached(done, envelope)
+            finally:
+                self._release_key(key)
 
         task.add_done_callback(settle)
+
+    def _answer_detached(self, done: asyncio.Future[Any], envelope: Envelope[Any]) -> None:
+        """Answer `envelope` with the outcome of its detached work."""
+        if envelope.reply_to is None:
+            if not done.cancelled() and done.exception() is not None:
+                logger.warning(
+                    "%s: detached work for a tell failed", self, exc_info=done.exception()
+                )
+            return
+        if done.cancelled():
+            error = ActorDeadError(f"{self} was stopped before its work finished")
+            envelope.reply_to.set_exception((ActorDeadError, error, None))
+        elif (exc := done.exception()) is not None:
+            envelope.reply_to.set_exception((type(exc), exc, exc.__traceback__))
+        else:
+            envelope.reply_to.set(done.result())
 
     async def _stop_async(self, envelope: Envelope[Any]) -> None:
         self.actor_stopped.set()
         if self._detached:
             # Work already handed out finishes (and answers its callers) before the actor goes.
-            await asyncio.gather(*self._detached, return_exceptions=True)
+            # What was queued behind the stop is answered first, so that detached work waiting
+            # on a follow-up message to this actor is not left waiting on a mailbox nobody reads.
+            self._fail_queued()
+            await self._detached_ended()
         try:
             await self.on_passivate()
         except Exception:

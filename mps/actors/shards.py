@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -36,6 +37,7 @@ __all__ = [
     "Shard",
     "ShardElsewhere",
     "ShardRouter",
+    "asked_an_actor",
     "shard_of",
 ]
 
@@ -44,6 +46,18 @@ logger = logging.getLogger(__name__)
 PaymentKey = tuple[str, str]  # (company id, payment id)
 InvoiceKey = tuple[str, str]  # (company id, invoice id)
 CardKey = tuple[str, str]  # (company id, card id)
+
+
+# Set in a request's task once it entered a shard here to ask an actor: from then on the request
+# may have had effects, so a later `ShardElsewhere` must neither pass it whole to another node
+# (it would run twice) nor report it as not run (mps.http.passing). Asks from tasks the request
+# spawns are not seen; a handler asks its actors from its own task.
+_ASKED: contextvars.ContextVar[bool] = contextvars.ContextVar("asked_an_actor", default=False)
+
+
+def asked_an_actor() -> bool:
+    """Whether the running request's task has asked an actor of a shard this node owns."""
+    return _ASKED.get()
 
 
 class ShardElsewhere(Exception):
@@ -156,6 +170,7 @@ class ShardRouter:
 
     async def _enter(self, company_id: str) -> Shard:
         shard = await self._settled(company_id)
+        _ASKED.set(True)
         shard.enter()
         return shard
 

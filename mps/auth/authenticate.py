@@ -20,7 +20,7 @@ import orjson
 from mps.auth.api_keys import parse_key
 from mps.auth.keyring import Keyring
 from mps.auth.principals import ApiKeyPrincipal, SessionPrincipal
-from mps.auth.tokens import MODE_SWITCH, SessionTokens
+from mps.auth.tokens import COMPANY_SWITCH, MODE_SWITCH, SessionTokens
 from mps.domain.clock import Clock, iso, parse_iso
 from mps.domain.scopes import builtin_role
 from mps.errors import Unauthenticated
@@ -93,6 +93,15 @@ async def authenticate_session(
         # The member switched modes: the token the switch answered is the one that works now.
         raise Unauthenticated(
             "The session has ended: it was switched to the other mode (POST /auth/session/mode), "
+            "which answered a new session token; use that one, or sign in again"
+        )
+    if (
+        row is not None
+        and row["revoked_at"] is not None
+        and row["revoked_reason"] == COMPANY_SWITCH
+    ):
+        raise Unauthenticated(
+            "The session has ended: it was moved to another company (POST /auth/session/company), "
             "which answered a new session token; use that one, or sign in again"
         )
     if row is None or row["revoked_at"] is not None or row["expires_at"] <= iso(clock()):

@@ -18,6 +18,8 @@ AUDIENCE = "mps-dashboard"
 SESSION_TTL = timedelta(hours=12)
 # Why a session was revoked, as stored (sessions.revoked_reason): switched to the other mode.
 MODE_SWITCH = "mode_switch"
+# ... moved to another of the person's companies (POST /auth/session/company).
+COMPANY_SWITCH = "company_switch"
 # How far in the future a token's issue time may be: the nodes of a cluster may disagree a little.
 _CLOCK_SKEW = 60
 

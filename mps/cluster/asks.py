@@ -10,12 +10,15 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
+from typing import Any
 
 import aio_pika
 import aio_pika.abc
 import aio_pika.exceptions
 
-from mps.cluster.forwarding import Answer, Passed
+from mps.actors.shards import ShardRouter
+from mps.cluster.forwarding import MAY_HAVE_RUN, Answer, Passed
 from mps.cluster.membership import Membership
 from mps.cluster.peers import NotRun, PeerClient, PeerKey
 from mps.cluster.queues import FAILED, HTTP, STARTED, shard_queue
@@ -41,10 +44,11 @@ def _bracketed(host: str) -> str:
 
 
 class OwnerLost(TimeoutError):
-    """The node running a passed request is gone: no answer will come."""
+    """Another node took the shard of the node running a passed request: that node's commits
+    for it are refused from then on, and its answer, if one comes, is not waited for."""
 
     def __init__(self, node: str) -> None:
-        super().__init__(f"node {node} stopped while running the request")
+        super().__init__(f"node {node} lost the shard while running the request")
 
 
 # Serves one kind of request sent to a shard's owner: the request's body in, the answer's out.
@@ -58,6 +62,7 @@ class Asks:
 
     node_id: str
     name: str
+    router: ShardRouter
     timings: ClusterTimings
     membership: Membership
     peers: PeerClient
@@ -74,6 +79,12 @@ class Asks:
     # correlation -> the node that said it started running that passed request, and when that
     # notice arrived.
     _started: dict[str, tuple[str, float]]
+    # correlation -> the shard asked.
+    _shards_asked: dict[str, int]
+    # Requests waiting on a peer listener's answer, and the node and shard each waits on; and
+    # those cut short because another node took that shard.
+    _on_peers: dict[asyncio.Task[Any], tuple[str, int]]
+    _cut: set[asyncio.Task[Any]]
 
     def serve_peers_at(self, host: str, port: int, *, listening_on: str) -> None:
         """This node's peer listener takes requests from now on, on `port` of the address
@@ -93,8 +104,11 @@ class Asks:
 
     async def forward(self, index: int, passed: Passed) -> Answer:
         """Send `passed` to the owner of shard `index` and return its answer. Raises
-        `Unavailable` (503, Retry-After) when no answer can come: the owner stopped while
-        running it, did not answer within `forward_within`, or the broker is away when needed.
+        `Unavailable` (503, Retry-After) when no answer can come: another node took the shard
+        while its owner ran it, the owner did not answer within `forward_within`, or the broker
+        is away when needed. An owner that is slow (a commit waiting on a lock, an event loop
+        stalled for seconds) is waited for, since its answer is the request's real outcome;
+        it is told the deadline, and does not start the request past it.
 
         Straight to the owner's peer listener when a heartbeat names it; through the shard's
         queue when none does (the shard is between owners, its owner drains) or the node named
@@ -102,6 +116,9 @@ class Asks:
         reached). The queue then brings it to whoever owns the shard, once it does: a request
         never runs on a node that does not own its shard, and is never sent on a second hop."""
         deadline = time.monotonic() + self.timings.forward_within
+        passed = replace(
+            passed, deadline_ms=int((time.time() + self.timings.forward_within) * 1000)
+        )
         while True:
             try:
                 return await self._forward_once(index, passed, deadline)
@@ -120,10 +137,10 @@ class Asks:
         through the shard's queue. Raises NotRun when the queue's consumer refused it unrun."""
         started = time.monotonic()
         within = deadline - started
-        address = self.membership.peer_of(index, started)
-        if address is not None:
+        owner = self.membership.owner_of(index, started)
+        if owner is not None and owner.peer is not None:
             try:
-                return await self.peers.run(address, passed, within=within)
+                return await self._run_on_peer(owner.node, index, owner.peer, passed, within)
             except NotRun as exc:
                 logger.info("passing a request through the broker: %s", exc)
             within = deadline - time.monotonic()
@@ -133,12 +150,40 @@ class Asks:
         try:
             answer = await self.ask(index, HTTP, passed.encode(), within)
         except OwnerLost:
-            msg = "the node that served this account stopped while running the request; retry"
+            msg = f"the node that served this account lost it while running it; {MAY_HAVE_RUN}"
             raise Unavailable(msg) from None
         except TimeoutError:
-            msg = "the node that serves this account did not answer in time; retry"
+            msg = f"the node that serves this account did not answer in time; {MAY_HAVE_RUN}"
             raise Unavailable(msg) from None
         return Answer.decode(answer)
+
+    async def _run_on_peer(
+        self, node: str, index: int, address: str, passed: Passed, within: float
+    ) -> Answer:
+        """`peers.run`, cut short with `Unavailable` when another node takes shard `index`
+        meanwhile (`_fail_orphans`): a hung owner's kernel still takes the request, and nothing
+        else would end the wait before `within`. Silence alone does not end it: an owner whose
+        loop stalled a few seconds still answers, with the request's real outcome. Once the
+        shard is taken the owner's commits are refused, yet one made before may stand, so the
+        request is not passed again; the client's keyed retry reaches the shard's next owner.
+
+        Not a task of its own per request: the request's task is noted, and cancelled should
+        its owner be lost; the cancellation is told apart from any other by `_cut`."""
+        task = asyncio.current_task()
+        if task is None:  # pragma: no cover - always called from a request's task
+            return await self.peers.run(address, passed, within=within)
+        self._on_peers[task] = (node, index)
+        try:
+            return await self.peers.run(address, passed, within=within)
+        except asyncio.CancelledError:
+            if task not in self._cut:
+                raise
+            task.uncancel()
+            msg = f"the node that served this account lost it while running it; {MAY_HAVE_RUN}"
+            raise Unavailable(msg) from None
+        finally:
+            self._on_peers.pop(task, None)
+            self._cut.discard(task)
 
     async def ask(self, index: int, kind: str, body: bytes, within: float) -> bytes:
         """Send a request of `kind` to the owner of shard `index`; its answer's body. Raises
@@ -151,6 +196,7 @@ class Asks:
         correlation = random_base62(16)
         waiting: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._replies[correlation] = waiting
+        self._shards_asked[correlation] = index
         message = aio_pika.Message(
             body,
             type=kind,
@@ -182,6 +228,7 @@ class Asks:
         finally:
             self._replies.pop(correlation, None)
             self._started.pop(correlation, None)
+            self._shards_asked.pop(correlation, None)
             # Failed while the publish was still running (the connection went away): the
             # publish's own error is what the caller gets, so this one is read here, or the
             # loop would log it as never retrieved.
@@ -219,20 +266,39 @@ class Asks:
         waiting.set_result(message.body)
 
     def _fail_orphans(self, now: float) -> None:
-        """Passed requests started by a node that is gone will never be answered (the owner
-        acknowledges a request when it starts it, so it is not run again): answer them now
+        """Passed requests whose shard another node has taken since will get no answer worth
+        waiting for (the owner acknowledges a request when it starts it, so it is not run
+        again, and its commits for the shard are refused from the take on): answer them now
         rather than at their deadline, so their clients retry on the shard's new owner.
 
-        A node is gone when nothing was heard of it for `node_timeout`, counting its notice
-        that it started the request: just after this node reconnects to the broker, every other
-        node's last heartbeat is old, yet one that started a request a moment ago is alive."""
-        for correlation, (node, started_at) in list(self._started.items()):
-            heard = max(self.membership.heard_at(node) or 0.0, started_at)
-            if now - heard <= self.timings.node_timeout:
+        Silence is not enough: a node whose loop stalls for a few seconds (a long collection, a
+        burst of CPU) is not heard from meanwhile, yet runs the request when it wakes; cut
+        short on silence, the client would be told to retry what then takes effect."""
+        for correlation, (node, _at) in list(self._started.items()):
+            index = self._shards_asked.get(correlation)
+            if index is None or not self._taken_from(node, index, now):
                 continue
             waiting = self._replies.get(correlation)
             if waiting is not None and not waiting.done():
                 waiting.set_exception(OwnerLost(node))
+        for task, (node, index) in list(self._on_peers.items()):
+            if not task.done() and self._taken_from(node, index, now):
+                self._cut.add(task)
+                task.cancel()
+
+    def _taken_from(self, node: str, index: int, now: float) -> bool:
+        """Whether `node` is lost for shard `index`: silent for the membership's timeout, and a
+        node other than it owns the shard now (this one, or one whose heartbeat claims it).
+
+        A node still heard from is waited for even once its shard has moved: it is handing its
+        shards over (a rolling restart) and finishes what it accepted first, so its answer is the
+        request's real outcome, which cutting the wait short would turn into an unknown one."""
+        heard = self.membership.heard_at(node)
+        if heard is not None and now - heard <= self.membership.timeout:
+            return False
+        if node != self.node_id and self.router.owns_shard(index):
+            return True
+        return self.membership.claimed_by_another(index, node, now)
 
     async def _answer(
         self, message: aio_pika.abc.AbstractIncomingMessage, service: Service

@@ -35,9 +35,19 @@ __all__ = [
 PEER_SIGNATURE = "X-Mps-Peer"
 FORWARDED_FOR = "X-Mps-Forwarded-For"
 FORWARDED_REQUEST_ID = "X-Mps-Request-Id"
+# When the asking node gives up on the request (Unix time, whole milliseconds): the owner does
+# not start it after that (mps.http.forwarded).
+DEADLINE = "X-Mps-Deadline"
 # Headers of the owner's answer: its proof, and why it did not run the request.
 PEER_ANSWER = "X-Mps-Peer-Answer"
 NOT_RUN = "X-Mps-Not-Run"
+
+# Said of a request given up on after it was sent: its outcome is unknown, and only a retry that
+# the owner can recognise (the same key) is safe.
+MAY_HAVE_RUN = (
+    "it may have taken effect: retry with the same Idempotency-Key, which answers its outcome "
+    "(a retry without one may run it twice)"
+)
 
 # Hop-by-hop or recomputed: never copied from one connection to the next.
 _NOT_COPIED = frozenset(
@@ -55,6 +65,7 @@ _NOT_COPIED = frozenset(
         PEER_SIGNATURE,
         FORWARDED_FOR,
         FORWARDED_REQUEST_ID,
+        DEADLINE,
         PEER_ANSWER,
         NOT_RUN,
     )
@@ -94,6 +105,8 @@ class Passed:
     body: bytes
     client: str | None
     request_id: str
+    # When the asking node gives up on it (Unix time, whole milliseconds); None: no deadline.
+    deadline_ms: int | None = None
 
     def encode(self) -> bytes:
         head = {
@@ -102,6 +115,7 @@ class Passed:
             "h": self.headers,
             "c": self.client,
             "r": self.request_id,
+            "d": self.deadline_ms,
         }
         return _frame(head, self.body)
 
@@ -115,6 +129,7 @@ class Passed:
             body=body,
             client=head.get("c"),
             request_id=str(head["r"]),
+            deadline_ms=int(head["d"]) if isinstance(head.get("d"), int) else None,
         )
 
 

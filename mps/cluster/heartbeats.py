@@ -26,7 +26,7 @@ logger = logging.getLogger("mps.cluster.node")
 
 class Heartbeats:
     """ClusterNode's part that tells the others what it holds, probes unclaimed shards, and
-    hands surplus shards over.
+    hands surplus shards over; and says when a peer is lost or back.
 
     A mixin: ClusterNode's `__init__` sets the attributes declared here, and the methods
     declared under TYPE_CHECKING come from its other parts."""
@@ -40,6 +40,9 @@ class Heartbeats:
     draining: bool
     connected: bool
     round_trip: float | None
+    # When this node last heard its own heartbeat back: while it does, the broker carries
+    # heartbeats, so a peer not heard from is the peer's silence, not this node's.
+    heard_self_at: float | None
     _exchange: aio_pika.abc.AbstractExchange | None
     _publishing: aio_pika.abc.AbstractChannel | None
     _sent_at: float | None
@@ -55,6 +58,7 @@ class Heartbeats:
             try:
                 await self._send_heartbeat()
                 now = time.monotonic()
+                self._report_departures(now)
                 await self._probe(self.membership.unclaimed(now, frozenset(self.router.owned)))
                 self._fail_orphans(now)
             except Exception:
@@ -83,8 +87,52 @@ class Heartbeats:
             # Our own heartbeat back: a broker round trip, for /health.
             if self._sent_at is not None:
                 self.round_trip = now - self._sent_at
+            self.heard_self_at = now
             return
-        self.membership.saw(beat)
+        before = self.membership.saw(beat)
+        if before is not None and before.draining:
+            # It left cleanly (a restart, an upgrade) and is back: nothing was lost.
+            logger.info("peer node %s at %s rejoined the cluster", beat.node, beat.peer)
+        elif before is not None:
+            logger.warning(
+                "peer node %s at %s is back after %.1f s without a heartbeat",
+                beat.node,
+                beat.peer or "(no peer listener)",
+                now - before.seen_at,
+            )
+
+    def hears_itself(self, now: float) -> bool:
+        """Whether this node's own heartbeats come back through the broker (within the time
+        after which a node is taken for gone)."""
+        heard = self.heard_self_at
+        return self.connected and heard is not None and now - heard <= self.timings.node_timeout
+
+    def _report_departures(self, now: float) -> None:
+        for gone in self.membership.departures(now):
+            silent = now - gone.seen_at
+            if gone.draining:
+                # It said it was handing its shards over: a clean shutdown ends this way.
+                logger.info("peer node %s left the cluster (it drained)", gone.node)
+            elif not self.hears_itself(now):
+                # This node's own heartbeats are not coming back either: the silence may be
+                # this node's link to the broker, not the peer.
+                logger.info(
+                    "peer node %s not heard from for %.1f s while this node does not hear "
+                    "itself either",
+                    gone.node,
+                    silent,
+                )
+            else:
+                # What is known is its silence and what it last claimed: its shards move only
+                # if the broker takes it for gone too, which a shorter stall does not make it.
+                logger.warning(
+                    "lost peer node %s at %s: no heartbeat for %.1f s; it last claimed %d "
+                    "shards, which the nodes left take if the broker drops it too",
+                    gone.node,
+                    gone.peer or "(no peer listener)",
+                    silent,
+                    len(gone.owned),
+                )
 
     async def _probe(self, shards: set[int] | frozenset[int]) -> None:
         if self._publishing is None or not self.connected:

@@ -1,8 +1,8 @@
 """This node's part in a cluster: which shards it owns, decided by RabbitMQ, not by us.
 
 Each shard has one durable queue with single-active-consumer (classic by default, quorum with
-`MPS_SHARD_QUEUE_TYPE=quorum`; see README, "Cluster", for why classic). Every node consumes every
-shard queue; the broker makes one consumer active per queue and, when that node's connection
+`MPS_SHARD_QUEUE_TYPE=quorum`; docs/cluster.md, "Settings", says why classic). Every node consumes
+every shard queue; the broker makes one consumer active per queue and, when that node's connection
 drops, makes another one active. A node learns it is a shard's active consumer when a message of
 that queue reaches it, and takes the shard then: it bumps the shard's epoch in storage (which
 fences every former owner's commits, mps.persistence.shard_store) and starts serving the shard's
@@ -20,8 +20,10 @@ Messages of a shard queue:
   handler's answer is sent back the same way.
 
 A message is acknowledged when its work starts, not when it ends: a node that dies mid-request
-never has it run a second time elsewhere (the asking node times out and answers 503). Messages
-not started yet when a node dies go back to the queue and reach the next owner.
+never has it run a second time elsewhere (the asking node answers 503 once another node has
+taken the shard, or at its deadline; a node that only went silent for a while is waited for, as
+it may still run the request). Messages not started yet when a node dies go back to the queue
+and reach the next owner.
 
 Losing the connection to the broker loses every shard at once: the broker may make someone else
 active the moment it notices. Requests waiting on an answer through it are answered 503 at once,
@@ -134,6 +136,19 @@ class ClusterNode(Ownership, Heartbeats, Asks):
         self._later: set[asyncio.Task[None]] = set()
         self._sent_at: float | None = None
         self.round_trip: float | None = None
+        self.heard_self_at: float | None = None
+        # correlation -> the shard asked, for `_started`'s requests.
+        self._shards_asked: dict[str, int] = {}
+        # Requests waiting on a peer listener's answer, and the node and shard each waits on;
+        # those whose shard another node took are cut short (mps.cluster.asks).
+        self._on_peers: dict[asyncio.Task[Any], tuple[str, int]] = {}
+        self._cut: set[asyncio.Task[Any]] = set()
+        # Shard changes, for the metrics: taken, handed over, taken from a lost peer, and
+        # dropped at once (the broker lost, or storage fenced a commit).
+        self.taken = 0
+        self.handed_over = 0
+        self.taken_from_lost = 0
+        self.dropped = 0
         # Requests sent to shard queues (passed requests, leases): how often the broker carried
         # what a peer listener could not.
         self.asked = 0
@@ -212,6 +227,7 @@ class ClusterNode(Ownership, Heartbeats, Asks):
                 "node %s lost the broker; dropping its %d shards", self.node_id, len(owned)
             )
         # The broker may have made another node active for each of them already.
+        self.dropped += len(owned)
         self.router.drop_all()
         self._held.clear()
         # Their answers would come back through this connection: none will.
@@ -251,4 +267,6 @@ class ClusterNode(Ownership, Heartbeats, Asks):
     def lost(self, shards: frozenset[int]) -> None:
         """Storage refused a commit for `shards`: another node took them. Drop them now."""
         for index in shards:
+            if self.router.owns_shard(index):
+                self.dropped += 1
             self.router.drop(index)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ import aio_pika.exceptions
 
 from mps.actors.shards import ShardRouter
 from mps.cluster.asks import Service
+from mps.cluster.membership import Membership
 from mps.cluster.queues import HTTP
 from mps.cluster.timings import ClusterTimings
 
@@ -36,8 +38,13 @@ class Ownership:
     node_id: str
     router: ShardRouter
     timings: ClusterTimings
+    membership: Membership
     services: dict[str, Service]
     draining: bool
+    # How often this node took a shard, handed one over, and took one from a lost node.
+    taken: int
+    handed_over: int
+    taken_from_lost: int
     connected: bool
     _take_epoch: TakeShard
     _queues: dict[int, aio_pika.abc.AbstractQueue]
@@ -125,7 +132,20 @@ class Ownership:
                 # Lost the broker meanwhile: someone else may be the active consumer by now.
                 return
             self.router.adopt(index, epoch)
-            logger.info("node %s took shard %d (epoch %d)", self.node_id, index, epoch)
+            self.taken += 1
+            former = self.membership.former_owner(index, time.monotonic())
+            if former is None:
+                logger.info("node %s took shard %d (epoch %d)", self.node_id, index, epoch)
+            else:
+                self.taken_from_lost += 1
+                logger.warning(
+                    "node %s took shard %d (epoch %d) of lost peer node %s at %s",
+                    self.node_id,
+                    index,
+                    epoch,
+                    former.node,
+                    former.peer or "(no peer listener)",
+                )
         finally:
             self.router.end_change(index)
 
@@ -150,6 +170,7 @@ class Ownership:
                 with contextlib.suppress(Exception):
                     await message.nack(requeue=True)
             self.router.end_change(index)
+        self.handed_over += 1
         logger.info("node %s handed shard %d over", self.node_id, index)
         # Whoever is next in line learns it at once rather than at the next probe round.
         await self._probe({index})

@@ -44,8 +44,10 @@ import aiohttp
 import yarl
 
 from mps.cluster.forwarding import (
+    DEADLINE,
     FORWARDED_FOR,
     FORWARDED_REQUEST_ID,
+    MAY_HAVE_RUN,
     NOT_RUN,
     PEER_ANSWER,
     PEER_SIGNATURE,
@@ -55,14 +57,24 @@ from mps.cluster.forwarding import (
 )
 from mps.errors import Unavailable
 
-__all__ = ["REFUSED", "SHARD_MOVED", "SIGNED_WITHIN", "NotRun", "PeerClient", "PeerKey"]
+__all__ = [
+    "EXPIRED",
+    "REFUSED",
+    "SHARD_MOVED",
+    "SIGNED_WITHIN",
+    "NotRun",
+    "PeerClient",
+    "PeerKey",
+]
 
 # A signed request is accepted this long either side of its time: the nodes' clocks must agree
 # to within it (NTP), and a captured request can be replayed to nobody after it.
 SIGNED_WITHIN = 30.0
-# Values of NOT_RUN: the owner refused the request's signature, or does not own its shard.
+# Values of NOT_RUN: the owner refused the request's signature, does not own its shard, or got
+# it after the asking node's deadline.
 REFUSED = "refused"
 SHARD_MOVED = "shard-moved"
+EXPIRED = "expired"
 
 
 class NotRun(Exception):
@@ -171,6 +183,8 @@ class PeerClient:
             headers.append((PEER_SIGNATURE, sign))
         if passed.client is not None:
             headers.append((FORWARDED_FOR, passed.client))
+        if passed.deadline_ms is not None:
+            headers.append((DEADLINE, str(passed.deadline_ms)))
         # Encoded already: the path travels as the client sent it, which is what is signed.
         url = yarl.URL(f"http://{address}{passed.path}", encoded=True)
         self.sent += 1
@@ -192,11 +206,11 @@ class PeerClient:
             # No connection, so nothing was sent.
             raise NotRun(f"cannot reach the node at {address}: {exc}") from exc
         except TimeoutError:
-            msg = "the node that serves this account did not answer in time; retry"
+            msg = f"the node that serves this account did not answer in time; {MAY_HAVE_RUN}"
             raise Unavailable(msg) from None
         except (aiohttp.ClientError, OSError) as exc:
             # Sent, then the connection dropped (the owner died, or closed it): it may have run.
-            msg = "the node that served this account stopped while running the request; retry"
+            msg = f"the node that served this account stopped while running it; {MAY_HAVE_RUN}"
             raise Unavailable(msg) from exc
         finally:
             self.in_flight -= 1

@@ -21,6 +21,7 @@ from mps.actors.shards import CardKey, InvoiceKey, PaymentKey, Shard, ShardRoute
 from mps.adapters.processor import Processor, SimulatorProcessor
 from mps.auth.keyring import Keyring
 from mps.cluster.node import ClusterNode
+from mps.cluster.timings import ClusterTimings
 from mps.composition.parts import PARTS, Overrides
 from mps.config import Settings
 from mps.domain.clock import iso
@@ -142,6 +143,7 @@ async def cluster_node(app: web.Application) -> AsyncIterator[None]:
         take,
         name=settings.cluster_name,
         queue_type=settings.shard_queue_type,
+        timings=ClusterTimings.from_settings(settings),
         secret=settings.peer_secret,
     )
     parts.cluster = cluster

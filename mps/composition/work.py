@@ -23,6 +23,7 @@ from mps.adapters.bank import Bank, SimulatorBank
 from mps.composition.parts import PARTS, Schedulers
 from mps.config import Settings
 from mps.http.deadlines import Deadlines
+from mps.http.statuses import status_of
 
 
 def _banks(settings: Settings) -> dict[str, Bank | None]:
@@ -83,7 +84,11 @@ async def schedulers(app: web.Application) -> AsyncIterator[None]:
         overdue = started(
             InvoiceOverdue(database, shards, extra.clock, settings.invoice_overdue_interval)
         )
-        approvals = started(Approvals(database, shards, extra.clock, settings.approval_interval))
+        approvals = started(
+            Approvals(
+                database, shards, extra.clock, settings.approval_interval, status_of=status_of
+            )
+        )
         kyc = started(
             KycDesk(parts.context, shards, parts.objects, extra.clock, settings.kyc_interval)
         )

@@ -15,7 +15,16 @@ from typing import Any
 
 import orjson
 
-__all__ = ["AuditContext", "AuditEntry", "AuditHead", "Verdict", "canonical", "link", "verify"]
+__all__ = [
+    "AuditContext",
+    "AuditEntry",
+    "AuditHead",
+    "Verdict",
+    "canonical",
+    "chained",
+    "link",
+    "verify",
+]
 
 
 @dataclass(frozen=True)
@@ -54,10 +63,11 @@ class AuditHead:
     hash: str | None = None
 
 
-def canonical(entry: AuditEntry) -> bytes:
-    body = {
+def chained(entry: AuditEntry) -> dict[str, Any]:
+    """What the entry's hash covers, under the names an export shows: every field but the hash
+    itself."""
+    return {
         "id": entry.id,
-        "seq": entry.seq,
         "at": entry.at,
         "actor": {"type": entry.context.actor_type, "id": entry.context.actor_id},
         "action": entry.action,
@@ -65,9 +75,13 @@ def canonical(entry: AuditEntry) -> bytes:
         "details": entry.details,
         "ip": entry.context.ip,
         "requestId": entry.context.request_id,
+        "seq": entry.seq,
         "prevHash": entry.prev_hash,
     }
-    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+
+
+def canonical(entry: AuditEntry) -> bytes:
+    return orjson.dumps(chained(entry), option=orjson.OPT_SORT_KEYS)
 
 
 def _hash(entry: AuditEntry) -> str:

@@ -23,15 +23,24 @@ the request ran (mps.http.passing marks one refused because the shard moved away
 
 from __future__ import annotations
 
+import time
+
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from mps.cluster.forwarding import FORWARDED_FOR, FORWARDED_REQUEST_ID, NOT_RUN, PEER_ANSWER
-from mps.cluster.peers import REFUSED, SHARD_MOVED
+from mps.cluster.forwarding import (
+    DEADLINE,
+    FORWARDED_FOR,
+    FORWARDED_REQUEST_ID,
+    NOT_RUN,
+    PEER_ANSWER,
+)
+from mps.cluster.peers import EXPIRED, REFUSED, SHARD_MOVED
 from mps.http.keys import PASSED, SERVICES
 
 __all__ = [
     "NOT_RUN_HERE",
+    "PEER_CALL",
     "passed_client",
     "passed_middleware",
     "passed_request_id",
@@ -44,6 +53,10 @@ UNKNOWN_CLIENT = "unknown"
 _SIGNATURE = web.RequestKey("peer_signature", str)
 # Set on a passed request this node did not run (its shard is not this node's).
 NOT_RUN_HERE = web.RequestKey("not_run_here", bool)
+# Set on a passed request that arrived after its asking node gave up on it: not run either.
+_EXPIRED = web.RequestKey("passed_expired", bool)
+# Set on every request that came in on the peer listener, signed or not (for the metrics).
+PEER_CALL = web.RequestKey("peer_call", bool)
 
 
 @web.middleware
@@ -57,6 +70,7 @@ async def passed_middleware(request: web.Request, handler: Handler) -> web.Strea
     sockname = transport.get_extra_info("sockname") if transport is not None else None
     if not sockname or sockname[1] != cluster.peer_port:
         return await handler(request)
+    request[PEER_CALL] = True
     path = request.rel_url.raw_path_qs
     signature = cluster.peer_key.admit(request.headers, request.method, path)
     if signature is None:
@@ -68,6 +82,15 @@ async def passed_middleware(request: web.Request, handler: Handler) -> web.Strea
     # Set before cloning: the clone copies them, and the access log reads the original.
     request[PASSED] = True
     request[_SIGNATURE] = signature
+    if _expired(request.headers.get(DEADLINE)):
+        # The asking node answered its client already: a request started now would take
+        # effect after the client was told it may not have.
+        request[_EXPIRED] = True
+        return web.json_response(
+            {"code": "unavailable", "message": "The node that passed this request gave up on it"},
+            status=503,
+            headers={"Retry-After": "1"},
+        )
     passed = request.clone(remote=_client(request))
     try:
         return await handler(passed)
@@ -85,12 +108,23 @@ async def sign_peer_answer(request: web.Request, response: web.StreamResponse) -
         return
     cluster = request.app[SERVICES].cluster
     assert cluster is not None
-    not_run = SHARD_MOVED if request.get(NOT_RUN_HERE) else ""
+    not_run = EXPIRED if request.get(_EXPIRED) else SHARD_MOVED if request.get(NOT_RUN_HERE) else ""
     if not_run:
         response.headers[NOT_RUN] = not_run
     response.headers[PEER_ANSWER] = cluster.peer_key.sign_answer(
         signature, response.status, not_run
     )
+
+
+def _expired(deadline: str | None) -> bool:
+    """Whether the asking node's deadline (Unix milliseconds) has passed; a request without one
+    (sent by a node of an earlier version) has none."""
+    if deadline is None:
+        return False
+    try:
+        return int(deadline) <= time.time() * 1000
+    except ValueError:
+        return False
 
 
 def passed_client(request: web.BaseRequest) -> str | None:

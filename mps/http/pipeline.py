@@ -51,6 +51,7 @@ from mps.http.render import error_response, json_response, reply_body
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import validate
+from mps.http.statuses import ProtocolError
 from mps.limits import Limit, Verdict
 from mps.services import Services
 
@@ -75,9 +76,8 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
             return MethodNotAllowed(f"{request.method} is not allowed on {request.path}", allowed)
         if exc.status == 413:
             return PayloadTooLarge("The request body is larger than 1 MiB")
-        generic = ServiceError(exc.reason or "Request failed", code=_generic_code(exc.status))
-        generic.status = exc.status
-        return generic
+        reason = exc.reason or "Request failed"
+        return ProtocolError(exc.status, reason, code=_generic_code(exc.status))
     # The last net, not the first: each adapter translates its own driver's connection errors
     # into Unavailable where it talks to the service. One that slips through is still a fault
     # of a service we depend on, not a bug of ours, so the client is told to retry rather than
@@ -333,9 +333,7 @@ async def _run_with_key(call: Call, key: str, raw_body: Any) -> web.StreamRespon
         reply = await route.handler(call)
         return stored_response(claim) or _render(reply, route, request)
 
-    return await run_idempotent(
-        call.services, company_id, claim, run, look_first=not route.commits_key
-    )
+    return await run_idempotent(call.services, company_id, claim, run, carried=route.commits_key)
 
 
 def _render(reply: Any, route: Route, request: web.Request) -> web.StreamResponse:

@@ -17,6 +17,7 @@ from mps.errors import (
     ValidationFailed,
 )
 from mps.http.replies import Aggregate, Page, Reply, Resource
+from mps.http.statuses import UNAVAILABLE, status_of
 from mps.http.versions import apply_transforms, version_headers
 
 __all__ = ["error_body", "error_response", "json_response", "reply_body"]
@@ -39,7 +40,7 @@ def reply_body(reply: Reply, request_id: str) -> tuple[int, dict[str, Any]]:
 def error_body(error: ServiceError, request_id: str) -> dict[str, Any]:
     body: dict[str, Any] = {
         "ok": False,
-        "statusCode": error.status,
+        "statusCode": status_of(error),
         "message": error.message,
         "requestId": request_id,
         "timestamp": iso(utcnow()),
@@ -61,7 +62,7 @@ def json_response(
     """`body` as JSON. A 503 always carries Retry-After (`retry_after` seconds): whoever built
     it, an error or a health check, cannot leave the client without a time to retry."""
     headers = {"X-Request-Id": request_id, **version_headers(version)}
-    if status == Unavailable.status:
+    if status == UNAVAILABLE:
         headers["Retry-After"] = str(max(1, retry_after))
     return web.Response(
         status=status,
@@ -72,11 +73,11 @@ def json_response(
 
 
 def error_response(error: ServiceError, request_id: str, version: str) -> web.Response:
-    # By status, not by class: a 503 from aiohttp's own exceptions (a generic ServiceError) gets
+    # By status, not by class: a 503 from aiohttp's own exceptions (a ProtocolError) gets
     # the header too.
     wait = error.retry_after if isinstance(error, RateLimited | Unavailable) else RETRY_AFTER
     body = error_body(error, request_id)
-    response = json_response(error.status, body, request_id, version, retry_after=wait)
+    response = json_response(status_of(error), body, request_id, version, retry_after=wait)
     if isinstance(error, RateLimited):
         response.headers["Retry-After"] = str(error.retry_after)
     if isinstance(error, MethodNotAllowed) and error.allowed:

@@ -155,7 +155,8 @@ class Route:
     # call to a processor, no mail, before that commit). Such a route runs a keyed request
     # without looking for a stored response first: a duplicate is refused by the key's row at
     # commit and replays what is stored, and a failed run looks before answering its error.
-    # Saves a read per keyed request; wrong for a route with effects before its commit.
+    # Saves a read per keyed request, and carries the key's claim inside its command (one hop
+    # to its actor); wrong for a route with effects before its commit.
     commits_key: bool = False
     # A multipart route (decisions 12): streams the request's parts to storage before the
     # handler runs and returns what arrived (mps.http.uploads); `form` describes the parts.

@@ -20,9 +20,16 @@ Inline code is allowed in one of two ways, never by `'unsafe-inline'`:
   fresh 128-bit value, made on first use) and puts it on its `<script nonce>` and `<style nonce>`;
   the policy names that nonce. A page that never asks gets a policy with no nonce at all, so it
   can run no script.
-- **Hashes.** A page that is one constant (the API explorer) is registered with `static_page` at
-  import time; the policy of a response whose body is exactly that page lists the SHA-256 of each
-  of its inline blocks. Only text fixed at import time is ever hashed, never a rendered body.
+- **Hashes.** A page that is one constant (the API explorer) is registered with `static_page`
+  once, when it is first built; the policy of a response whose body is exactly that page lists the
+  SHA-256 of each of its inline blocks. Only text fixed for the life of the process is ever
+  hashed, never a rendered body.
+
+That inline code is never text in a Python module: it is the style and script files of
+`mps.http.pages` (`static/`), put inline as they are, and Python fills in only values, escaped
+(`mps.http.pages.markup`). Inline rather than `<script src>`: each page is one request, and its
+policy names no URL at all. A page whose code is files on our origin (the dashboard) sets its
+whole policy through `OWN_POLICY` instead.
 
 `Referrer-Policy: no-referrer` rather than `strict-origin-when-cross-origin`: a checkout URL names
 its payment, and the merchant's success and cancel pages have no use for even our origin.
@@ -39,7 +46,7 @@ from aiohttp import web
 
 from mps.http.keys import CSP_NONCE, RELAYED
 
-__all__ = ["SERVER", "answer_headers", "csp_nonce", "secure_response", "static_page"]
+__all__ = ["OWN_POLICY", "SERVER", "answer_headers", "csp_nonce", "secure_response", "static_page"]
 
 SERVER = "mps"
 
@@ -55,9 +62,13 @@ _NO_INLINE = "'none'"
 _INLINE_BLOCK = re.compile(r"<(script|style)>(.*?)</\1>", re.DOTALL)
 
 # sha256(body) of each registered constant page -> its (script sources, style sources). Filled by
-# the page modules as they are imported, from their constants only; requests only read it, and it
-# holds nothing bound to an event loop.
+# the page modules once per constant page (the explorer when first served), from their constants
+# only; it only grows, and holds nothing bound to an event loop.
 _STATIC_PAGES: dict[bytes, tuple[str, str]] = {}
+
+# A page whose scripts are files on our own origin rather than inline blocks (the dashboard,
+# mps.http.dashboard) sets its whole policy here; it replaces the inline-page policy above.
+OWN_POLICY = web.ResponseKey("own_policy", str)
 
 
 def csp_nonce(request: web.Request) -> str:
@@ -71,7 +82,7 @@ def csp_nonce(request: web.Request) -> str:
 
 def static_page(html: str) -> str:
     """Register a constant page whose inline `<script>` and `<style>` blocks (written without
-    attributes) are allowed by their hashes; returns the page unchanged. Import time only."""
+    attributes) are allowed by their hashes; returns the page unchanged. Constant pages only."""
     sources: dict[str, list[str]] = {"script": [], "style": []}
     for match in _INLINE_BLOCK.finditer(html):
         digest = base64.b64encode(hashlib.sha256(match[2].encode()).digest()).decode()
@@ -117,7 +128,8 @@ async def secure_response(request: web.Request, response: web.StreamResponse) ->
     # Responses carry session tokens, one-time API keys and payment data: never cached.
     headers.setdefault("Cache-Control", "no-store")
     if response.content_type == "text/html":
-        headers["Content-Security-Policy"] = _page_policy(request, response)
+        own = response.get(OWN_POLICY)
+        headers["Content-Security-Policy"] = own or _page_policy(request, response)
         headers["Referrer-Policy"] = "no-referrer"
         headers["X-Frame-Options"] = "DENY"
     else:

@@ -17,9 +17,10 @@ import orjson
 from aiohttp import web, web_protocol
 
 from mps.domain.ids import request_id
-from mps.errors import BadRequest, ServiceError
+from mps.errors import ServiceError
 from mps.http.render import error_body
 from mps.http.security import answer_headers
+from mps.http.statuses import ProtocolError
 
 __all__ = ["install"]
 
@@ -43,8 +44,8 @@ def install() -> None:
         original(self, request, status, exc, message)
         error: ServiceError
         if 400 <= status < 500:
-            error = BadRequest("The request could not be read as HTTP", code="bad_request")
-            error.status = status
+            unread = "The request could not be read as HTTP"
+            error = ProtocolError(status, unread, code="bad_request")
         else:
             error = ServiceError("Something went wrong on our side; quote the requestId to support")
         rid = request_id()

@@ -12,6 +12,7 @@ before this rule existed name their person too, without a backfill.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -21,10 +22,12 @@ from mps.errors import StaleWrite
 from mps.persistence.database import Database
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.rows import from_row
 from mps.persistence.statements import Row, Statement, insert
 
 __all__ = [
     "NotApproved",
+    "Voter",
     "VotesShort",
     "approved_by_votes",
     "event",
@@ -198,22 +201,14 @@ async def key_creator(db: Database, company_id: str, key_id: str) -> str | None:
 
 def request_from_rows(row: Row, votes: list[Row]) -> ApprovalRequest:
     """A request from its row (with `requested_by_user`) and its votes' rows, in vote order."""
-    return ApprovalRequest(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        action=row["action"],
-        status=row["status"],
-        requested_by=row["requested_by"],
+    return from_row(
+        ApprovalRequest,
+        row,
         payload=orjson.loads(row["payload"]),
         required_approvals=int(row["required_approvals"]),
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
         votes=tuple(Vote(v["user_id"], v["decision"], v["at"], v["comment"]) for v in votes),
         result=orjson.loads(row["result"]) if row["result"] else None,
         error=orjson.loads(row["error"]) if row["error"] else None,
-        decided_at=row["decided_at"],
-        requested_by_user=row["requested_by_user"],
     )
 
 
@@ -253,12 +248,58 @@ async def get_request(
     return found[0] if found else None
 
 
-async def list_requests(
-    db: Database, company_id: str, mode: str, page: PageRequest, *, status: str | None = None
-) -> tuple[list[ApprovalRequest], str | None]:
-    where = (
-        Where().compare("company_id", company_id).compare("mode", mode).compare("status", status)
+@dataclass(frozen=True)
+class Voter:
+    """A member asking for the requests waiting for their vote: who they are, and the actions
+    their scopes let them vote on (`ACTIONS` names each one's write scope)."""
+
+    user_id: str
+    actions: frozenset[str]
+
+
+def _awaiting(where: Where, voter: Voter) -> Where:
+    """The rules `mps.domain.approvals.vote` decides by, as conditions: PENDING, not asked by
+    the voter (in person or through their key), not voted on by them, an action they may vote
+    on. A request past its expiry that the scheduler has not closed yet is still PENDING here,
+    as on its own read; a vote on it answers 409."""
+    where.compare("status", "PENDING")
+    if not voter.actions:
+        # No action this member may vote on: nothing waits for them.
+        where.conditions.append("FALSE")
+        return where
+    where.params.append(voter.user_id)
+    me = f"${len(where.params)}"
+    where.conditions.append(f"requested_by <> {me}")
+    where.conditions.append(
+        "NOT EXISTS (SELECT 1 FROM api_keys k WHERE k.id = approval_requests.requested_by "
+        f"AND k.company_id = approval_requests.company_id AND k.created_by = {me})"
     )
+    where.conditions.append(
+        "NOT EXISTS (SELECT 1 FROM approval_votes v "
+        f"WHERE v.request_id = approval_requests.id AND v.user_id = {me})"
+    )
+    marks = []
+    for action in sorted(voter.actions):
+        where.params.append(action)
+        marks.append(f"${len(where.params)}")
+    where.conditions.append(f"action IN ({', '.join(marks)})")
+    return where
+
+
+async def list_requests(
+    db: Database,
+    company_id: str,
+    mode: str,
+    page: PageRequest,
+    *,
+    status: str | None = None,
+    awaiting: Voter | None = None,
+) -> tuple[list[ApprovalRequest], str | None]:
+    """The company's requests in `mode`, newest first; with `awaiting`, only those waiting for
+    that member's vote."""
+    where = Where.in_mode(company_id, mode).compare("status", status)
+    if awaiting is not None:
+        _awaiting(where, awaiting)
     rows, cursor = await fetch_page(db, _SELECT, where, page)
     return await _with_votes(db, rows), cursor
 

@@ -13,7 +13,8 @@ import orjson
 from mps.domain.clock import iso
 from mps.domain.issuing import Card, Controls
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.outbox import event_insert, event_row
+from mps.persistence.outbox import event_writes
+from mps.persistence.rows import from_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -31,25 +32,7 @@ __all__ = [
 
 
 def card_from_row(row: Row) -> Card:
-    return Card(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        type=row["type"],
-        cardholder_name=row["cardholder_name"],
-        nickname=row["nickname"],
-        member_id=row["member_id"],
-        brand=row["brand"],
-        last4=row["last4"],
-        exp_month=row["exp_month"],
-        exp_year=row["exp_year"],
-        currency=row["currency"],
-        status=row["status"],
-        controls=Controls.from_json(orjson.loads(row["controls"])),
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        version=row["version"],
-    )
+    return from_row(Card, row, controls=Controls.from_json(orjson.loads(row["controls"])))
 
 
 def _controls(card: Card) -> str:
@@ -137,17 +120,13 @@ def card_events(
     """The outbox inserts for the card's events, each carrying `obj` (the card as the API shows
     it, with fields such as the authorization, rendered by the caller), made `at` (the card's
     last change by default), and the bodies a client will see."""
-    rows = [
-        event_row(
-            company_id=card.company_id,
-            mode=card.mode,
-            event_type=event_type,
-            created_at=at or card.updated_at,
-            obj=obj,
-        )
-        for event_type in types
-    ]
-    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return event_writes(
+        company_id=card.company_id,
+        mode=card.mode,
+        created_at=at or card.updated_at,
+        types=types,
+        obj=obj,
+    )
 
 
 async def load_card(db: Database, company_id: str, card_id: str) -> Card | None:

@@ -5,13 +5,24 @@ from __future__ import annotations
 import abc
 import asyncio
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from mps.errors import StaleWrite, Unavailable
+from mps.persistence.migrations import Migration
 from mps.persistence.outbox import NUMBERING, numbers_late
 from mps.persistence.statements import Row, Statement, WriteUnit
 
-__all__ = ["Database", "Fenced", "Fences", "IntegrityConflict", "UnitOutcome", "open_database"]
+__all__ = [
+    "Database",
+    "Fenced",
+    "Fences",
+    "IntegrityConflict",
+    "UnitOutcome",
+    "open_database",
+    "opened",
+]
+
+_Connection = TypeVar("_Connection")
 
 
 class IntegrityConflict(Exception):
@@ -25,6 +36,16 @@ class Fenced(Exception):
     def __init__(self, lost: frozenset[int]) -> None:
         super().__init__(f"shards taken over by another node: {sorted(lost)}")
         self.lost = lost
+
+
+def opened(connection: _Connection | None) -> _Connection:
+    """A backend's connection, which exists only between `open` and `close`: a statement sent
+    outside them is our own bug (a component used after shutdown), so it raises rather than
+    waits for a connection that will not come."""
+    if connection is None:
+        msg = "database is not open"
+        raise RuntimeError(msg)
+    return connection
 
 
 # The epoch each shard written for was taken under, by shard.
@@ -46,10 +67,19 @@ class Database(abc.ABC):
     # server shutting down, file locked), as opposed to a wrong query, which is our bug.
     unavailable_errors: ClassVar[tuple[type[BaseException], ...]] = (OSError,)
     read_deadline: float = READ_DEADLINE
+    # Whether `open` applies the pending migrations (`run.py migrate --check` only looks), and
+    # which: every one in `sql/` unless a caller names fewer (a test of an upgrade).
+    migrate_on_open: bool = True
+    migrations: Sequence[Migration] | None = None
 
     @abc.abstractmethod
     async def open(self) -> None:
-        """Connect and apply pending migrations."""
+        """Connect and, unless `migrate_on_open` is off, apply pending migrations."""
+
+    async def applied_migrations(self) -> set[int]:
+        """The versions of the migrations applied to the open database; empty before the
+        first."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     async def close(self) -> None: ...

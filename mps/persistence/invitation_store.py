@@ -6,7 +6,8 @@ from __future__ import annotations
 from mps.domain.invitations import Invitation
 from mps.errors import StaleWrite
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, read_page
+from mps.persistence.rows import from_row, to_row
 from mps.persistence.statements import Row, Statement, insert
 
 __all__ = [
@@ -27,40 +28,13 @@ class InvitationClosed(StaleWrite):
 
 
 def invitation_from_row(row: Row) -> Invitation:
-    return Invitation(
-        id=row["id"],
-        company_id=row["company_id"],
-        email=row["email"],
-        role_id=row["role_id"],
-        status=row["status"],
-        invited_by=row["invited_by"],
-        created_at=row["created_at"],
-        expires_at=row["expires_at"],
-        user_id=row["user_id"],
-        decided_at=row["decided_at"],
-        email_status=row["email_status"],
-        email_error=row["email_error"],
-    )
+    return from_row(Invitation, row)
 
 
 def invitation_insert(invitation: Invitation, token_hash: str) -> Statement:
+    # Nobody has taken or decided a new invitation, whatever the value says.
     return insert(
-        "invitations",
-        {
-            "id": invitation.id,
-            "company_id": invitation.company_id,
-            "email": invitation.email,
-            "role_id": invitation.role_id,
-            "status": invitation.status,
-            "token_hash": token_hash,
-            "invited_by": invitation.invited_by,
-            "user_id": None,
-            "created_at": invitation.created_at,
-            "expires_at": invitation.expires_at,
-            "decided_at": None,
-            "email_status": invitation.email_status,
-            "email_error": invitation.email_error,
-        },
+        "invitations", to_row(invitation, token_hash=token_hash, user_id=None, decided_at=None)
     )
 
 
@@ -117,5 +91,4 @@ async def list_invitations(
         where.compare("status", "PENDING").compare("expires_at", now, ">")
     else:
         where.compare("status", status)
-    rows, cursor = await fetch_page(db, "SELECT * FROM invitations", where, page)
-    return [invitation_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM invitations", where, page, invitation_from_row)

@@ -10,7 +10,8 @@ import orjson
 from mps.domain.ids import new_id
 from mps.domain.invoices import Invoice, LineItem
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.outbox import event_insert, event_row
+from mps.persistence.outbox import event_writes
+from mps.persistence.rows import from_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -39,31 +40,8 @@ def _items_text(invoice: Invoice) -> str | None:
 def invoice_from_row(row: Row) -> Invoice:
     raw = row["items"]
     items = None if raw is None else tuple(LineItem(d, q, u) for d, q, u in orjson.loads(raw))
-    return Invoice(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        version=row["version"],
-        status=row["status"],
-        invoice_number=row["invoice_number"],
-        number_sequence=row["number_sequence"],
-        currency=row["currency"],
-        amount_minor=row["amount_minor"],
-        customer_email=row["customer_email"],
-        customer_name=row["customer_name"],
-        items=items,
-        due_date=row["due_date"],
-        memo=row["memo"],
-        paid_at=row["paid_at"],
-        paid_reference=row["paid_reference"],
-        paid_note=row["paid_note"],
-        voided_at=row["voided_at"],
-        last_sent_at=row["last_sent_at"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-        email_status=row["email_status"],
-        email_error=row["email_error"],
-    )
+    # The timeline's new entries are a turn's, never stored.
+    return from_row(Invoice, row, items=items, new_entries=())
 
 
 def _columns(invoice: Invoice) -> dict[str, Any]:
@@ -99,17 +77,13 @@ def _timeline(invoice: Invoice) -> list[Statement]:
 def _events(
     invoice: Invoice, types: tuple[str, ...], obj: dict[str, Any]
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
-    rows = [
-        event_row(
-            company_id=invoice.company_id,
-            mode=invoice.mode,
-            event_type=event_type,
-            created_at=invoice.updated_at,
-            obj=obj,
-        )
-        for event_type in types
-    ]
-    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return event_writes(
+        company_id=invoice.company_id,
+        mode=invoice.mode,
+        created_at=invoice.updated_at,
+        types=types,
+        obj=obj,
+    )
 
 
 def invoice_insert(

@@ -9,6 +9,7 @@ import orjson
 
 from mps.domain.ids import new_id
 from mps.domain.kyc import KycDocument, Review
+from mps.persistence.rows import from_row
 from mps.persistence.statements import Row, Statement, insert
 
 __all__ = [
@@ -22,22 +23,7 @@ __all__ = [
 
 
 def document_from_row(row: Row) -> KycDocument:
-    return KycDocument(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        type=row["type"],
-        status=row["status"],
-        file_name=row["file_name"],
-        content_type=row["content_type"],
-        size_bytes=int(row["size_bytes"]),
-        sha256=row["sha256"],
-        storage_key=row["storage_key"],
-        sealed_key=row["sealed_key"],
-        uploaded_by=row["uploaded_by"],
-        created_at=row["created_at"],
-        reviewed_at=row["reviewed_at"],
-    )
+    return from_row(KycDocument, row, size_bytes=int(row["size_bytes"]))
 
 
 def document_insert(document: KycDocument) -> Statement:

@@ -1,7 +1,7 @@
 """Sign-in attempts (logins) as rows: the statements the sign-in use cases commit (decisions 2).
 
 This is the sign-in flow's one write API: it has no actor of its own (a login belongs to no
-company yet), so `mps.auth.signin` hands each of these statements to the writer
+company yet), so `mps.http.signin` hands each of these statements to the writer
 (`services.actors.commit`) and writes nothing else.
 
 Every check on a code is a condition of the statement that spends or counts it, so the checks

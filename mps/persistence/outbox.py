@@ -3,7 +3,7 @@ numbered by the commit that inserts it."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -18,6 +18,8 @@ __all__ = [
     "event_counts",
     "event_insert",
     "event_row",
+    "event_row_and_body",
+    "event_writes",
     "inserts_events",
     "number_events",
     "numbered",
@@ -30,6 +32,17 @@ API_VERSION = "v2"
 def event_row(
     *, company_id: str, mode: str, event_type: str, created_at: str, obj: dict[str, Any]
 ) -> dict[str, Any]:
+    row, _body = event_row_and_body(
+        company_id=company_id, mode=mode, event_type=event_type, created_at=created_at, obj=obj
+    )
+    return row
+
+
+def event_row_and_body(
+    *, company_id: str, mode: str, event_type: str, created_at: str, obj: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The event's row, and the body its `data` column holds, as a client will see it: for a
+    caller that needs both, so that the body is encoded once and never decoded back."""
     event_id = new_id("evt")
     body = {
         "id": event_id,
@@ -39,7 +52,7 @@ def event_row(
         "apiVersion": API_VERSION,
         "data": {"object": obj},
     }
-    return {
+    row = {
         "id": event_id,
         "company_id": company_id,
         "mode": mode,
@@ -48,6 +61,28 @@ def event_row(
         "data": orjson.dumps(body).decode(),
         "dispatched_at": None,
     }
+    return row, body
+
+
+def event_writes(
+    *, company_id: str, mode: str, created_at: str, types: Iterable[str], obj: dict[str, Any]
+) -> tuple[list[Statement], list[dict[str, Any]]]:
+    """The outbox inserts for one object's events, each carrying `obj` (the object as the API
+    shows it), and the bodies a client will see, in the order of `types`.
+
+    Each body is decoded back from its row's `data` rather than shared, so that no two events,
+    nor the caller, hold the same `obj` dict: a body handed on cannot change another."""
+    rows = [
+        event_row(
+            company_id=company_id,
+            mode=mode,
+            event_type=event_type,
+            created_at=created_at,
+            obj=obj,
+        )
+        for event_type in types
+    ]
+    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
 
 
 def event_insert(row: Row) -> Statement:

@@ -6,11 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_insert, event_row
+from mps.persistence.outbox import event_writes
+from mps.persistence.rows import from_row, to_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -29,39 +28,12 @@ __all__ = [
 
 
 def bank_account_from_row(row: Row) -> BankAccount:
-    return BankAccount(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        account_holder_name=row["account_holder_name"],
-        last4=row["last4"],
-        bank_code=row["bank_code"],
-        currency=row["currency"],
-        country=row["country"],
-        status=row["status"],
-        created_at=row["created_at"],
-        deleted_at=row["deleted_at"],
-    )
+    return from_row(BankAccount, row)
 
 
 def bank_account_insert(account: BankAccount, sealed_number: str) -> Statement:
-    return insert(
-        "bank_accounts",
-        {
-            "id": account.id,
-            "company_id": account.company_id,
-            "mode": account.mode,
-            "account_holder_name": account.account_holder_name,
-            "account_number": sealed_number,
-            "last4": account.last4,
-            "bank_code": account.bank_code,
-            "currency": account.currency,
-            "country": account.country,
-            "status": account.status,
-            "created_at": account.created_at,
-            "deleted_at": None,
-        },
-    )
+    row = to_row(account, account_number=sealed_number, deleted_at=None)
+    return insert("bank_accounts", row)
 
 
 def bank_account_delete(account: BankAccount, now: str) -> Statement:
@@ -74,23 +46,7 @@ def bank_account_delete(account: BankAccount, now: str) -> Statement:
 
 
 def payout_from_row(row: Row) -> Payout:
-    return Payout(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        version=row["version"],
-        status=row["status"],
-        amount_minor=row["amount_minor"],
-        currency=row["currency"],
-        bank_account_id=row["bank_account_id"],
-        description=row["description"],
-        failure_reason=row["failure_reason"],
-        automatic=bool(row["automatic"]),
-        arrival_at=row["arrival_at"],
-        next_step_at=row["next_step_at"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+    return from_row(Payout, row, automatic=bool(row["automatic"]))
 
 
 def _columns(payout: Payout) -> dict[str, Any]:
@@ -104,22 +60,7 @@ def _columns(payout: Payout) -> dict[str, Any]:
 
 
 def payout_insert(payout: Payout) -> Statement:
-    return insert(
-        "payouts",
-        {
-            "id": payout.id,
-            "company_id": payout.company_id,
-            "mode": payout.mode,
-            "version": payout.version,
-            "amount_minor": payout.amount_minor,
-            "currency": payout.currency,
-            "bank_account_id": payout.bank_account_id,
-            "description": payout.description,
-            "automatic": int(payout.automatic),
-            "created_at": payout.created_at,
-            **_columns(payout),
-        },
-    )
+    return insert("payouts", to_row(payout, automatic=int(payout.automatic)))
 
 
 def payout_update(before: Payout, after: Payout) -> Statement:
@@ -146,17 +87,13 @@ def payout_events(
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
     """The outbox inserts for the payout's events, each carrying `obj` (the payout as the API
     shows it, rendered by the caller), and the bodies a client will see."""
-    rows = [
-        event_row(
-            company_id=payout.company_id,
-            mode=payout.mode,
-            event_type=event_type,
-            created_at=payout.updated_at,
-            obj=obj,
-        )
-        for event_type in types
-    ]
-    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return event_writes(
+        company_id=payout.company_id,
+        mode=payout.mode,
+        created_at=payout.updated_at,
+        types=types,
+        obj=obj,
+    )
 
 
 def schedule_set(company_id: str, mode: str, schedule: str, next_run_at: str | None) -> Statement:

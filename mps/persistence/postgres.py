@@ -16,8 +16,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import asyncpg
 
 from mps.errors import StaleWrite
-from mps.persistence.database import Database, Fenced, Fences, IntegrityConflict, UnitOutcome
-from mps.persistence.migrations import load_migrations
+from mps.persistence.database import (
+    Database,
+    Fenced,
+    Fences,
+    IntegrityConflict,
+    UnitOutcome,
+    opened,
+)
+from mps.persistence.migrations import load_migrations, pending
 from mps.persistence.outbox import counter_bump, event_counts, number_events, numbered
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
@@ -87,7 +94,8 @@ class PostgresDatabase(Database):
             self._writer = await self._connect()
             # `_migrate` creates the schema, under the migration lock: two nodes racing through
             # CREATE SCHEMA IF NOT EXISTS can both pass the check, and the second then fails.
-            await self._migrate()
+            if self.migrate_on_open:
+                await self._migrate()
             self._idle = deque(
                 await asyncio.gather(*(self._connect() for _ in range(self._readers)))
             )
@@ -117,10 +125,14 @@ class PostgresDatabase(Database):
 
     @property
     def _w(self) -> asyncpg.Connection:
-        if self._writer is None:
-            msg = "database is not open"
-            raise RuntimeError(msg)
-        return self._writer
+        return opened(self._writer)
+
+    async def applied_migrations(self) -> set[int]:
+        conn = self._w
+        # Looked up in the search path, the schema's: absent until the first migration.
+        if await conn.fetchval("SELECT to_regclass('schema_migrations')") is None:
+            return set()
+        return {r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")}
 
     async def _migrate(self) -> None:
         conn = self._w
@@ -135,9 +147,9 @@ class PostgresDatabase(Database):
             applied = {
                 r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations")
             }
-            for migration in load_migrations():
-                if migration.version in applied:
-                    continue
+            for migration in pending(
+                applied, load_migrations() if self.migrations is None else self.migrations
+            ):
                 async with conn.transaction():
                     for statement in migration.statements():
                         await conn.execute(statement)

@@ -6,14 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import orjson
-
 from mps.domain.refunds import Refund
+from mps.errors import StaleWrite
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_insert, event_row
-from mps.persistence.statements import Row, Statement, insert, versioned_update
+from mps.persistence.outbox import event_writes
+from mps.persistence.rows import from_row, to_row
+from mps.persistence.statements import Row, Statement, versioned_update
 
 __all__ = [
+    "RefundExceedsPayment",
     "pending_refunds",
     "refund_events",
     "refund_from_row",
@@ -23,23 +24,7 @@ __all__ = [
 
 
 def refund_from_row(row: Row) -> Refund:
-    return Refund(
-        id=row["id"],
-        company_id=row["company_id"],
-        mode=row["mode"],
-        payment_id=row["payment_id"],
-        version=row["version"],
-        status=row["status"],
-        amount_minor=row["amount_minor"],
-        currency=row["currency"],
-        reason=row["reason"],
-        failure_reason=row["failure_reason"],
-        from_pending_minor=row["from_pending_minor"],
-        process_after=row["process_after"],
-        completed_at=row["completed_at"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+    return from_row(Refund, row)
 
 
 def _columns(refund: Refund) -> dict[str, Any]:
@@ -51,23 +36,36 @@ def _columns(refund: Refund) -> dict[str, Any]:
     }
 
 
+class RefundExceedsPayment(StaleWrite):
+    """A new refund's row was refused: with the payment's refunds stored and PENDING, it would
+    take more than the payment has left to refund. The payment's actor decided it from memory
+    that storage contradicts (a commit of unknown outcome landed after all); the unit rolled
+    back whole."""
+
+
 def refund_insert(refund: Refund) -> Statement:
-    return insert(
-        "refunds",
-        {
-            "id": refund.id,
-            "company_id": refund.company_id,
-            "mode": refund.mode,
-            "payment_id": refund.payment_id,
-            "version": refund.version,
-            "amount_minor": refund.amount_minor,
-            "currency": refund.currency,
-            "reason": refund.reason,
-            "from_pending_minor": refund.from_pending_minor,
-            "process_after": refund.process_after,
-            "created_at": refund.created_at,
-            **_columns(refund),
-        },
+    """The new refund's row, inserted only while what the payment has left to refund, as
+    stored (collected, less refunded, less what its PENDING refunds hold), covers it: storage's
+    own guard against refunding more than was collected, whatever the actor's memory held.
+    Otherwise the unit fails with `RefundExceedsPayment`.
+
+    One writer per database commits a shard's units one batch after another, and a shard's
+    new owner waits for the old owner's batch (its fence), so the stored refunds this reads are
+    every one that can commit before it."""
+    row = to_row(refund)
+    values = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    payment, amount = len(row) + 1, len(row) + 2
+    sql = (
+        f"INSERT INTO refunds ({', '.join(row)}) SELECT {values} "
+        f"WHERE (SELECT amount_minor - amount_refunded_minor FROM payments WHERE id = ${payment})"
+        " - (SELECT COALESCE(SUM(amount_minor), 0) FROM refunds"
+        f" WHERE payment_id = ${payment} AND status = 'PENDING') >= ${amount}"
+    )
+    return Statement(
+        sql,
+        (*row.values(), refund.payment_id, refund.amount_minor),
+        expect_rows=1,
+        stale_error=RefundExceedsPayment,
     )
 
 
@@ -90,14 +88,10 @@ def refund_events(
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
     """The outbox inserts for the refund's events, each carrying `obj` (the refund as the API
     shows it, rendered by the caller), and the bodies a client will see."""
-    rows = [
-        event_row(
-            company_id=refund.company_id,
-            mode=refund.mode,
-            event_type=event_type,
-            created_at=refund.updated_at,
-            obj=obj,
-        )
-        for event_type in types
-    ]
-    return [event_insert(r) for r in rows], [orjson.loads(r["data"]) for r in rows]
+    return event_writes(
+        company_id=refund.company_id,
+        mode=refund.mode,
+        created_at=refund.updated_at,
+        types=types,
+        obj=obj,
+    )

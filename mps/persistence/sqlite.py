@@ -23,8 +23,8 @@ from typing import Any, ClassVar
 import aiosqlite
 
 from mps.errors import StaleWrite
-from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
-from mps.persistence.migrations import load_migrations
+from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome, opened
+from mps.persistence.migrations import load_migrations, pending
 from mps.persistence.outbox import counter_bump, event_counts, numbered
 from mps.persistence.statements import Row, Statement, Step, WriteUnit, plan_batch
 
@@ -107,7 +107,8 @@ class SqliteDatabase(Database):
                 # An in-memory database exists per connection, so reads share the writer.
                 self._writer = await self._connect()
                 self._reader = self._writer
-            await self._migrate()
+            if self.migrate_on_open:
+                await self._migrate()
         except BaseException:
             # Nobody closes a database whose open() failed; its connection threads would linger.
             await self.close()
@@ -138,10 +139,17 @@ class SqliteDatabase(Database):
 
     @property
     def _w(self) -> aiosqlite.Connection:
-        if self._writer is None:
-            msg = "database is not open"
-            raise RuntimeError(msg)
-        return self._writer
+        return opened(self._writer)
+
+    async def applied_migrations(self) -> set[int]:
+        conn = self._w
+        cursor = await conn.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
+        )
+        if await cursor.fetchone() is None:
+            return set()
+        cursor = await conn.execute("SELECT version FROM schema_migrations")
+        return {row[0] for row in await cursor.fetchall()}
 
     async def _migrate(self) -> None:
         conn = self._w
@@ -151,9 +159,9 @@ class SqliteDatabase(Database):
         )
         cursor = await conn.execute("SELECT version FROM schema_migrations")
         applied = {row[0] for row in await cursor.fetchall()}
-        for migration in load_migrations():
-            if migration.version in applied:
-                continue
+        for migration in pending(
+            applied, load_migrations() if self.migrations is None else self.migrations
+        ):
             await conn.execute("BEGIN IMMEDIATE")
             try:
                 # Look again under the write lock: another process opening the same file may
@@ -209,9 +217,7 @@ class SqliteDatabase(Database):
         return self._scan_reads
 
     async def _scan_fetch(self, sql: str, *params: Any) -> list[Row]:
-        if self._reader is None:
-            msg = "database is not open"
-            raise RuntimeError(msg)
+        opened(self._reader)
         async with self._scanner_opening:
             if self._scanner is None:
                 self._scanner = await self._connect()
@@ -219,15 +225,13 @@ class SqliteDatabase(Database):
         return [dict(row) for row in rows]
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        if self._reader is None:
-            msg = "database is not open"
-            raise RuntimeError(msg)
+        reader = opened(self._reader)
         # Executed and read to the end in one call on the connection's thread. As two calls, the
         # reads of concurrent requests interleave on the shared connection, and a statement
         # stepped but not yet finished keeps its read transaction open: the next read then runs
         # inside that older snapshot and may miss a write already acknowledged (seen: a
         # checkout's 404 for a payment answered 201 a moment before).
-        rows = await self._reader.execute_fetchall(_sqlite_sql(sql), params)
+        rows = await reader.execute_fetchall(_sqlite_sql(sql), params)
         return [dict(row) for row in rows]
 
 

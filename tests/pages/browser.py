@@ -1,11 +1,16 @@
-"""What a browser test watches for: anything the page's Content Security Policy refused, and any
-error the page reported."""
+"""What a browser test opens and watches for: a page in a real headless Chromium, and anything
+the page's Content Security Policy refused or any error the page reported."""
 
 from __future__ import annotations
 
-from playwright.async_api import ConsoleMessage, Error, Page
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-__all__ = ["record_violations"]
+from playwright.async_api import ConsoleMessage, Error, Page, async_playwright
+
+from tests.conftest import CHROMIUM_ARGS
+
+__all__ = ["not_failed_loads", "open_page", "record_violations"]
 
 # Reports every `securitypolicyviolation` event of every document the page opens; the binding
 # is Playwright's, outside the page's policy, so the report itself cannot be refused.
@@ -34,3 +39,22 @@ async def record_violations(page: Page) -> list[str]:
     page.on("console", console)
     page.on("pageerror", page_error)
     return problems
+
+
+def not_failed_loads(problems: list[str]) -> list[str]:
+    """The problems but a 4xx answer, which the browser logs as a failed load (not a refusal)."""
+    return [p for p in problems if not p.startswith("console: Failed to load resource")]
+
+
+@asynccontextmanager
+async def open_page(chromium: str) -> AsyncIterator[tuple[Page, list[str]]]:
+    """A fresh page in a headless Chromium launched from `chromium`, with the list
+    `record_violations` fills for it; the browser is closed on leaving, also when the block
+    fails, so a failed test leaves no Chromium behind."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page()
+            yield page, await record_violations(page)
+        finally:
+            await browser.close()

@@ -10,13 +10,20 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import async_playwright
+from playwright.async_api import Page
 
-from tests.conftest import CHROMIUM_ARGS
 from tests.helpers import create_payment, sign_up
-from tests.pages.browser import record_violations
+from tests.pages.browser import not_failed_loads, open_page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+
+
+async def _type_card(page: Page, number: str, month: str, year: str) -> None:
+    """Fills the card form as a shopper would, with the CVC every test card takes."""
+    await page.fill("#number", number)
+    await page.fill("#expMonth", month)
+    await page.fill("#expYear", year)
+    await page.fill("#cvc", "123")
 
 
 async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
@@ -34,27 +41,18 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
     )
 
     # when a customer opens the payUrl, types the test card and submits
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(payment["payUrl"])
-            assert await page.inner_text("#amount") == "12.50 USD"
-            assert "Blue Mug Coffee" in await page.content()
-            await page.fill("#email", "customer@example.com")
-            await page.fill("#number", "4242 4242 4242 4242")
-            await page.fill("#expMonth", "12")
-            await page.fill("#expYear", "2099")
-            await page.fill("#cvc", "123")
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "checkout.png"), full_page=True)
-            await page.click("#submit")
-            await page.wait_for_url(f"{base}/shop/thanks?**", timeout=10_000)
-            landed = await page.inner_text("h1")
-            landed_url = page.url
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        await page.goto(payment["payUrl"])
+        assert await page.inner_text("#amount") == "12.50 USD"
+        assert "Blue Mug Coffee" in await page.content()
+        await page.fill("#email", "customer@example.com")
+        await _type_card(page, "4242 4242 4242 4242", "12", "2099")
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "checkout.png"), full_page=True)
+        await page.click("#submit")
+        await page.wait_for_url(f"{base}/shop/thanks?**", timeout=10_000)
+        landed = await page.inner_text("h1")
+        landed_url = page.url
 
     # then the customer is on the success page, the payment is PAID, and the browser refused
     # nothing the page did under its policy
@@ -76,25 +74,16 @@ async def test_a_declined_card_shows_the_reason_and_the_form_stays(
     member = await sign_up(served)
     payment = await create_payment(served, member)
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(payment["payUrl"])
-            await page.fill("#number", "4000000000000002")
-            await page.fill("#expMonth", "12")
-            await page.fill("#expYear", "2099")
-            await page.fill("#cvc", "123")
-            await page.click("#submit")
-            await page.wait_for_selector("#error:has-text('declined')", timeout=10_000)
-            still_there = await page.is_visible("#submit")
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        await page.goto(payment["payUrl"])
+        await _type_card(page, "4000000000000002", "12", "2099")
+        await page.click("#submit")
+        await page.wait_for_selector("#error:has-text('declined')", timeout=10_000)
+        still_there = await page.is_visible("#submit")
 
     assert still_there
     # The decline answer is a 402: the browser logs it as a failed load, which is not a refusal.
-    assert [p for p in problems if not p.startswith("console: Failed to load resource")] == []
+    assert not_failed_loads(problems) == []
     got = await served.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     assert (await got.json())["status"] == "PENDING"
 
@@ -105,42 +94,33 @@ async def test_without_a_success_url_the_shopper_sees_amount_merchant_and_refere
     member = await sign_up(served, company="Blue Mug Coffee")
     payment = await create_payment(served, member, amountMinor="1250")
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(payment["payUrl"])
-            # an expired card first: a sentence for a shopper, no field path, no code
-            await page.fill("#number", "4242 4242 4242 4242")
-            await page.fill("#expMonth", "01")
-            await page.fill("#expYear", "21")
-            await page.fill("#cvc", "123")
-            await page.click("#submit")
-            await page.wait_for_selector("#error:not(:empty)", timeout=10_000)
-            expired = await page.inner_text("#error")
-            # then a wrong number
-            await page.fill("#number", "4242 4242 4242 4241")
-            await page.fill("#expYear", "29")  # two digits, as printed on the card
-            await page.click("#submit")
-            await page.wait_for_selector("#error:has-text('card number')", timeout=10_000)
-            wrong_number = await page.inner_text("#error")
-            # then the right one
-            await page.fill("#number", "4242 4242 4242 4242")
-            await page.click("#submit")
-            await page.wait_for_selector("#paid", timeout=10_000)
-            paid = await page.inner_text("#paid")
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "checkout-paid.png"), full_page=True)
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        await page.goto(payment["payUrl"])
+        # an expired card first: a sentence for a shopper, no field path, no code
+        await _type_card(page, "4242 4242 4242 4242", "01", "21")
+        await page.click("#submit")
+        await page.wait_for_selector("#error:not(:empty)", timeout=10_000)
+        expired = await page.inner_text("#error")
+        # then a wrong number
+        await page.fill("#number", "4242 4242 4242 4241")
+        await page.fill("#expYear", "29")  # two digits, as printed on the card
+        await page.click("#submit")
+        await page.wait_for_selector("#error:has-text('card number')", timeout=10_000)
+        wrong_number = await page.inner_text("#error")
+        # then the right one
+        await page.fill("#number", "4242 4242 4242 4242")
+        await page.click("#submit")
+        await page.wait_for_selector("#paid", timeout=10_000)
+        paid = await page.inner_text("#paid")
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "checkout-paid.png"), full_page=True)
 
     assert expired == "This card has expired."
     assert wrong_number == "Check the card number."
     assert "Payment received" in paid
     assert "You paid 12.50 USD to Blue Mug Coffee." in paid
     assert f"Reference {payment['reference']}" in paid
-    assert [p for p in problems if not p.startswith("console: Failed to load resource")] == []
+    assert not_failed_loads(problems) == []
 
 
 async def test_a_merchant_name_cannot_break_out_of_the_page_s_script(
@@ -149,22 +129,14 @@ async def test_a_merchant_name_cannot_break_out_of_the_page_s_script(
     member = await sign_up(served, company="Evil </script><script>alert(1)</script> & Co")
     payment = await create_payment(served, member)
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            dialogs: list[str] = []
-            page.on("dialog", lambda dialog: dialogs.append(dialog.message))
-            await page.goto(payment["payUrl"])
-            await page.fill("#number", "4242 4242 4242 4242")
-            await page.fill("#expMonth", "12")
-            await page.fill("#expYear", "29")
-            await page.fill("#cvc", "123")
-            await page.click("#submit")
-            await page.wait_for_selector("#paid", timeout=10_000)
-            paid = await page.inner_text("#paid")
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, _):
+        dialogs: list[str] = []
+        page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+        await page.goto(payment["payUrl"])
+        await _type_card(page, "4242 4242 4242 4242", "12", "29")
+        await page.click("#submit")
+        await page.wait_for_selector("#paid", timeout=10_000)
+        paid = await page.inner_text("#paid")
 
     assert dialogs == []
     assert "to Evil </script><script>alert(1)</script> & Co." in paid

@@ -23,11 +23,10 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from aiohttp.typedefs import Handler, Middleware
-from playwright.async_api import Page, Request, async_playwright
+from playwright.async_api import Page, Request
 
-from tests.conftest import CHROMIUM_ARGS
 from tests.helpers import Member, assert_envelope, create_payment, post_as, sign_up
-from tests.pages.browser import record_violations
+from tests.pages.browser import open_page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WAIT_MS = 10_000
@@ -60,25 +59,25 @@ class Explorer:
 
 
 @asynccontextmanager
-async def explorer_open(served: TestClient[Any, Any], chromium: str) -> AsyncIterator[Explorer]:
-    """Chromium on /api/docs, its operations listed, recording problems from the first load."""
+async def explorer_open(
+    served: TestClient[Any, Any], chromium: str, credential: str | None = None
+) -> AsyncIterator[Explorer]:
+    """Chromium on /api/docs, its operations listed, recording problems from the first load;
+    signed in with `credential` (a session token or an API key) pasted, when one is given."""
     base = str(served.make_url("")).rstrip("/")
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            explorer = Explorer(page, await record_violations(page))
+    async with open_page(chromium) as (page, problems):
+        explorer = Explorer(page, problems)
 
-            def on_request(request: Request) -> None:
-                if "/api/v1/" in request.url:
-                    explorer.sent.append(request.url)
+        def on_request(request: Request) -> None:
+            if "/api/v1/" in request.url:
+                explorer.sent.append(request.url)
 
-            page.on("request", on_request)
-            await page.goto(f"{base}/api/docs")
-            await page.wait_for_selector("button.op", timeout=WAIT_MS)
-            yield explorer
-        finally:
-            await browser.close()
+        page.on("request", on_request)
+        await page.goto(f"{base}/api/docs")
+        await page.wait_for_selector("button.op", timeout=WAIT_MS)
+        if credential is not None:
+            await explorer.paste(credential)
+        yield explorer
 
 
 async def _screenshot(page: Page, name: str) -> None:
@@ -199,9 +198,8 @@ async def test_the_prefilled_body_of_create_payment_is_accepted_as_it_is(
     # given a member with the explorer open on POST /merchant/payments
     member = await sign_up(served)
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, chromium, member.token) as explorer:
         page = explorer.page
-        await explorer.paste(member.token)
         await explorer.choose("POST /api/v1/merchant/payments")
         prefilled = json.loads(await page.input_value("#body"))
         fields = await page.inner_text("#fieldRows")
@@ -307,9 +305,8 @@ async def test_retrieve_payment_sends_the_typed_id_and_refuses_to_send_without_i
     member = await sign_up(served)
     payment = await create_payment(served, member, description="Two flat whites")
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, chromium, member.token) as explorer:
         page = explorer.page
-        await explorer.paste(member.token)
         await explorer.choose("GET /api/v1/merchant/payments/{id}")
         sent_before = list(explorer.sent)
 
@@ -340,9 +337,8 @@ async def test_a_path_parameter_is_encoded_into_the_url(
     # given the explorer on GET /merchant/payments/{id}
     member = await sign_up(served)
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, chromium, member.token) as explorer:
         page = explorer.page
-        await explorer.paste(member.token)
         await explorer.choose("GET /api/v1/merchant/payments/{id}")
 
         # when the id typed holds characters a path gives meaning to
@@ -362,9 +358,8 @@ async def test_a_query_parameter_reaches_the_server(
     await create_payment(served, member)
     newest = await create_payment(served, member)
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, chromium, member.token) as explorer:
         page = explorer.page
-        await explorer.paste(member.token)
         await explorer.choose("GET /api/v1/merchant/payments")
         limit_help = await page.inner_text("#params")
 
@@ -427,29 +422,23 @@ async def test_a_script_injected_into_a_page_is_refused_and_reported(
     """What the tests above rely on: the policy is enforced, and a refusal is seen."""
     base = str(served.make_url("")).rstrip("/")
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(f"{base}/api/docs")
+    async with open_page(chromium) as (page, problems):
+        await page.goto(f"{base}/api/docs")
 
-            # when markup with an inline script and an inline handler reaches the page
-            await page.evaluate(
-                """() => {
-                  const script = document.createElement('script');
-                  script.textContent = 'window.injected = true';
-                  document.body.appendChild(script);
-                  const img = document.createElement('img');
-                  img.setAttribute('onerror', 'window.handled = true');
-                  img.src = 'data:,';
-                  document.body.appendChild(img);
-                }"""
-            )
-            await page.wait_for_timeout(200)
-            ran = await page.evaluate("[window.injected === true, window.handled === true]")
-        finally:
-            await browser.close()
+        # when markup with an inline script and an inline handler reaches the page
+        await page.evaluate(
+            """() => {
+              const script = document.createElement('script');
+              script.textContent = 'window.injected = true';
+              document.body.appendChild(script);
+              const img = document.createElement('img');
+              img.setAttribute('onerror', 'window.handled = true');
+              img.src = 'data:,';
+              document.body.appendChild(img);
+            }"""
+        )
+        await page.wait_for_timeout(200)
+        ran = await page.evaluate("[window.injected === true, window.handled === true]")
 
     # then neither ran, and the refusals were reported
     assert ran == [False, False]

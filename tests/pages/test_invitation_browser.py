@@ -13,11 +13,10 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Dialog, async_playwright
+from playwright.async_api import Dialog
 
-from tests.conftest import CHROMIUM_ARGS
 from tests.helpers import Member, latest_code, sign_up
-from tests.pages.browser import record_violations
+from tests.pages.browser import not_failed_loads, open_page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 INVITEE = "new@example.com"
@@ -46,11 +45,6 @@ async def _invitations(served: TestClient[Any, Any], owner: Member) -> list[dict
     return found
 
 
-def _not_failed_loads(problems: list[str]) -> list[str]:
-    """The problems but a 4xx answer, which the browser logs as a failed load (not a refusal)."""
-    return [p for p in problems if not p.startswith("console: Failed to load resource")]
-
-
 async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_violation(
     served: TestClient[Any, Any], chromium: str
 ) -> None:
@@ -59,43 +53,37 @@ async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_viola
     _, link = await _invite(served, owner)
 
     # when the invitee opens the link, accepts, and types the code mailed to them
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            response = await page.goto(link)
-            status = response.status if response else None
-            policy = response.headers.get("content-security-policy", "") if response else ""
-            robots = await page.get_attribute("meta[name=robots]", "content")
-            heading = await page.inner_text("h1")
-            company = await page.inner_text("#company")
-            role = await page.inner_text("#role")
-            email = await page.inner_text("#email")
-            shown_status = await page.inner_text("#status")
-            form_before = await page.is_visible("#code-form")
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "invitation-page.png"), full_page=True)
+    async with open_page(chromium) as (page, problems):
+        response = await page.goto(link)
+        status = response.status if response else None
+        policy = response.headers.get("content-security-policy", "") if response else ""
+        robots = await page.get_attribute("meta[name=robots]", "content")
+        heading = await page.inner_text("h1")
+        company = await page.inner_text("#company")
+        role = await page.inner_text("#role")
+        email = await page.inner_text("#email")
+        shown_status = await page.inner_text("#status")
+        form_before = await page.is_visible("#code-form")
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "invitation-page.png"), full_page=True)
 
-            await page.click("#accept")
-            await page.wait_for_selector("#code-form", state="visible", timeout=10_000)
-            code_sent = await page.inner_text("#code-sent")
-            buttons_after_accept = await page.is_visible("#actions")
-            expiry_after_accept = await page.is_visible("#expires")
-            focused = await page.evaluate("document.activeElement.id")
-            code = await latest_code(served, INVITEE)
-            await page.fill("#code", code)
-            await page.click("#verify")
-            await page.wait_for_selector("#outcome-title", timeout=10_000)
-            joined = await page.inner_text("#outcome-title")
-            form_after = await page.is_visible("#code-form")
-            status_after = await page.get_attribute("#status", "data-status")
-            stored = await page.evaluate(
-                "[localStorage.length, sessionStorage.length, document.cookie]"
-            )
-            page_text = await page.inner_text("body")
-        finally:
-            await browser.close()
+        await page.click("#accept")
+        await page.wait_for_selector("#code-form", state="visible", timeout=10_000)
+        code_sent = await page.inner_text("#code-sent")
+        buttons_after_accept = await page.is_visible("#actions")
+        expiry_after_accept = await page.is_visible("#expires")
+        focused = await page.evaluate("document.activeElement.id")
+        code = await latest_code(served, INVITEE)
+        await page.fill("#code", code)
+        await page.click("#verify")
+        await page.wait_for_selector("#outcome-title", timeout=10_000)
+        joined = await page.inner_text("#outcome-title")
+        form_after = await page.is_visible("#code-form")
+        status_after = await page.get_attribute("#status", "data-status")
+        stored = await page.evaluate(
+            "[localStorage.length, sessionStorage.length, document.cookie]"
+        )
+        page_text = await page.inner_text("body")
 
     # then the page showed the invitation, then the code form, then that they joined; the
     # browser refused nothing the page did, and the page kept no session token anywhere
@@ -126,40 +114,34 @@ async def test_a_wrong_code_shows_the_apis_message_and_the_right_one_still_joins
     owner = await sign_up(served, company="Blue Mug Coffee")
     _, link = await _invite(served, owner)
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(link)
-            await page.click("#accept")
-            await page.wait_for_selector("#code-form", state="visible", timeout=10_000)
-            code = await latest_code(served, INVITEE)
-            wrong = "111111" if code != "111111" else "222222"
+    async with open_page(chromium) as (page, problems):
+        await page.goto(link)
+        await page.click("#accept")
+        await page.wait_for_selector("#code-form", state="visible", timeout=10_000)
+        code = await latest_code(served, INVITEE)
+        wrong = "111111" if code != "111111" else "222222"
 
-            # when they type something that is not a code, then a wrong code, then the right one
-            await page.fill("#code", "12ab")
-            await page.click("#verify")
-            not_a_code = await page.inner_text("#error")
-            await page.fill("#code", wrong)
-            await page.click("#verify")
-            await page.wait_for_selector("#error:has-text('code')", timeout=10_000)
-            wrong_code = await page.inner_text("#error")
-            still_there = await page.is_visible("#code-form")
-            await page.fill("#code", f"{code[:3]} {code[3:]}")
-            await page.click("#verify")
-            await page.wait_for_selector("#outcome-title", timeout=10_000)
-            joined = await page.inner_text("#outcome-title")
-            error_after = await page.inner_text("#error")
-        finally:
-            await browser.close()
+        # when they type something that is not a code, then a wrong code, then the right one
+        await page.fill("#code", "12ab")
+        await page.click("#verify")
+        not_a_code = await page.inner_text("#error")
+        await page.fill("#code", wrong)
+        await page.click("#verify")
+        await page.wait_for_selector("#error:has-text('code')", timeout=10_000)
+        wrong_code = await page.inner_text("#error")
+        still_there = await page.is_visible("#code-form")
+        await page.fill("#code", f"{code[:3]} {code[3:]}")
+        await page.click("#verify")
+        await page.wait_for_selector("#outcome-title", timeout=10_000)
+        joined = await page.inner_text("#outcome-title")
+        error_after = await page.inner_text("#error")
 
     # then each mistake is told as text and the form stays, and the right code joins
     assert not_a_code == "Enter the 6-digit code from the email."
     assert wrong_code == "The code is wrong, expired or no longer usable"
     assert still_there
     assert joined == "You've joined Blue Mug Coffee" and error_after == ""
-    assert _not_failed_loads(problems) == []
+    assert not_failed_loads(problems) == []
 
 
 async def test_the_invitee_declines_and_the_invitation_is_rejected(
@@ -170,22 +152,16 @@ async def test_the_invitee_declines_and_the_invitation_is_rejected(
     _, link = await _invite(served, owner)
 
     # when the invitee opens the link and declines
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(link)
-            await page.click("#decline")
-            await page.wait_for_selector("#outcome-title", timeout=10_000)
-            declined = await page.inner_text("#outcome-title")
-            buttons = await page.is_visible("#actions")
-            shown_status = await page.inner_text("#status")
-            await page.reload()
-            closed = await page.inner_text("#closed")
-            buttons_on_reload = await page.locator("button").count()
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        await page.goto(link)
+        await page.click("#decline")
+        await page.wait_for_selector("#outcome-title", timeout=10_000)
+        declined = await page.inner_text("#outcome-title")
+        buttons = await page.is_visible("#actions")
+        shown_status = await page.inner_text("#status")
+        await page.reload()
+        closed = await page.inner_text("#closed")
+        buttons_on_reload = await page.locator("button").count()
 
     # then the page says so, the invitation is REJECTED, and nobody joined
     assert declined == "You declined the invitation"
@@ -204,33 +180,27 @@ async def test_accepting_an_invitation_withdrawn_meanwhile_shows_the_apis_answer
     owner = await sign_up(served, company="Blue Mug Coffee")
     invitation, link = await _invite(served, owner)
 
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(link)
+    async with open_page(chromium) as (page, problems):
+        await page.goto(link)
 
-            # when the owner withdraws it before the invitee clicks Accept
-            revoked = await served.post(
-                f"/api/v1/team/invitations/{invitation['id']}/revoke", headers=owner.headers
-            )
-            assert revoked.status == 200, await revoked.text()
-            await page.click("#accept")
-            await page.wait_for_selector("#error:has-text('open')", timeout=10_000)
-            error = await page.inner_text("#error")
-            form = await page.is_visible("#code-form")
-            await page.reload()
-            closed = await page.inner_text("#closed")
-            buttons_on_reload = await page.locator("button").count()
-        finally:
-            await browser.close()
+        # when the owner withdraws it before the invitee clicks Accept
+        revoked = await served.post(
+            f"/api/v1/team/invitations/{invitation['id']}/revoke", headers=owner.headers
+        )
+        assert revoked.status == 200, await revoked.text()
+        await page.click("#accept")
+        await page.wait_for_selector("#error:has-text('open')", timeout=10_000)
+        error = await page.inner_text("#error")
+        form = await page.is_visible("#code-form")
+        await page.reload()
+        closed = await page.inner_text("#closed")
+        buttons_on_reload = await page.locator("button").count()
 
     # then the API's message is shown as text, no code form opens, and a reload says why
     assert error == "The invitation is no longer open"
     assert not form
     assert closed == "Blue Mug Coffee withdrew this invitation." and buttons_on_reload == 0
-    assert _not_failed_loads(problems) == []
+    assert not_failed_loads(problems) == []
 
 
 async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitation(
@@ -243,21 +213,15 @@ async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitat
     token = urlsplit(link).path.rsplit("/", 1)[1]
 
     # when someone opens the link with the wrong token
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            response = await page.goto(f"{base}/invite/guessed-{token[:8]}")
-            status = response.status if response else None
-            content_type = response.headers.get("content-type") if response else None
-            heading = await page.inner_text("main#invalid h1")
-            parts = await page.locator(
-                "#invitation, #company, #role, #email, #accept, #decline, form, script"
-            ).count()
-            html = await page.content()
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        response = await page.goto(f"{base}/invite/guessed-{token[:8]}")
+        status = response.status if response else None
+        content_type = response.headers.get("content-type") if response else None
+        heading = await page.inner_text("main#invalid h1")
+        parts = await page.locator(
+            "#invitation, #company, #role, #email, #accept, #decline, form, script"
+        ).count()
+        html = await page.content()
 
     # then the page says only that the link is not valid, with a 404
     assert status == 404 and content_type is not None and content_type.startswith("text/html")
@@ -265,7 +229,7 @@ async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitat
     assert parts == 0
     for secret in ("Blue Mug Coffee", INVITEE, "finance", token):
         assert secret not in html, secret
-    assert _not_failed_loads(problems) == []
+    assert not_failed_loads(problems) == []
 
 
 async def test_a_hostile_company_name_renders_as_text(
@@ -277,31 +241,25 @@ async def test_a_hostile_company_name_renders_as_text(
     _, link = await _invite(served, owner)
 
     # when the invitee opens the link and declines
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            dialogs: list[str] = []
+    async with open_page(chromium) as (page, problems):
+        dialogs: list[str] = []
 
-            async def dialog(opened: Dialog) -> None:
-                dialogs.append(opened.message)
-                await opened.dismiss()
+        async def dialog(opened: Dialog) -> None:
+            dialogs.append(opened.message)
+            await opened.dismiss()
 
-            page.on("dialog", dialog)
-            await page.goto(link)
-            company = await page.text_content("#company")
-            title = await page.title()
-            images = await page.locator("img").count()
-            scripts = await page.locator("script").count()
-            await page.click("#decline")
-            await page.wait_for_selector("#outcome-title", timeout=10_000)
-            outcome = await page.text_content("#outcome p")
-            images_after = await page.locator("img").count()
-            # Anything that did run would have run by now; give it a moment to show.
-            await page.wait_for_timeout(200)
-        finally:
-            await browser.close()
+        page.on("dialog", dialog)
+        await page.goto(link)
+        company = await page.text_content("#company")
+        title = await page.title()
+        images = await page.locator("img").count()
+        scripts = await page.locator("script").count()
+        await page.click("#decline")
+        await page.wait_for_selector("#outcome-title", timeout=10_000)
+        outcome = await page.text_content("#outcome p")
+        images_after = await page.locator("img").count()
+        # Anything that did run would have run by now; give it a moment to show.
+        await page.wait_for_timeout(200)
 
     # then the name is shown as the raw text it is, also where the script writes it; nothing
     # ran, and the browser refused nothing

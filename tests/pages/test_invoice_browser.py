@@ -15,12 +15,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Dialog, async_playwright
+from playwright.async_api import Dialog
 from pypdf import PdfReader
 
-from tests.conftest import CHROMIUM_ARGS
 from tests.helpers import Member, sign_up
-from tests.pages.browser import record_violations
+from tests.pages.browser import not_failed_loads, open_page
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
@@ -67,35 +66,29 @@ async def test_the_page_shows_the_invoice_with_no_policy_violation(
     invoice, url = await _invoice(served, member)
 
     # when the customer opens the link in the invoice email
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            response = await page.goto(url)
-            status = response.status if response else None
-            main_status = await page.get_attribute("main#invoice.invoice", "data-status")
-            test_mode = await page.inner_text("#test-mode")
-            merchant = await page.inner_text("#merchant")
-            number = await page.inner_text("#invoice-number")
-            amount_due = await page.inner_text("#amount-due")
-            badge = await page.inner_text("#status.badge")
-            badge_status = await page.get_attribute("#status", "data-status")
-            customer_name = await page.inner_text("#bill-to #customer-name")
-            customer_email = await page.inner_text("#bill-to #customer-email")
-            issue_date = await page.inner_text("dd#issue-date")
-            due_date = await page.inner_text("dd#due-date")
-            rows = [
-                await row.locator("td").all_inner_texts()
-                for row in await page.locator("table#items tbody tr.item").all()
-            ]
-            total = await page.inner_text("td#total")
-            memo = await page.inner_text("section#memo p")
-            href = await page.get_attribute("a#download-pdf.download", "href")
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "invoice-page.png"), full_page=True)
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        response = await page.goto(url)
+        status = response.status if response else None
+        main_status = await page.get_attribute("main#invoice.invoice", "data-status")
+        test_mode = await page.inner_text("#test-mode")
+        merchant = await page.inner_text("#merchant")
+        number = await page.inner_text("#invoice-number")
+        amount_due = await page.inner_text("#amount-due")
+        badge = await page.inner_text("#status.badge")
+        badge_status = await page.get_attribute("#status", "data-status")
+        customer_name = await page.inner_text("#bill-to #customer-name")
+        customer_email = await page.inner_text("#bill-to #customer-email")
+        issue_date = await page.inner_text("dd#issue-date")
+        due_date = await page.inner_text("dd#due-date")
+        rows = [
+            await row.locator("td").all_inner_texts()
+            for row in await page.locator("table#items tbody tr.item").all()
+        ]
+        total = await page.inner_text("td#total")
+        memo = await page.inner_text("section#memo p")
+        href = await page.get_attribute("a#download-pdf.download", "href")
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "invoice-page.png"), full_page=True)
 
     # then the page holds the whole invoice, due, with its PDF link, and the browser refused
     # nothing the page did under its policy
@@ -138,28 +131,22 @@ async def test_a_hostile_description_and_customer_name_render_as_text(
     )
 
     # when the customer opens the page
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            dialogs: list[str] = []
+    async with open_page(chromium) as (page, problems):
+        dialogs: list[str] = []
 
-            async def dialog(opened: Dialog) -> None:
-                dialogs.append(opened.message)
-                await opened.dismiss()
+        async def dialog(opened: Dialog) -> None:
+            dialogs.append(opened.message)
+            await opened.dismiss()
 
-            page.on("dialog", dialog)
-            await page.goto(url)
-            descriptions = await page.locator("tbody tr.item td.description").all_text_contents()
-            customer_name = await page.text_content("#customer-name")
-            images_in_table = await page.locator("table#items img").count()
-            images = await page.locator("img").count()
-            scripts = await page.locator("script").count()
-            # Anything that did run would have run by now; give it a moment to show.
-            await page.wait_for_timeout(200)
-        finally:
-            await browser.close()
+        page.on("dialog", dialog)
+        await page.goto(url)
+        descriptions = await page.locator("tbody tr.item td.description").all_text_contents()
+        customer_name = await page.text_content("#customer-name")
+        images_in_table = await page.locator("table#items img").count()
+        images = await page.locator("img").count()
+        scripts = await page.locator("script").count()
+        # Anything that did run would have run by now; give it a moment to show.
+        await page.wait_for_timeout(200)
 
     # then each value is shown as the raw text it is: no element was made of it, nothing ran,
     # and the browser refused nothing (there was nothing to refuse)
@@ -178,24 +165,18 @@ async def test_the_download_link_downloads_the_pdf(
     invoice, url = await _invoice(served, member)
 
     # when the customer clicks Download PDF
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(url)
-            async with page.expect_download() as downloading:
-                await page.click("#download-pdf")
-            download = await downloading.value
-            filename = download.suggested_filename
-            failure = await download.failure()
-            data = await asyncio.to_thread(Path(await download.path()).read_bytes)
-            pdf_url = await page.eval_on_selector("#download-pdf", "a => a.href")
-            fetched = await page.request.get(pdf_url)
-            content_type = fetched.headers["content-type"]
-            fetched_status = fetched.status
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        await page.goto(url)
+        async with page.expect_download() as downloading:
+            await page.click("#download-pdf")
+        download = await downloading.value
+        filename = download.suggested_filename
+        failure = await download.failure()
+        data = await asyncio.to_thread(Path(await download.path()).read_bytes)
+        pdf_url = await page.eval_on_selector("#download-pdf", "a => a.href")
+        fetched = await page.request.get(pdf_url)
+        content_type = fetched.headers["content-type"]
+        fetched_status = fetched.status
 
     # then the browser saves the invoice's PDF under the invoice's number
     assert failure is None
@@ -217,22 +198,16 @@ async def test_a_wrong_token_shows_the_invalid_link_page_and_nothing_of_the_invo
     base = str(served.make_url("")).rstrip("/")
 
     # when someone opens the link with the wrong token
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            response = await page.goto(f"{base}/i/{invoice['id']}?t=guessed")
-            status = response.status if response else None
-            invalid = await page.is_visible("main#invalid")
-            heading = await page.inner_text("main#invalid h1")
-            invoice_parts = await page.locator(
-                "#invoice, #invoice-number, #bill-to, #customer-name, #items, #download-pdf"
-            ).count()
-            text = await page.inner_text("body")
-            html = await page.content()
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        response = await page.goto(f"{base}/i/{invoice['id']}?t=guessed")
+        status = response.status if response else None
+        invalid = await page.is_visible("main#invalid")
+        heading = await page.inner_text("main#invalid h1")
+        invoice_parts = await page.locator(
+            "#invoice, #invoice-number, #bill-to, #customer-name, #items, #download-pdf"
+        ).count()
+        text = await page.inner_text("body")
+        html = await page.content()
 
     # then the page says only that the link is not valid, with a 404
     assert status == 404
@@ -242,7 +217,7 @@ async def test_a_wrong_token_shows_the_invalid_link_page_and_nothing_of_the_invo
         assert secret not in html, secret
     assert "Acme Ltd" not in text
     # The 404 is logged as a failed load, which is not a refusal.
-    assert [p for p in problems if not p.startswith("console: Failed to load resource")] == []
+    assert not_failed_loads(problems) == []
 
 
 async def test_a_paid_invoice_shows_paid_and_prints_without_the_download_link(
@@ -260,24 +235,18 @@ async def test_a_paid_invoice_shows_paid_and_prints_without_the_download_link(
     paid_at = (await paid.json())["paidAt"]
 
     # when the customer opens the page, then prints it
-    async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            page = await browser.new_page()
-            problems = await record_violations(page)
-            await page.goto(url)
-            main_status = await page.get_attribute("main#invoice", "data-status")
-            status = await page.get_attribute("#status", "data-status")
-            badge = await page.inner_text("#status")
-            label = await page.inner_text(".amount-label")
-            link_on_screen = await page.is_visible("#download-pdf")
-            ARTIFACTS.mkdir(exist_ok=True)
-            await page.screenshot(path=str(ARTIFACTS / "invoice-page-paid.png"), full_page=True)
-            await page.emulate_media(media="print")
-            link_in_print = await page.is_visible("#download-pdf")
-            printed = await page.pdf()
-        finally:
-            await browser.close()
+    async with open_page(chromium) as (page, problems):
+        await page.goto(url)
+        main_status = await page.get_attribute("main#invoice", "data-status")
+        status = await page.get_attribute("#status", "data-status")
+        badge = await page.inner_text("#status")
+        label = await page.inner_text(".amount-label")
+        link_on_screen = await page.is_visible("#download-pdf")
+        ARTIFACTS.mkdir(exist_ok=True)
+        await page.screenshot(path=str(ARTIFACTS / "invoice-page-paid.png"), full_page=True)
+        await page.emulate_media(media="print")
+        link_in_print = await page.is_visible("#download-pdf")
+        printed = await page.pdf()
 
     # then the page shows it PAID, and prints as a PDF without the download link
     assert main_status == status == "PAID"

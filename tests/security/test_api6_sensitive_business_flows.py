@@ -1,6 +1,6 @@
 """API6, unrestricted access to sensitive business flows: checkout is the flow an attacker would
 automate (card testing, double charging, paying what the merchant withdrew). Each test drives
-the real checkout route as a script would (decisions 4, 15; README Conventions)."""
+the real checkout route as a script would (decisions 4, 15; docs/api.md "Conventions")."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 safety headers and no server version; errors reveal no stack trace, SQL or driver; no answer
 opens the API to other origins; methods the service does not serve are refused in the envelope;
 production refuses to start half-configured and has no development surfaces (decisions 0, 2;
-README Conventions; SECURITY.md)."""
+docs/api.md "Conventions"; SECURITY.md)."""
 
 from __future__ import annotations
 

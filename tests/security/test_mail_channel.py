@@ -4,7 +4,7 @@ line break. Against a real SMTP server on loopback that requires STARTTLS (tests
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from mps.bootstrap import Overrides
 from mps.config import ConfigError, load_settings
 from tests.conftest import Clock
 from tests.helpers import post_as, production_env, sign_up
-from tests.smtp import starttls_server
+from tests.smtp import SmtpServer, starttls_server
 
 SENDER = "Merchant Payments <no-reply@example.com>"
 
@@ -82,73 +82,74 @@ async def test_a_subject_with_line_breaks_cannot_add_a_header_or_a_recipient(
         assert "\n" not in message["Subject"] and "thief@example.net" in message["Subject"]
 
 
-async def test_the_sign_in_code_is_in_the_body_and_never_in_the_subject(
+@pytest.fixture
+async def relayed(
     tmp_path: Path,
     aiohttp_client: Callable[..., Any],
     make_app: Callable[..., web.Application],
     clock: Clock,
-) -> None:
-    # given: the service mailing through the trusted relay
+) -> AsyncIterator[tuple[TestClient[Any, Any], RelayingMailbox, SmtpServer]]:
+    """The service mailing through a `RelayingMailbox` whose relay each test sets, and an SMTP
+    server that requires STARTTLS to relay to."""
     with starttls_server(tmp_path) as server:
         mailbox = RelayingMailbox()
-        mailbox.relay = SmtpMailer(server.url, SENDER, ca_file=str(server.ca_file))
         client: TestClient[Any, Any] = await aiohttp_client(
             make_app(Overrides(clock=clock, mailer=mailbox))
         )
+        yield client, mailbox, server
 
-        # when
-        await sign_up(client, "owner@example.com")
 
-        # then
-        code = mailbox.messages("owner@example.com")[0].otp
-        assert code is not None
-        received = server.received.messages[0]
-        assert code not in received["Subject"]
-        assert code in received.get_payload(decode=False)
+async def test_the_sign_in_code_is_in_the_body_and_never_in_the_subject(
+    relayed: tuple[TestClient[Any, Any], RelayingMailbox, SmtpServer],
+) -> None:
+    # given: the service mailing through the trusted relay
+    client, mailbox, server = relayed
+    mailbox.relay = SmtpMailer(server.url, SENDER, ca_file=str(server.ca_file))
+
+    # when
+    await sign_up(client, "owner@example.com")
+
+    # then
+    code = mailbox.messages("owner@example.com")[0].otp
+    assert code is not None
+    received = server.received.messages[0]
+    assert code not in received["Subject"]
+    assert code in received.get_payload(decode=False)
 
 
 async def test_an_invoice_mailed_through_an_untrusted_relay_is_saved_and_says_its_email_failed(
-    tmp_path: Path,
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
+    relayed: tuple[TestClient[Any, Any], RelayingMailbox, SmtpServer],
 ) -> None:
     # given: a signed-in merchant, then a relay whose certificate is not trusted
-    with starttls_server(tmp_path) as server:
-        mailbox = RelayingMailbox()
-        client: TestClient[Any, Any] = await aiohttp_client(
-            make_app(Overrides(clock=clock, mailer=mailbox))
-        )
-        owner = await sign_up(client, "owner@example.com")
-        mailbox.relay = SmtpMailer(server.url, SENDER)
+    client, mailbox, server = relayed
+    owner = await sign_up(client, "owner@example.com")
+    mailbox.relay = SmtpMailer(server.url, SENDER)
 
-        # when
-        created = await post_as(
-            client,
-            owner,
-            "/api/v1/merchant/invoices",
-            {"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
-        )
+    # when
+    created = await post_as(
+        client,
+        owner,
+        "/api/v1/merchant/invoices",
+        {"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
+    )
 
-        # then: the invoice stands, the answer says its email failed, nothing was sent
-        assert created.status == 201, await created.text()
-        invoice = await created.json()
-        assert invoice["emailStatus"] == "FAILED"
-        assert invoice["emailError"] == "the mail server's certificate could not be verified"
-        assert server.received.messages == []
+    # then: the invoice stands, the answer says its email failed, nothing was sent
+    assert created.status == 201, await created.text()
+    invoice = await created.json()
+    assert invoice["emailStatus"] == "FAILED"
+    assert invoice["emailError"] == "the mail server's certificate could not be verified"
+    assert server.received.messages == []
 
-        # and when the relay's CA is configured, a resend goes out
-        mailbox.relay = SmtpMailer(server.url, SENDER, ca_file=str(server.ca_file))
-        resent = await client.post(
-            f"/api/v1/merchant/invoices/{invoice['id']}/resend", headers=owner.headers
-        )
-        assert resent.status == 200, await resent.text()
-        assert (await resent.json())["emailStatus"] == "SENT"
-        assert server.received.recipients == [["buyer@example.com"]]
-        fetched = await client.get(
-            f"/api/v1/merchant/invoices/{invoice['id']}", headers=owner.headers
-        )
-        assert (await fetched.json())["emailStatus"] == "SENT"
+    # and when the relay's CA is configured, a resend goes out
+    mailbox.relay = SmtpMailer(server.url, SENDER, ca_file=str(server.ca_file))
+    resent = await client.post(
+        f"/api/v1/merchant/invoices/{invoice['id']}/resend", headers=owner.headers
+    )
+    assert resent.status == 200, await resent.text()
+    assert (await resent.json())["emailStatus"] == "SENT"
+    assert server.received.recipients == [["buyer@example.com"]]
+    fetched = await client.get(f"/api/v1/merchant/invoices/{invoice['id']}", headers=owner.headers)
+    assert (await fetched.json())["emailStatus"] == "SENT"
 
 
 def test_the_smtp_ca_setting_is_loaded_at_start_and_a_wrong_one_stops_the_start(

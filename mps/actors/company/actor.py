@@ -13,7 +13,6 @@ from mps.actors.company import (
     approvals,
     audit,
     cards,
-    claims,
     invitations,
     invoices,
     kyc,
@@ -128,12 +127,11 @@ class CompanyActor(AsyncioActor):
         state.approvals = loaded.approvals
 
     def can_passivate(self) -> bool:
-        # The futures of in-flight keys live here; passivating would strand their waiters. An
-        # invoice number given back by a refused create lives only here too, until the next
-        # create takes it (the next incarnation would start after the highest one stored).
-        state = self.state
-        returned = any(state.returned_numbers.values())
-        return not state.in_flight and not returned and super().can_passivate()
+        # An invoice number given back by a refused create lives only here, until the next
+        # create takes it (the next incarnation would start after the highest one stored). The
+        # keys in flight, whose waiters passivating would strand, are the runtime's to count.
+        returned = any(self.state.returned_numbers.values())
+        return not returned and super().can_passivate()
 
     async def receive(self, message: Any) -> Any:
         state = self.state
@@ -152,10 +150,10 @@ class CompanyActor(AsyncioActor):
                 return api_keys.create_api_key(state, message)
             case RevokeApiKey():
                 return api_keys.revoke_api_key(state, message)
-            case ClaimKey(key=key):
-                return claims.claim_key(state, key)
-            case ReleaseKey(key=key):
-                claims.release_key(state, key)
+            case ClaimKey(key=key, owner=owner):
+                return self.keys_in_flight.claim(key, owner)
+            case ReleaseKey(key=key, owner=owner):
+                self.keys_in_flight.release(key, owner)
                 return None
             case CreatePayment():
                 return payments.create_payment(state, message)

@@ -1,49 +1,36 @@
-"""Idempotency-Key claims (decisions 16): which keys have a request running, decided in memory.
+"""Idempotency-Key claims asked for apart from a command (decisions 16), decided in memory.
 
-The stored-response lookup is the caller's, outside the actor's turn (mps.http.idempotency); the
-key's row, written in the same unit as the change, is the final guard should two requests ever
-run under one key (a crash between claim and commit loses these marks).
+A route whose handler has effects before its command (a call to the card processor, a mail)
+claims its key with these before it runs, looks for a stored response, and releases the key
+when it is done. Every other keyed command carries its claim (mps.actors.idempotency) and is
+claimed in the turn that decides it. Both kinds of claim are held in the actor's one table
+(`AsyncioActor.keys_in_flight`), so a request of either kind waits for the other under one key.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
-from mps.actors.company.state import CompanyState
-
-__all__ = ["ClaimKey", "ReleaseKey", "claim_key", "release_key"]
+__all__ = ["ClaimKey", "ReleaseKey"]
 
 
 @dataclass(frozen=True)
 class ClaimKey:
     """Reply: None when the key is now in flight for the caller, who must look for a stored
     response (outside this actor) before running, and release the key when done; or an asyncio
-    future to await while another request holds the key, then claim again."""
+    future to await while another request holds the key, then claim again.
+
+    `owner` is a token of the claiming request's own: a request cancelled while its claim was
+    being answered cannot tell whether it took the key, and releases it by that token."""
 
     key: str
+    owner: str | None = None
 
 
 @dataclass(frozen=True)
 class ReleaseKey:
-    """The request holding the key finished; wake whoever waits for it."""
+    """The request holding the key finished; wake whoever waits for it. With `owner`, only that
+    owner's claim is released (nothing, when the key is another request's or free)."""
 
     key: str
-
-
-def claim_key(state: CompanyState, key: str) -> asyncio.Future[None] | None:
-    """None when the key is now in flight for the caller; else the future of the request that
-    holds it. The key is marked before anything is looked up, so a duplicate arriving meanwhile
-    waits on it."""
-    waiter = state.in_flight.get(key)
-    if waiter is not None:
-        return waiter
-    state.in_flight[key] = asyncio.get_running_loop().create_future()
-    return None
-
-
-def release_key(state: CompanyState, key: str) -> None:
-    """The request holding the key finished: wake whoever waits for it."""
-    waiter = state.in_flight.pop(key, None)
-    if waiter is not None and not waiter.done():
-        waiter.set_result(None)
+    owner: str | None = None

@@ -29,6 +29,10 @@ class OpenSession:
     user_id: str
     mode: str
     audit: AuditContext = SYSTEM
+    # The user's session this one replaces, (company id, session id, reason): revoked in the same
+    # unit, so a move to another company is whole or not at all, whichever node owns the
+    # company of the session it ends.
+    replaces: tuple[str, str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,9 @@ def open_session(state: CompanyState, command: OpenSession) -> Detached:
             }
         )
     ]
+    if command.replaces is not None:
+        ended_company, ended_session, reason = command.replaces
+        statements.append(store.session_revoke(ended_company, ended_session, iso(now), reason))
 
     async def commit() -> tuple[str, datetime]:
         await commit_audited(state, statements, [audit])

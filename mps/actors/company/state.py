@@ -8,7 +8,6 @@ returns the commit as detached work; should the commit fail, what it held is und
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
@@ -41,9 +40,6 @@ class CompanyState:
     members: dict[str, str] = field(default_factory=dict)
     # The company's custom roles (the built-in ones are mps.domain.scopes').
     roles: dict[str, Role] = field(default_factory=dict)
-    # Idempotency keys whose first request is still running, with a future its duplicates
-    # wait on.
-    in_flight: dict[str, asyncio.Future[None]] = field(default_factory=dict)
     # mode -> webhook endpoints, once a create told us (mps.actors.company.webhooks).
     endpoint_counts: dict[str, int] = field(default_factory=dict)
     # The company's balances (mps.domain.ledger), loaded at activation; this actor alone
@@ -109,7 +105,9 @@ class CompanyState:
 def require_fresh(state: CompanyState) -> None:
     """Raise unless what the actor holds (books, payouts, invoice numbers, the audit head) may
     be trusted for a decision: 503 while commits of the books are in flight after a fault, then
-    a reload (mps.actors.commits)."""
+    a reload (mps.actors.commits). The fresh incarnation loads only once this one's task has
+    ended, which waits for every write still running that held one of its units
+    (mps.actors.runtime.hold_until), so it never reads storage that write may yet change."""
     if not state.stale:
         return
     if state.books.in_flight:

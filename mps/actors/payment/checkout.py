@@ -13,13 +13,16 @@ booked exactly once and a retry never charges the card again.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Any, TypeVar
 
-from mps.actors.attempts import Abandoned, Answered, Attempt, Settles, retry_key
+from mps.actors.attempts import Abandoned, Answered, Attempt, Recalled, Settles, retry_key
+from mps.actors.commits import follow_up
 from mps.actors.payment.core import PaymentCore
 from mps.actors.payment.messages import Checkout, CheckoutDeclined, Outcome
+from mps.actors.persistence import WRITE_DEADLINE
 from mps.actors.references import commit_new_payment
 from mps.actors.runtime import ActorDeadError, Detached, ask
 from mps.adapters.processor import Authorization, Processor
@@ -41,6 +44,8 @@ from mps.persistence.payment_store import load_payment
 from mps.persistence.statements import Statement
 
 __all__ = ["CheckoutTurns"]
+
+T = TypeVar("T")
 
 
 logger = logging.getLogger(__name__)
@@ -74,7 +79,7 @@ class CheckoutTurns(PaymentCore):
             )
             raise Conflict(msg, code="invalid_state")
 
-    async def _checkout(self, command: Checkout) -> Outcome | Detached:
+    def _checkout(self, command: Checkout) -> Detached:
         """Reserve the attempt and hand its authorization to detached work; its answer comes
         back as `Answered` (mps.actors.attempts)."""
         payment = self._require(command.mode)
@@ -96,8 +101,8 @@ class CheckoutTurns(PaymentCore):
             # checkout is too late either way.
             if self._attempts:
                 raise Conflict("This payment has expired", code="invalid_state")
-            await self._apply(rules.expire(payment, now), None)
-            payment = self._require(None)
+            expiry = self._apply(rules.expire(payment, now), None)
+            return Detached(self._too_late(expiry.work, self._require(None), now))
         try:
             rules.check_payable(payment, now)
         except Conflict:
@@ -124,10 +129,22 @@ class CheckoutTurns(PaymentCore):
         self._attempts[attempt.id] = attempt
         return Detached(self._authorize(attempt, processor))
 
+    async def _too_late(
+        self, expiry: Awaitable[Outcome], expired: Payment, now: datetime
+    ) -> Outcome:
+        """Detached work: once the expiry this checkout met is committed, its 409."""
+        await expiry
+        rules.check_payable(expired, now)  # raises the 409 it is
+        msg = "an EXPIRED payment was found payable"
+        raise AssertionError(msg)
+
     async def _answer_paid_again(self, payment: Payment, key: str) -> Outcome:
         """A checkout of a paid single-use payment under the Idempotency-Key of the attempt
         that paid it (its answer was lost, and the attempt was booked from storage): the
-        payment, as paid; nothing is charged. Any other is 409."""
+        payment, as paid; nothing is charged. Any other is 409. Detached work: it waits for
+        the units this actor handed over (the booking that paid it may be in flight), then
+        reads what storage holds."""
+        await self._units.drained()
         stored = await attempt_by_retry_key(self.context.database, payment.company_id,
                                             payment.id, key)  # fmt: skip
         if stored is None or stored.status != "APPROVED":
@@ -200,39 +217,46 @@ class CheckoutTurns(PaymentCore):
 
     def _abandoned(self, message: Abandoned) -> None:
         attempt = self._attempts.pop(message.attempt_id, None)
-        if message.unknown and attempt is not None:
+        if attempt is None:
+            return
+        if message.unknown:
             self._unsettled = True
+        if attempt.card is None:
+            # Left in flight by a fault and its recall failed: a request that joined it is told
+            # to retry (an attempt of this incarnation is answered by its own detached work).
+            msg = "The card's answer is being settled; try again"
+            attempt.resolve(error=Unavailable(msg, retry_after=1))
 
-    async def _answered(self, message: Answered) -> Outcome | Detached:
+    def _answered(self, message: Answered) -> Detached:
         attempt = self._attempts.pop(message.attempt_id)
         try:
-            result = await self._book_answer(attempt, message.authorization)
+            booking = self._book_answer(attempt, message.authorization)
+        except BaseException:
+            # Not booked: the row is settled from storage at reload.
+            self._unsettled = True
+            raise
+        return Detached(self._unsettled_on_failure(booking.work))
+
+    async def _unsettled_on_failure(self, work: Awaitable[T]) -> T:
+        try:
+            return await work
         except CheckoutDeclined:
             raise  # booked: the decline and the settled attempt committed together
         except BaseException:
             # Not booked, or of unknown outcome: the row is settled from storage at reload.
             self._unsettled = True
             raise
-        if isinstance(result, Detached):
-            return Detached(self._unsettled_on_failure(result.work))
-        return result
 
-    async def _unsettled_on_failure(self, work: Awaitable[Outcome]) -> Outcome:
-        try:
-            return await work
-        except BaseException:
-            self._unsettled = True
-            raise
-
-    async def _book_answer(self, attempt: Attempt, answer: Authorization) -> Outcome | Detached:
-        """Book the processor's answer to the attempt, settling the attempt in the same unit.
-        Returns Detached for a multi-use link's child (its commit changes nothing held here)."""
+    def _book_answer(self, attempt: Attempt, answer: Authorization) -> Detached:
+        """Reserve the processor's answer to the attempt and hand over the unit that books it,
+        settling the attempt in the same unit. A multi-use link's child is committed beside
+        the chain of this actor's units (its commit changes nothing held here)."""
         now = self.context.clock()
         stamp = iso(now)
         if not answer.approved:
             settles = Settles(attempt.id, "DECLINED", stamp)
-            outcome = await self._apply(rules.checkout_declined(self._require(None), now), settles)
-            raise CheckoutDeclined(outcome, answer.decline_code or "card_declined")
+            booked = self._apply(rules.checkout_declined(self._require(None), now), settles)
+            return Detached(_declined(booked.work, answer.decline_code or "card_declined"))
         settles = Settles(attempt.id, "APPROVED", stamp, attempt.idempotency)
         # A link's child is planned from the link as the attempt found it; a single-use payment
         # is what this actor holds (nothing changed it while the attempt was in flight).
@@ -265,41 +289,129 @@ class CheckoutTurns(PaymentCore):
                     (outcome, statements),
                     lambda r: plan(r)[1:],
                     self.references,
-                    commit=lambda unit: self._book(credit, unit),
+                    commit=lambda unit: self._book_now(credit, unit),
                 )
             )
-        await self._book(credit, statements)
         self.payment = after
-        self.context.recent.record(paid)
-        return outcome
 
-    async def _settle_left_in_flight(self) -> None:
-        """At activation: book what the processor answered to each attempt a fault left
-        IN_FLIGHT, once, before any message is taken (a cancel or an expiry must meet the
-        payment as the attempt left it). Recall never charges; a processor that cannot answer
-        fails the activation, so the payment answers 503 until it can."""
+        def adopt(_movements: list[Movement]) -> Outcome:
+            self._committed(after)
+            self._committed(paid)
+            return outcome
+
+        return self._book(credit, statements, undo=lambda: self._restore(payment), adopt=adopt)
+
+    async def _recall_left_in_flight(self) -> None:
+        """At activation: hold each attempt a fault left IN_FLIGHT as in flight again, and ask
+        the processor what it answered to it beside the actor: the answer comes back as
+        `Recalled` and is booked once. Recall never charges. Meanwhile commands wait outside
+        the mailbox (`_after_recall`): a cancel or an expiry must meet the payment as the
+        attempt leaves it."""
         payment = self._require(None)
-        db = self.context.database
-        for stored in await unsettled_attempts(db, self.company_id, self.payment_id):
-            processor = self.processors.get(payment.mode)
+        for stored in await unsettled_attempts(self.context.database, self.company_id,
+                                               self.payment_id):  # fmt: skip
+            attempt = Attempt.restored(stored, payment)
+            self._attempts[attempt.id] = attempt
+            task = asyncio.get_running_loop().create_task(self._recall(attempt.id))
+            recalls = self._recalls = self._recalls or set()
+            recalls.add(task)
+            task.add_done_callback(recalls.discard)
+
+    async def _recall(self, attempt_id: str) -> None:
+        """Beside the actor: the processor's memory of the attempt, told to the actor. A
+        processor that cannot answer leaves the attempt to the next activation."""
+        processor = self.processors.get(self._require(None).mode)
+        try:
             if processor is None:
                 msg = "Live card processing is not configured"
                 raise Unavailable(msg, code="processor_unavailable")
             async with asyncio.timeout(self.processor_deadline):
-                answer = await processor.recall(stored.id)
-            attempt = Attempt.restored(stored, self._require(None))
-            logger.warning(
-                "%s settles checkout attempt %s left in flight: %s",
-                self,
-                stored.id,
-                "not charged" if answer is None else "approved" if answer.approved else "declined",
-            )
-            if answer is None:
-                await self.context.commit(
-                    attempt_settle(stored.id, "VOID", iso(self.context.clock()))
-                )
-                continue
-            with contextlib.suppress(CheckoutDeclined):
-                result = await self._book_answer(attempt, answer)
-                if isinstance(result, Detached):
-                    await result.work
+                answer = await processor.recall(attempt_id)
+        except Exception:
+            logger.warning("%s could not recall checkout attempt %s", self, attempt_id,
+                           exc_info=True)  # fmt: skip
+            self._tell_self(Abandoned(attempt_id, unknown=True))
+            return
+        self._tell_self(Recalled(attempt_id, answer))
+
+    def _recalled(self, message: Recalled) -> Detached | None:
+        """Book what the processor recalled of an attempt left IN_FLIGHT (a tell: whoever
+        retries the checkout finds it booked, or joins it while it is)."""
+        attempt = self._attempts.get(message.attempt_id)
+        if attempt is None:
+            return None
+        answer = message.authorization
+        logger.warning(
+            "%s settles checkout attempt %s left in flight: %s",
+            self,
+            attempt.id,
+            "not charged" if answer is None else "approved" if answer.approved else "declined",
+        )
+        if answer is not None:
+            try:
+                booking = self._answered(Answered(attempt.id, answer))
+            except BaseException as error:
+                attempt.resolve(error=error)
+                raise
+            return Detached(_resolving(attempt, booking.work))
+        del self._attempts[attempt.id]
+        unit = attempt_settle(attempt.id, "VOID", iso(self.context.clock()))
+
+        async def send() -> None:
+            await self.context.commit(unit)
+
+        voided = self._units.submit(send)
+        return Detached(_resolving(attempt, self._unsettled_on_failure(voided)))
+
+    def _recalling(self) -> bool:
+        """Whether an attempt a fault left IN_FLIGHT is still being recalled and booked."""
+        return any(attempt.card is None for attempt in self._attempts.values())
+
+    def _after_recall(self, message: Any) -> Detached:
+        """`message` again, as a follow-up turn of this actor, once the attempts being
+        recalled are settled; the mailbox is not held up meanwhile."""
+        waiting = [a.done for a in self._attempts.values() if a.card is None]
+        return Detached(self._again_after(waiting, message))
+
+    async def _again_after(self, waiting: list[asyncio.Future[Any]], message: Any) -> Any:
+        # Bounded: an incarnation stopped before it booked the answer never resolves them.
+        _done, pending = await asyncio.wait(waiting, timeout=self._recall_patience())
+        if pending:
+            msg = "The card's answer is being settled; try again"
+            raise Unavailable(msg, retry_after=1)
+        return await follow_up(self.actor_ref, message)
+
+    def _recall_patience(self) -> float:
+        # The processor's deadline for the recall, then the writer's for booking its answer.
+        return self.processor_deadline + WRITE_DEADLINE
+
+    def on_failure(self, exception_type: Any, exception_value: Any, traceback: Any) -> None:
+        # Stopping (a crash, or a reload): whoever joined an attempt left in flight is told to
+        # retry now; the next incarnation recalls it again.
+        msg = "The card's answer is being settled; try again"
+        for attempt in self._attempts.values():
+            if attempt.card is None:
+                attempt.resolve(error=Unavailable(msg, retry_after=1))
+
+    def can_passivate(self) -> bool:
+        # A recall in flight would tell its answer to nobody.
+        return not self._recalls and super().can_passivate()
+
+
+async def _declined(booking: Awaitable[Outcome], code: str) -> Outcome:
+    """Detached work: once the decline is booked, the checkout's 402."""
+    raise CheckoutDeclined(await booking, code)
+
+
+async def _resolving(attempt: Attempt, booking: Awaitable[Any]) -> None:
+    """Detached work of a tell: book a recalled answer, and answer whoever joined the attempt
+    meanwhile (a decline is an answer to them, not a failure of the booking)."""
+    try:
+        outcome = await booking
+    except CheckoutDeclined as declined:
+        attempt.resolve(error=declined)
+        return
+    except BaseException as error:
+        attempt.resolve(error=error)
+        raise
+    attempt.resolve(outcome)

@@ -1,26 +1,32 @@
 """What every turn of the payment actor shares (mps.actors.payment.actor).
 
-`PaymentCore` holds the actor's state (the committed snapshot, its PENDING refunds, its checkout
-attempts in flight), plans a transition's unit (`_plan`), and commits it either directly
-(`_apply`) or, when money moves, through the company's books (`_book`, mps.actors.company.ledger).
-The checkout and refund turns (mps.actors.payment.checkout, mps.actors.payment.refunds) are built
-on it; all of them run in the one payment actor, one message at a time.
+`PaymentCore` holds the actor's state (the payment as its turns left it, its PENDING refunds,
+its checkout attempts in flight), plans a transition's unit (`_plan`), and hands it over either
+to the writer (`_apply`) or, when money moves, to the company's books (`_book`,
+mps.actors.company.ledger). No turn waits for either: it reserves the change in memory, hands
+the unit to the actor's `UnitChain` (mps.actors.commits) as detached work, and takes its next
+message, which is decided against the reservation; the caller's reply waits for the commit. The
+chain sends one unit after another, so the payment's units commit in the order they were
+decided, and a unit refused or of unknown outcome is undone there. The checkout and refund
+turns (mps.actors.payment.checkout, mps.actors.payment.refunds) are built on it; all of them
+run in the one payment actor, one message at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from mps.actors.attempts import Attempt
-from mps.actors.commits import undo_on_failure
+from mps.actors.commits import UnitChain
 from mps.actors.company.ledger import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.payment.messages import Outcome, with_customer
 from mps.actors.references import References
-from mps.actors.runtime import ActorDeadError, AsyncioActor
+from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached
 from mps.adapters.processor import Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
@@ -77,32 +83,30 @@ class PaymentCore(AsyncioActor):
         self.processors = processors
         self.public_url = public_url
         self.references = references
-        self._payment: Payment | None = None
-        # Its PENDING refunds: what they hold is not refundable again.
+        self.payment: Payment | None = None
+        # Its PENDING refunds (those whose creation is in flight included): what they hold is
+        # not refundable again.
         self.refunds: dict[str, Refund] = {}
-        # A commit's outcome is unknown (the writer missed its deadline): what this actor holds
-        # may differ from storage, so the next message goes to a fresh incarnation.
+        # What the company's books took from pending for a refund whose creation committed
+        # after a settle had already taken it from `refunds` (its release gives that back).
+        self._from_pending: dict[str, int] = {}
+        # A commit's outcome is unknown (the writer missed its deadline), or one was refused
+        # under later reservations: what this actor holds may differ from storage, so the next
+        # message goes to a fresh incarnation.
         self._stale = False
+        # The units its turns handed over, committed one after another (mps.actors.commits).
+        self._units = UnitChain(stale=self._mark_stale)
         # Checkout attempts whose authorization is in flight, by id (mps.actors.attempts).
         self._attempts: dict[str, Attempt] = {}
+        # Recalls of attempts a fault left IN_FLIGHT, running beside the actor (None while
+        # there are none, as for nearly every payment: an empty set is some 200 bytes).
+        self._recalls: set[asyncio.Task[None]] | None = None
         # An attempt may be IN_FLIGHT in storage with no call of this incarnation behind it:
         # the next message goes to a fresh incarnation, whose activation settles it.
         self._unsettled = False
 
     def __str__(self) -> str:
         return f"PaymentActor({self.payment_id})"
-
-    @property
-    def payment(self) -> Payment | None:
-        """The committed snapshot (loaded, or adopted after its commit)."""
-        return self._payment
-
-    @payment.setter
-    def payment(self, payment: Payment | None) -> None:
-        # Whatever this actor holds is committed, so reads may answer from it (mps.actors.recent).
-        self._payment = payment
-        if payment is not None:
-            self.context.recent.record(payment)
 
     def _require(self, mode: str | None) -> Payment:
         # Another mode's payment is as invisible as another company's.
@@ -114,13 +118,19 @@ class PaymentCore(AsyncioActor):
         with contextlib.suppress(ActorDeadError):
             self.actor_ref.tell(message)
 
-    async def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Outcome:
-        """Commit the transition, then adopt its state and reply."""
-        after, outcome, statements = self._plan(self._require(None), transition, idem)
-        with undo_on_failure(stale=self._mark_stale):
-            await self.context.commit(*statements)
+    def _apply(self, transition: Transition, idem: IdempotencyRecord | None) -> Detached:
+        """Reserve the transition's state now and commit it detached; the reply (its Outcome)
+        once committed."""
+        before = self._require(None)
+        after, outcome, statements = self._plan(before, transition, idem)
         self.payment = after
-        return outcome
+
+        async def send() -> Outcome:
+            await self.context.commit(*statements)
+            self._committed(after)
+            return outcome
+
+        return Detached(self._units.submit(send, undo=lambda: self._restore(before)))
 
     def _plan(
         self, before: Payment, transition: Transition, idem: IdempotencyRecord | None
@@ -157,17 +167,47 @@ class PaymentCore(AsyncioActor):
             statements += idem.statements(outcome)
         return after, outcome, statements
 
-    async def _book(
+    def _book(
+        self,
+        decide: Callable[[Books, ModeSettings], list[Movement]],
+        statements: Sequence[Statement] | Callable[[list[Movement]], Sequence[Statement]],
+        *,
+        undo: Callable[[], None],
+        adopt: Callable[[list[Movement]], Any] = lambda movements: movements,
+    ) -> Detached:
+        """Hand `statements` to the company's books, with the movements `decide` picks, after
+        the units before it; `undo` takes back what the turn reserved should it fail, and
+        `adopt` (given the movements, once committed) makes the reply.
+
+        The company decides the movements in its own turn, when the unit reaches it: this
+        actor never waits for that turn, nor for the commit. A refusal there (the balance
+        cannot take them) is a refused unit like any other: the reservation is undone and the
+        caller gets the 409."""
+
+        async def send() -> Any:
+            return adopt(await self._book_now(decide, statements))
+
+        return Detached(self._units.submit(send, undo=undo))
+
+    async def _book_now(
         self,
         decide: Callable[[Books, ModeSettings], list[Movement]],
         statements: Sequence[Statement] | Callable[[list[Movement]], Sequence[Statement]],
     ) -> list[Movement]:
-        """Commit `statements` through the company actor, with the movements `decide` picks."""
+        """Detached work: commit `statements` through the company actor, with the movements
+        `decide` picks."""
         payment = self._require(None)
         unit = statements if callable(statements) else (lambda _movements: statements)
-        with undo_on_failure(stale=self._mark_stale):
-            movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
+        movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
         return movements
+
+    def _committed(self, payment: Payment) -> None:
+        # Committed: reads on this node may answer from it (mps.actors.recent). A reservation
+        # is never recorded, so a read never sees what storage may yet refuse.
+        self.context.recent.record(payment)
+
+    def _restore(self, before: Payment) -> None:
+        self.payment = before
 
     def _mark_stale(self) -> None:
         # A commit of unknown outcome: the next message goes to a fresh incarnation, and reads

@@ -1,15 +1,30 @@
 """The payment actor's refund turns: a refund is created (past the company's approval gate for
 refunds) with a reservation in the company's books, and settled by the processor's answer (or
-the sandbox's), completing or releasing what it reserved."""
+the sandbox's), completing or releasing what it reserved.
+
+Neither waits in the payment's turn. Asking the company is waiting (its answer comes from
+another actor's turn, and a booking's only after its commit), so the gate is asked from
+detached work, and a refund it lets through comes back as a follow-up `CreateRefund` that
+passes no gate: its turn checks the refund again against what the payment holds then, so two
+refunds let through together can never take more than the payment. A refund's turn reserves it
+(the payment's PENDING refunds count it at once) and hands its booking to the company's books
+after the payment's earlier units; a refusal there (the balance cannot take it) undoes the
+reservation. Every movement is the company's balanced ledger entry, committed with the refund's
+own change or not at all.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Coroutine
 from dataclasses import replace
 from datetime import timedelta
+from typing import Any
 
+from mps.actors.commits import follow_up
 from mps.actors.company.approvals import RequestApproval
 from mps.actors.payment.core import PaymentCore
 from mps.actors.payment.messages import CreateRefund, RefundOutcome, SettleRefund
+from mps.actors.runtime import Detached
 from mps.domain import refunds as refund_rules
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.company import ModeSettings
@@ -19,7 +34,12 @@ from mps.domain.refunds import Refund, RefundTransition
 from mps.errors import Conflict
 from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.payment_store import event_statements, payment_update
-from mps.persistence.refund_store import refund_events, refund_insert, refund_update
+from mps.persistence.refund_store import (
+    RefundExceedsPayment,
+    refund_events,
+    refund_insert,
+    refund_update,
+)
 from mps.persistence.statements import Statement
 from mps.representations.money import refund_json
 from mps.representations.payments import payment_json
@@ -36,7 +56,7 @@ def _with_split(refund: Refund, movements: list[Movement]) -> Refund:
 class RefundTurns(PaymentCore):
     """Creating and settling the payment's refunds."""
 
-    async def _create_refund(self, command: CreateRefund) -> RefundOutcome | ApprovalRequest:
+    def _create_refund(self, command: CreateRefund) -> Detached:
         payment = self._require(command.mode)
         now = self.context.clock()
         held = sum(r.amount_minor for r in self.refunds.values())
@@ -55,9 +75,7 @@ class RefundTurns(PaymentCore):
                 payment.mode, "refund.create", payment.currency, command.amount_minor, payload,
                 command.requested_by, command.audit, command.idempotency,
             )  # fmt: skip
-            approval: ApprovalRequest | None = await self.company(gate)
-            if approval is not None:
-                return approval
+            return Detached(self._through_gate(gate, replace(command, requested_by=None)))
         refund = refund_rules.create(
             payment,
             held,
@@ -84,11 +102,45 @@ class RefundTurns(PaymentCore):
                 statements += command.idempotency.statements(outcome)
             return statements
 
-        movements = await self._book(reserve, unit)
-        self.refunds[refund.id] = _with_split(refund, movements)
-        return outcome
+        self.refunds[refund.id] = refund
 
-    async def _settle_refund(self, command: SettleRefund) -> RefundOutcome:
+        def adopt(movements: list[Movement]) -> RefundOutcome:
+            split = _with_split(refund, movements)
+            if refund.id in self.refunds:
+                self.refunds[refund.id] = split
+            else:
+                # Settled in memory already; its settle's release reads what pending gave.
+                self._from_pending[refund.id] = split.from_pending_minor
+            return outcome
+
+        def undo() -> None:
+            self.refunds.pop(refund.id, None)
+
+        return Detached(self._guarded(self._book(reserve, unit, undo=undo, adopt=adopt).work))
+
+    async def _guarded(self, work: Coroutine[Any, Any, RefundOutcome]) -> RefundOutcome:
+        """Detached work: the refund's unit, whose insert storage refuses when the stored
+        refunds leave the payment too little (mps.persistence.refund_store). Memory let it
+        through, so memory is behind storage: the actor reloads before it decides again."""
+        try:
+            return await work
+        except RefundExceedsPayment as exc:
+            self._mark_stale()
+            msg = "The refund exceeds what remains of the payment"
+            raise Conflict(msg, code="refund_exceeds_remaining") from exc
+
+    async def _through_gate(
+        self, gate: RequestApproval, approved: CreateRefund
+    ) -> RefundOutcome | ApprovalRequest:
+        """Detached work: the company's approval gate; the PENDING request it made, or, when
+        none is needed, the refund made by the follow-up turn."""
+        approval: ApprovalRequest | None = await self.company(gate)
+        if approval is not None:
+            return approval
+        made: RefundOutcome | ApprovalRequest = await follow_up(self.actor_ref, approved)
+        return made
+
+    def _settle_refund(self, command: SettleRefund) -> Detached:
         payment = self._require(command.mode)
         refund = self.refunds.get(command.refund_id)
         if refund is None:
@@ -112,6 +164,7 @@ class RefundTurns(PaymentCore):
         if command.idempotency is not None:
             statements += command.idempotency.statements(outcome)
         stamp = done.updated_at
+        refund_id = refund.id
 
         def move(books: Books, _settings: ModeSettings) -> list[Movement]:
             if command.completed:
@@ -124,18 +177,27 @@ class RefundTurns(PaymentCore):
                         done.mode, done.currency, payment.id, done.amount_minor, stamp
                     )
                 ]
+            # Read when the company decides, after the refund's own creation has committed.
+            from_pending = self._from_pending.get(refund_id, refund.from_pending_minor)
             return [
                 books.refund_release(
-                    done.mode,
-                    done.currency,
-                    done.id,
-                    refund.from_pending_minor,
-                    done.amount_minor,
-                    stamp,
+                    done.mode, done.currency, done.id, from_pending, done.amount_minor, stamp
                 )
             ]
 
-        await self._book(move, statements)
         del self.refunds[refund.id]
         self.payment = after
-        return outcome
+
+        def adopt(_movements: list[Movement]) -> RefundOutcome:
+            self._from_pending.pop(refund_id, None)
+            self._committed(after)
+            return outcome
+
+        def undo() -> None:
+            known = self._from_pending.pop(refund_id, None)
+            self.refunds[refund_id] = (
+                refund if known is None else replace(refund, from_pending_minor=known)
+            )
+            self._restore(payment)
+
+        return self._book(move, statements, undo=undo, adopt=adopt)

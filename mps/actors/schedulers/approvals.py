@@ -16,6 +16,7 @@ between the deciding vote and the action).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -93,12 +94,23 @@ def _shown(action: str, result: Any) -> dict[str, Any]:
 
 
 class Approvals(ShardPass):
+    """`status_of` is the HTTP layer's status for an error (mps.http.statuses), handed in by the
+    composition root: a FAILED request shows the error its action would have answered with,
+    and the actors cannot import the layer that maps it."""
+
     def __init__(
-        self, database: Database, shards: ShardRouter, clock: Clock, interval: float
+        self,
+        database: Database,
+        shards: ShardRouter,
+        clock: Clock,
+        interval: float,
+        *,
+        status_of: Callable[[ServiceError], int],
     ) -> None:
         super().__init__(shards, interval)
         self._database = database
         self._clock = clock
+        self._status_of = status_of
 
     async def execute(
         self, request: ApprovalRequest, idempotency: IdempotencyRecord | None = None
@@ -156,7 +168,11 @@ class Approvals(ShardPass):
             raise
         except ServiceError as refused:
             guard.discard()
-            error = {"code": refused.code, "message": str(refused), "statusCode": refused.status}
+            error = {
+                "code": refused.code,
+                "message": str(refused),
+                "statusCode": self._status_of(refused),
+            }
             try:
                 failed: ApprovalRequest = await self._shards.ask_company(
                     request.company_id, FailApproval(request.id, error, idempotency)

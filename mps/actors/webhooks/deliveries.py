@@ -118,25 +118,38 @@ class Deliveries:
         With RabbitMQ the batch's message is acknowledged once they end, so a node that dies
         first leaves the message to another node; in process, once the deliveries are stored
         (the next start finds them). A delivery whose row existed already (the batch's message
-        came again) is left to the attempt path, which knows from its row what was made."""
+        came again) is left to the attempt path, which knows from its row what was made.
+
+        The endpoints are read first, for each company and mode the batch names, and an event
+        is read whole only when it can go somewhere: to its company's endpoints, or, for a
+        company with none (most, on the create path), to its payment's own URL, which the
+        read itself picks out (`own_url_events`). Nothing about endpoints is kept between
+        batches: an endpoint is created on its company's owner and the fan-out runs on any
+        node, so only a read made for this batch, after its events committed, is sure to see
+        an endpoint created just before them."""
         db = self.context.database
         ids = [item.event_id for item in batch.items]
-        companies = {item.event_id: item.company_id for item in batch.items}
+        named = {item.event_id: (item.company_id, item.mode) for item in batch.items}
+        endpoints: dict[tuple[str, str], list[Row]] = {}
+        for key in named.values():
+            if key not in endpoints:
+                endpoints[key] = await queries.endpoints_for_event(db, *key)
+        served = [event_id for event_id, key in named.items() if endpoints[key]]
+        unserved = [event_id for event_id, key in named.items() if not endpoints[key]]
+        found = await event_queries.events_by_ids(db, served)
+        found += await event_queries.own_url_events(db, unserved)
         events = {
             e["id"]: e
-            for e in await event_queries.events_by_ids(db, ids)
-            if e["company_id"] == companies[e["id"]]  # never another tenant's
+            for e in found
+            # Never another tenant's, and only under the endpoints read for it.
+            if (e["company_id"], e["mode"]) == named[e["id"]]
         }
-        endpoints: dict[tuple[str, str], list[Row]] = {}
         planned: list[tuple[Row, Row | None]] = []
         for event_id in ids:
             event = events.get(event_id)
             if event is None:
-                continue  # past retention, or never committed
-            key = (event["company_id"], event["mode"])
-            if key not in endpoints:
-                endpoints[key] = await queries.endpoints_for_event(db, *key)
-            planned += self._plan(event, "event", endpoints[key])
+                continue  # goes nowhere, past retention, or never committed
+            planned += self._plan(event, "event", endpoints[named[event_id]])
         if not planned:
             return []
         inserted = await self.context.commit(*(store.delivery_insert(r) for r, _ in planned))

@@ -37,6 +37,7 @@ from mps.http.resources.common import (
     aggregate,
     named,
     page,
+    per_currency,
     resource,
 )
 from mps.http.resources.money import (
@@ -125,5 +126,6 @@ __all__ = [
     "aggregate",
     "named",
     "page",
+    "per_currency",
     "resource",
 ]

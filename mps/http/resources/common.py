@@ -14,7 +14,7 @@ from mps.domain.payments import STATUSES
 from mps.domain.payouts import PAYOUT_STATUSES
 from mps.domain.refunds import REFUND_STATUSES
 from mps.domain.scopes import ALL_SCOPES
-from mps.http.schema import Array, Bool, Enum, Obj, Schema, Str
+from mps.http.schema import Array, Bool, Enum, Obj, OneOf, Schema, Str
 
 __all__ = [
     "APPROVAL_STATUS",
@@ -37,6 +37,7 @@ __all__ = [
     "aggregate",
     "named",
     "page",
+    "per_currency",
     "resource",
 ]
 
@@ -172,4 +173,13 @@ def aggregate(data: Schema) -> Obj:
         {"ok": OK, "requestId": REQUEST_ID, "data": data},
         required=["ok", "requestId", "data"],
         allow_unknown=True,
+    )
+
+
+def per_currency(item: Obj) -> OneOf:
+    """The answer of a summary read per currency: every currency's `item` in a list, or the one
+    object alone when the query names a currency (a `currency` filter narrows to one)."""
+    return OneOf(
+        [aggregate(Array(item)), resource(item)],
+        description="Per currency; one object when a currency is given.",
     )

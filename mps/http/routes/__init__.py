@@ -12,7 +12,9 @@ from mps.http.routes import (
     balance,
     cards,
     checkout,
+    companies,
     customers,
+    dashboard,
     dev,
     developer,
     events,
@@ -20,6 +22,7 @@ from mps.http.routes import (
     invitations,
     invoices,
     kyc,
+    pages,
     payments,
     payouts,
     refunds,
@@ -47,6 +50,7 @@ def all_routes(*, development: bool) -> list[Route]:
     return [
         *health.ROUTES,
         *auth.build(development),
+        *companies.ROUTES,
         *api_keys.ROUTES,
         *_open_to_keys(payments.ROUTES),
         *_open_to_keys(refunds.ROUTES),
@@ -67,4 +71,6 @@ def all_routes(*, development: bool) -> list[Route]:
         *developer.ROUTES,
         *sandbox.ROUTES,
         *dev.ROUTES,
+        *pages.build(),
+        *dashboard.build(development),
     ]

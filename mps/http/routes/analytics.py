@@ -11,10 +11,10 @@ from mps.domain.analytics import Window
 from mps.domain.payments import STATUSES
 from mps.errors import FieldError, ValidationFailed
 from mps.http.replies import Aggregate, Resource
-from mps.http.resources import aggregate, named, resource
+from mps.http.resources import named, per_currency
 from mps.http.routes.payments import CURRENCY_FILTER
 from mps.http.routing import Call, Route
-from mps.http.schema import Array, Enum, Int, Moment, Num, Obj, OneOf, Schema, Str
+from mps.http.schema import Array, Enum, Int, Moment, Num, Obj, Schema, Str
 from mps.persistence.queries import analytics as q
 from mps.representations.analytics import conversion_json, series_json, status_json
 
@@ -154,14 +154,6 @@ CONVERSION = _out(
 )
 
 
-def _per_currency(name: str, item: Obj) -> Schema:
-    named_item = named(name, item)
-    return OneOf(
-        [aggregate(Array(named_item)), resource(named_item)],
-        description="Per currency; one object when a currency is given.",
-    )
-
-
 ROUTES = [
     Route(
         "GET",
@@ -171,7 +163,7 @@ ROUTES = [
         "analytics",
         scope="analytics:read",
         query=Obj({**WINDOW, "interval": INTERVAL}),
-        response=_per_currency("AnalyticsSeries", SERIES),
+        response=per_currency(named("AnalyticsSeries", SERIES)),
     ),
     Route(
         "GET",
@@ -181,7 +173,7 @@ ROUTES = [
         "analytics",
         scope="analytics:read",
         query=Obj(WINDOW),
-        response=_per_currency("AnalyticsStatusSummary", STATUS_SUMMARY),
+        response=per_currency(named("AnalyticsStatusSummary", STATUS_SUMMARY)),
     ),
     Route(
         "GET",
@@ -191,6 +183,6 @@ ROUTES = [
         "analytics",
         scope="analytics:read",
         query=Obj(WINDOW),
-        response=_per_currency("AnalyticsConversion", CONVERSION),
+        response=per_currency(named("AnalyticsConversion", CONVERSION)),
     ),
 ]

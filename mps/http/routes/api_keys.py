@@ -8,6 +8,7 @@ import orjson
 
 from mps.actors.company import CreateApiKey, RevokeApiKey
 from mps.errors import NotFound
+from mps.http.idempotency import presented
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
@@ -55,6 +56,7 @@ def _created(result: tuple[dict[str, Any], str]) -> Resource:
 async def create_key(call: Call) -> Resource:
     session, body = call.session, call.body
     key_type, mode = body.get("type", "secret"), body.get("mode", session.mode)
+    idem = call.idempotent(_created)
     result = await call.services.shards.ask_company(
         session.company_id,
         CreateApiKey(
@@ -64,11 +66,11 @@ async def create_key(call: Call) -> Resource:
             type=key_type,
             mode=mode,
             scopes=tuple(body["scopes"]),
-            idempotency=call.idempotent(_created),
+            idempotency=idem,
             audit=call.audit(),
         ),
     )
-    return _created(result)
+    return presented(idem, result, _created)
 
 
 async def list_keys(call: Call) -> Page:
@@ -79,18 +81,22 @@ async def list_keys(call: Call) -> Page:
     return Page([key_view(r) for r in items], cursor)
 
 
+def _revoked(row: dict[str, Any]) -> Resource:
+    return Resource(key_view(row))
+
+
 async def revoke_key(call: Call) -> Resource:
     session, services = call.session, call.services
     # Read before asking, so the company actor's turn holds no read.
     key = await q.key_row(services.database, session.company_id, call.param("id"))
     if key is None:
         raise NotFound("No such API key")
-    idem = call.idempotent(lambda row: Resource(key_view(row)))
+    idem = call.idempotent(_revoked)
     row = await services.shards.ask_company(
         session.company_id, RevokeApiKey(key, idem, call.audit())
     )
     await services.credentials.forget_key(row["id"])
-    return Resource(key_view(row))
+    return presented(idem, row, _revoked)
 
 
 async def key_logs(call: Call) -> Page:
@@ -140,6 +146,7 @@ ROUTES = [
             },
             required=["name", "scopes"],
         ),
+        commits_key=True,
     ),
     Route(
         "GET",
@@ -159,6 +166,7 @@ ROUTES = [
         "api-keys",
         scope="settings:write",
         response=resource(API_KEY),
+        commits_key=True,
     ),
     Route(
         "GET",

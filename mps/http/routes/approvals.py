@@ -9,6 +9,7 @@ from mps.actors.company import CancelApproval, SetPolicy, VoteOnApproval
 from mps.domain.approvals import ACTIONS, ApprovalRequest, Policy
 from mps.domain.money import parse_amount_minor
 from mps.errors import Conflict, FieldError, NotFound, ValidationFailed
+from mps.http.idempotency import presented
 from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import APPROVAL, APPROVAL_STATUS, POLICY, page, resource
@@ -64,9 +65,23 @@ async def set_policy(call: Call) -> Resource:
     return Resource(policy_json(set_to))
 
 
+def _voter(call: Call) -> store.Voter | None:
+    """The signed-in member as a voter when the query asks for what awaits their vote."""
+    if not call.query.get("awaitingMyVote"):
+        return None
+    session = call.session
+    actions = frozenset(a for a, scope in ACTIONS.items() if scope in session.scopes)
+    return store.Voter(session.user_id, actions)
+
+
 async def list_requests(call: Call) -> Page:
     return await page_in_mode(
-        call, call.session, store.list_requests, approval_json, status=call.query.get("status")
+        call,
+        call.session,
+        store.list_requests,
+        approval_json,
+        status=call.query.get("status"),
+        awaiting=_voter(call),
     )
 
 
@@ -123,6 +138,7 @@ async def reject(call: Call) -> Resource:
 
 async def cancel(call: Call) -> Resource:
     session = call.session
+    idem = call.idempotent(_shown)
     try:
         after: ApprovalRequest = await call.services.shards.ask_company(
             session.company_id,
@@ -131,15 +147,17 @@ async def cancel(call: Call) -> Resource:
                 call.param("id"),
                 session.user_id,
                 call.audit(),
-                call.idempotent(_shown),
+                idem,
             ),
         )
     except NotFound as exc:
         raise await _decided(call, exc) from None
-    return _shown(after)
+    return presented(idem, after, _shown)
 
 
 VOTE_BODY = Obj({"comment": Str(max_length=1000)})
+# Query text: exactly `true` or `false`; false (or absent) filters nothing.
+AWAITING = Bool(from_text=True)
 # What an action above its approval policy's threshold answers instead of running.
 HELD = ((202, resource({"approvalRequest": APPROVAL})),)
 
@@ -183,7 +201,7 @@ ROUTES = [
         "Approval requests, newest first",
         "team",
         scope="team:read",
-        query=Obj({**PAGE_FIELDS, "status": APPROVAL_STATUS}),
+        query=Obj({**PAGE_FIELDS, "status": APPROVAL_STATUS, "awaitingMyVote": AWAITING}),
         response=page(APPROVAL),
     ),
     Route(
@@ -221,5 +239,6 @@ ROUTES = [
         "Withdraw your own PENDING request (also one your API key made)",
         "team",
         response=resource(APPROVAL),
+        commits_key=True,
     ),
 ]

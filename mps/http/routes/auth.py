@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mps.auth import signin
+from mps.http import signin
 from mps.http.mailed import mail_input
 from mps.http.replies import Resource
 from mps.http.resources import MEMBER_FIELDS, MODE, SESSION, resource

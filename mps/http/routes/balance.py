@@ -7,11 +7,11 @@ from mps.actors.company import Balances
 from mps.domain.ledger import MOVEMENT_TYPES, Balance
 from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Aggregate, Page, Resource
-from mps.http.resources import BALANCE, BALANCE_TRANSACTION, aggregate, page, resource
+from mps.http.resources import BALANCE, BALANCE_TRANSACTION, page, per_currency
 from mps.http.routes._scoped import page_in_mode
 from mps.http.routes.payments import CURRENCY_FILTER
 from mps.http.routing import Call, Route
-from mps.http.schema import Array, Enum, Obj, OneOf, Str
+from mps.http.schema import Enum, Obj, Str
 from mps.persistence.queries import ledger as q
 from mps.representations.money import balance_json, transaction_json
 
@@ -51,10 +51,7 @@ ROUTES = [
         "balance",
         scope="payouts:read",
         query=Obj({"currency": CURRENCY_FILTER}),
-        response=OneOf(
-            [aggregate(Array(BALANCE)), resource(BALANCE)],
-            description="Per currency; one object when a currency is given.",
-        ),
+        response=per_currency(BALANCE),
     ),
     Route(
         "GET",

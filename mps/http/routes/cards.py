@@ -23,6 +23,7 @@ from mps.auth.principals import ApiKeyPrincipal
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.issuing import CARD_STATUSES, CARD_TYPES, Controls, validate_controls
 from mps.errors import FieldError, NotFound, ValidationFailed
+from mps.http.idempotency import presented
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CARD, CARD_AUTHORIZATION, page, resource
@@ -88,6 +89,7 @@ async def _issue(call: Call, card_type: str, holder: Callable[[], dict[str, str]
     for (a member card's cardholder and member, a company card's nickname) after the controls,
     so a request wrong in both is told about its controls first."""
     merchant, body = call.merchant, call.body
+    idem = call.idempotent(_issued)
     command = IssueCard(
         merchant.mode,
         card_type,
@@ -96,13 +98,13 @@ async def _issue(call: Call, card_type: str, holder: Callable[[], dict[str, str]
         **holder(),
         initial_funding_minor=body.get("initialFundingMinor") or 0,
         audit=call.audit(),
-        idempotency=call.idempotent(_issued),
+        idempotency=idem,
         requested_by=merchant.actor_id,
     )
     issued: IssuedCard | ApprovalRequest = await call.services.shards.ask_company(
         merchant.company_id, command
     )
-    return _issued(issued)
+    return presented(idem, issued, _issued)
 
 
 async def issue_member_card(call: Call) -> Resource:
@@ -141,10 +143,12 @@ async def get_card(call: Call) -> Resource:
 
 
 async def _ask(call: Call, message: Any) -> Resource:
+    """Asks the card's actor; the reply as the request's claim rendered it for the stored
+    response, when the command carried one (`message.idempotency`)."""
     outcome: CardOutcome | ApprovalRequest = await call.services.shards.ask_card(
         call.merchant.company_id, call.param("id"), message
     )
-    return _changed(outcome)
+    return presented(call.idempotency, outcome, _changed)
 
 
 def _action(action: str) -> Any:
@@ -244,6 +248,7 @@ ROUTES = [
             },
             required=["cardholderName", "currency"],
         ),
+        commits_key=True,
     ),
     _route(
         "POST",
@@ -258,6 +263,7 @@ ROUTES = [
             {**ISSUE_FIELDS, "nickname": Str(min_length=1, max_length=100)},
             required=["nickname", "currency"],
         ),
+        commits_key=True,
     ),
     _route(
         "GET",
@@ -278,6 +284,7 @@ ROUTES = [
         "Freeze a card",
         "cards:write",
         response=_CARD,
+        commits_key=True,
     ),
     _route(
         "POST",
@@ -286,6 +293,7 @@ ROUTES = [
         "Unfreeze a card",
         "cards:write",
         response=_CARD,
+        commits_key=True,
     ),
     _route(
         "POST",
@@ -294,6 +302,7 @@ ROUTES = [
         "Terminate a card; its balance returns to the wallet",
         "cards:write",
         response=_CARD,
+        commits_key=True,
     ),
     _route(
         "PATCH",
@@ -313,6 +322,7 @@ ROUTES = [
         body=AMOUNT_BODY,
         response=_CARD,
         also=HELD,
+        commits_key=True,
     ),
     _route(
         "POST",
@@ -323,6 +333,7 @@ ROUTES = [
         body=AMOUNT_BODY,
         response=_CARD,
         also=HELD,
+        commits_key=True,
     ),
     _route(
         "POST",
@@ -332,6 +343,7 @@ ROUTES = [
         "cards:write",
         body=AMOUNT_BODY,
         response=_CARD,
+        commits_key=True,
     ),
     _route(
         "GET",

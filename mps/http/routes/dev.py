@@ -10,7 +10,7 @@ from __future__ import annotations
 from aiohttp import web
 
 from mps.errors import NotFound
-from mps.http.pages.explorer import EXPLORER_HTML
+from mps.http.pages.explorer import explorer_page
 from mps.http.replies import Aggregate
 from mps.http.routes.developer import openapi_document
 from mps.http.routing import Auth, Call, Route
@@ -27,7 +27,7 @@ async def mailbox(call: Call) -> Aggregate:
 
 
 async def explorer(call: Call) -> web.Response:
-    return web.Response(text=EXPLORER_HTML, content_type="text/html")
+    return web.Response(text=explorer_page(), content_type="text/html")
 
 
 async def explorer_document(call: Call) -> web.Response:

@@ -1,4 +1,5 @@
-"""Events (decisions 10): the company's event log for this mode, and replaying one."""
+"""Events (decisions 10): the company's event log for this mode (all of it, or the events about
+one object), an event's deliveries, and replaying one."""
 
 from __future__ import annotations
 
@@ -16,11 +17,15 @@ from mps.http.routes.payments import DATE_RANGE, range_filter
 from mps.http.routing import Call, Route
 from mps.http.schema import Array, Obj, Str
 from mps.persistence.queries import events as q
+from mps.persistence.queries import webhooks as webhook_q
 from mps.persistence.statements import Row
 from mps.representations.events import event_view
 from mps.representations.webhooks import delivery_view
 
 __all__ = ["ROUTES"]
+
+# A prefixed id (decisions 0): letters, an underscore, letters and digits.
+OBJECT_ID = r"[a-z]+_[0-9A-Za-z]+"
 
 
 def _known_type(query: dict[str, Any]) -> list[FieldError]:
@@ -42,6 +47,7 @@ async def list_events(call: Call) -> Page:
         event_type=event_type.lower() if event_type else None,
         created_from=start,
         created_to=end,
+        mentioning=call.query.get("objectId"),
     )
 
 
@@ -51,6 +57,13 @@ async def _event(call: Call) -> Row:
 
 async def get_event(call: Call) -> Resource:
     return Resource(event_view(await _event(call)))
+
+
+async def event_deliveries(call: Call) -> Page:
+    event = await _event(call)
+    return await page_in_mode(
+        call, call.merchant, webhook_q.deliveries_of_event, delivery_view, event_id=event["id"]
+    )
 
 
 async def replay_event(call: Call) -> Resource:
@@ -83,6 +96,11 @@ ROUTES = [
             {
                 **PAGE_FIELDS,
                 "type": Str(min_length=1, max_length=100, description="Only events of this type."),
+                "objectId": Str(
+                    max_length=64,
+                    pattern=OBJECT_ID,
+                    message="must be an id such as pay_…",
+                ),
                 **DATE_RANGE,
             },
             rules=[_known_type],
@@ -97,6 +115,16 @@ ROUTES = [
         "events",
         scope="settings:read",
         response=resource(EVENT),
+    ),
+    Route(
+        "GET",
+        "/merchant/events/{id}/deliveries",
+        event_deliveries,
+        "The event's deliveries (to each endpoint and each replay), newest first",
+        "events",
+        scope="settings:read",
+        query=Obj(PAGE_FIELDS),
+        response=page(WEBHOOK_DELIVERY),
     ),
     Route(
         "POST",

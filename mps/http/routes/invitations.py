@@ -15,11 +15,12 @@ from aiohttp import web
 
 from mps.actors.company import AcceptInvitation, CreateInvitation, DecideInvitation
 from mps.adapters.mail import Mail
-from mps.auth import signin
 from mps.domain.clock import iso
 from mps.domain.invitations import Invitation, shown_status
 from mps.domain.team import resolve_role
 from mps.errors import Conflict, NotFound
+from mps.http import signin
+from mps.http.idempotency import presented
 from mps.http.mailed import mail_input, send_after_commit, settle
 from mps.http.pages.invitation import render_invitation_page
 from mps.http.pagination import PAGE_FIELDS, page_request
@@ -112,11 +113,11 @@ async def revoke_invitation(call: Call) -> Resource:
     def present(after: Invitation) -> Resource:
         return Resource(_view(call, after))
 
+    idem = call.idempotent(present)
     after = await call.services.shards.ask_company(
-        session.company_id,
-        DecideInvitation(invitation, "REVOKED", call.audit(), call.idempotent(present)),
+        session.company_id, DecideInvitation(invitation, "REVOKED", call.audit(), idem)
     )
-    return present(after)
+    return presented(idem, after, present)
 
 
 async def _by_token(call: Call) -> Invitation:
@@ -151,7 +152,7 @@ async def accept(call: Call) -> Resource:
     invitation = await _by_token(call)
     if shown_status(invitation, _now(call)) != "PENDING":
         raise Conflict("The invitation is no longer open", code="invalid_state")
-    # The code mailed next comes from the invitee's one budget (mps.auth.signin), spent before
+    # The code mailed next comes from the invitee's one budget (mps.http.signin), spent before
     # the membership is saved so that a 429 leaves nothing half-done, and only on the node that
     # serves the company: a request passed there whole would spend it twice.
     await call.services.shards.require(invitation.company_id)
@@ -234,6 +235,7 @@ ROUTES = [
         "team",
         scope="team:write",
         response=resource(INVITATION),
+        commits_key=True,
     ),
     Route(
         "GET",

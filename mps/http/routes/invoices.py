@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 from datetime import date
-from html import escape
 from typing import Any
 
 from aiohttp import web
@@ -20,13 +19,13 @@ from aiohttp import web
 from mps.actors.company import CreateInvoice, NewInvoice
 from mps.actors.invoice import InvoiceOutcome, MarkInvoicePaid, ResendInvoice, VoidInvoice
 from mps.adapters.mail import Mail
-from mps.auth.signin import normalize_email
 from mps.documents.invoice_pdf import render_invoice_pdf
 from mps.domain.invoices import INVOICE_STATUSES, Invoice, LineItem
 from mps.domain.money import format_major
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.mailed import mail_input, send_after_commit, settle
 from mps.http.pages.invoice import render_invoice_page
+from mps.http.pages.invoice_email import render_invoice_email
 from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Aggregate, Page, Resource
 from mps.http.resources import (
@@ -36,13 +35,15 @@ from mps.http.resources import (
     TIMELINE_ENTRY,
     aggregate,
     page,
+    per_currency,
     resource,
 )
 from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routes.payments import CURRENCY, CURRENCY_FILTER, DATE_RANGE, EMAIL, range_filter
 from mps.http.routing import Auth, Call, Route
-from mps.http.schema import Amount, Array, Int, Moment, Obj, OneOf, Str
+from mps.http.schema import Amount, Array, Int, Moment, Obj, Str
 from mps.http.security import csp_nonce
+from mps.http.signin import normalize_email
 from mps.persistence import invoice_store as store
 from mps.persistence.queries import companies
 from mps.persistence.queries import invoices as q
@@ -87,19 +88,6 @@ async def _email(call: Call, invoice: Invoice, again: bool) -> Invoice:
         lambda status, error: store.email_outcome(invoice.company_id, invoice.id, status, error),
     )
     return replace(invoice, email_status=outcome.status, email_error=outcome.error)
-
-
-def render_invoice_email(
-    merchant: str, invoice: Invoice, total: str, due: str, link: str, greeting: str
-) -> str:
-    return (
-        '<!doctype html><html lang="en"><body style="font-family:sans-serif;color:#1a1f36">'
-        f"<p>{escape(greeting)}</p>"
-        f"<p>{escape(merchant)} sent you invoice <strong>{escape(invoice.invoice_number)}"
-        f"</strong> for <strong>{escape(total)}</strong>{escape(due)}.</p>"
-        f'<p><a href="{escape(link, quote=True)}">View and download the invoice</a></p>'
-        "</body></html>"
-    )
 
 
 def _items(body: dict[str, Any]) -> tuple[LineItem, ...] | None:
@@ -359,13 +347,7 @@ ROUTES = [
         "invoices",
         scope="invoices:read",
         query=Obj({"currency": CURRENCY_FILTER, **DATE_RANGE}),
-        response=OneOf(
-            [
-                aggregate(Array(INVOICE_STATS)),
-                resource(INVOICE_STATS),
-            ],
-            description="Per currency; one object when a currency is given.",
-        ),
+        response=per_currency(INVOICE_STATS),
     ),
     Route(
         "GET",

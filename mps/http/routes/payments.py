@@ -9,20 +9,26 @@ from mps.actors.payment import Cancel, Outcome
 from mps.domain.money import KNOWN_CURRENCIES
 from mps.domain.payments import STATUSES, NewPayment
 from mps.errors import FieldError, NotFound, ValidationFailed
+from mps.http.idempotency import presented
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Aggregate, Page, Resource
-from mps.http.resources import PAYMENT, PAYMENT_STATS, PAYMENT_STATUS, aggregate, page, resource
+from mps.http.resources import (
+    PAYMENT,
+    PAYMENT_STATS,
+    PAYMENT_STATUS,
+    page,
+    per_currency,
+    resource,
+)
 from mps.http.routing import Call, Route
 from mps.http.schema import (
     Amount,
     Anything,
-    Array,
     Bool,
     Int,
     Map,
     Moment,
     Obj,
-    OneOf,
     Str,
 )
 from mps.http.targets import checked_url
@@ -149,6 +155,10 @@ def _view(call: Call, outcome: Outcome) -> dict[str, Any]:
     return payment_json(outcome.payment, call.services.settings.public_url)
 
 
+def _created(call: Call, outcome: Outcome) -> Resource:
+    return Resource(_view(call, outcome), 201)
+
+
 async def create_payment(call: Call) -> Resource:
     merchant, body = call.merchant, call.body
     spec = NewPayment(
@@ -169,11 +179,11 @@ async def create_payment(call: Call) -> Resource:
         ),
         metadata=body.get("customMetadata") or {},
     )
-    idem = call.idempotent(lambda outcome: Resource(_view(call, outcome), 201))
+    idem = call.idempotent(lambda outcome: _created(call, outcome))
     outcome = await call.services.shards.ask_company(
         merchant.company_id, CreatePayment(merchant.mode, spec, idem)
     )
-    return Resource(_view(call, outcome), 201)
+    return presented(idem, outcome, lambda outcome: _created(call, outcome))
 
 
 async def list_payments(call: Call) -> Page:
@@ -214,7 +224,7 @@ async def cancel_payment(call: Call) -> Resource:
     outcome = await call.services.shards.ask_payment(
         merchant.company_id, payment_id, Cancel(merchant.mode, idem)
     )
-    return Resource(_view(call, outcome))
+    return presented(idem, outcome, lambda outcome: Resource(_view(call, outcome)))
 
 
 async def payment_stats(call: Call) -> Resource | Aggregate:
@@ -291,13 +301,7 @@ ROUTES = [
         "payments",
         scope="payments:read",
         query=Obj({"currency": CURRENCY_FILTER, **DATE_RANGE}),
-        response=OneOf(
-            [
-                aggregate(Array(PAYMENT_STATS)),
-                resource(PAYMENT_STATS),
-            ],
-            description="Per currency; one object when a currency is given.",
-        ),
+        response=per_currency(PAYMENT_STATS),
     ),
     Route(
         "GET",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from mps.actors.card import AuthorizeCard, CardOutcome
 from mps.actors.company import AdvancePayout, DecideKyc, EmitEvent, PayoutOutcome
@@ -28,6 +28,7 @@ from mps.http.resources import resource
 from mps.http.routes.invoices import link as invoice_link
 from mps.http.routing import Auth, Call, Route
 from mps.http.schema import Obj, Str
+from mps.persistence.database import Database
 from mps.persistence.queries import payouts as payout_queries
 from mps.persistence.queries import refunds as refund_queries
 from mps.representations.cards import card_json
@@ -36,6 +37,8 @@ from mps.representations.money import payout_json, refund_json
 from mps.representations.payments import payment_json
 
 __all__ = ["ROUTES"]
+
+_T = TypeVar("_T")
 
 _APPROVED = CardInput("4242424242424242", 12, 2099, "123")
 _DECLINED = CardInput("4000000000000002", 12, 2099, "123")
@@ -98,6 +101,22 @@ def _required_id(call: Call, field: str) -> str:
     return ident
 
 
+async def _test_object(
+    call: Call,
+    field: str,
+    get: Callable[[Database, str, str, str], Awaitable[_T | None]],
+    missing: str,
+) -> _T:
+    """The caller's test-mode object the body's `field` names, read with `get`; 404 when the
+    company has none such in test mode (a live one is not the sandbox's to move)."""
+    found = await get(
+        call.services.database, call.api_key.company_id, "test", _required_id(call, field)
+    )
+    if found is None:
+        raise NotFound(missing)
+    return found
+
+
 def _first_event(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return events[0] if events else None
 
@@ -118,12 +137,7 @@ def _refund_shape(
 def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
     async def run(call: Call, idem: Any) -> RefundOutcome:
         key = call.api_key
-        refund_id = _required_id(call, "refundId")
-        refund = await refund_queries.get_refund(
-            call.services.database, key.company_id, "test", refund_id
-        )
-        if refund is None:
-            raise NotFound("No such refund")
+        refund = await _test_object(call, "refundId", refund_queries.get_refund, "No such refund")
         reason = None if completed else "rejected by the sandbox"
         command = SettleRefund(refund.id, completed, reason, "test", idem)
         outcome: RefundOutcome = await call.services.shards.ask_payment(
@@ -143,12 +157,7 @@ def _payout_shape(
 def _payout(step: str) -> Callable[[Call, Any], Awaitable[PayoutOutcome]]:
     async def run(call: Call, idem: Any) -> PayoutOutcome:
         key = call.api_key
-        payout_id = _required_id(call, "payoutId")
-        payout = await payout_queries.get_payout(
-            call.services.database, key.company_id, "test", payout_id
-        )
-        if payout is None:
-            raise NotFound("No such payout")
+        payout = await _test_object(call, "payoutId", payout_queries.get_payout, "No such payout")
         reason = "could_not_process" if step == "failed" else None
         command = AdvancePayout(payout.id, step, reason, "test", idem)
         outcome: PayoutOutcome = await call.services.shards.ask_company(key.company_id, command)
@@ -161,14 +170,12 @@ def _invoice_shape(
     call: Call, outcome: InvoiceOutcome
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     shown = invoice_json(outcome.invoice, invoice_link(call, outcome.invoice.id))
-    return shown, outcome.events[0] if outcome.events else None
+    return shown, _first_event(outcome.events)
 
 
 async def _overdue(call: Call, idem: Any) -> InvoiceOutcome:
     key = call.api_key
-    invoice_id = call.body.get("invoiceId")
-    if not invoice_id:
-        raise ValidationFailed([FieldError("invoiceId", "is required")])
+    invoice_id = _required_id(call, "invoiceId")
     command = MarkInvoiceOverdue("test", forced=True, idempotency=idem)
     outcome: InvoiceOutcome = await call.services.shards.ask_invoice(
         key.company_id, invoice_id, command
@@ -180,7 +187,7 @@ def _authorization_shape(
     call: Call, outcome: CardOutcome
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     shown = {**(outcome.authorization or {}), "card": card_json(outcome.card, outcome.balance)}
-    return shown, outcome.events[0] if outcome.events else None
+    return shown, _first_event(outcome.events)
 
 
 async def _authorize(call: Call, idem: Any) -> CardOutcome:

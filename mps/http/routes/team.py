@@ -28,6 +28,7 @@ from mps.domain import audit as chain
 from mps.domain.scopes import ADMIN_ROLE, ALL_SCOPES, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.domain.team import resolve_role
 from mps.errors import NotFound
+from mps.http.idempotency import presented
 from mps.http.keys import API_VERSION
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
@@ -68,14 +69,18 @@ async def list_scopes(call: Call) -> Page:
     return Page([{"scope": scope} for scope in ALL_SCOPES], None)
 
 
+def _role_created(role: Role) -> Resource:
+    return Resource(role_json(role), 201)
+
+
 async def create_role(call: Call) -> Resource:
     session, body = call.session, call.body
-    idem = call.idempotent(lambda role: Resource(role_json(role), 201))
+    idem = call.idempotent(_role_created)
     role: Role = await call.services.shards.ask_company(
         session.company_id,
         CreateRole(body["name"], frozenset(body["scopes"]), session.scopes, call.audit(), idem),
     )
-    return Resource(role_json(role), 201)
+    return presented(idem, role, _role_created)
 
 
 async def update_role(call: Call) -> Resource:
@@ -163,14 +168,12 @@ async def transfer_ownership(call: Call) -> Resource:
             "previousOwner": {**previous, "roleId": ADMIN_ROLE, "roleName": "admin"},
         }
     )
-    await call.services.shards.ask_company(
-        session.company_id,
-        TransferOwnership(
-            session.user_id, target, call.audit(), call.idempotent(lambda _owner: shown)
-        ),
+    idem = call.idempotent(lambda _owner: shown)
+    owner_id = await call.services.shards.ask_company(
+        session.company_id, TransferOwnership(session.user_id, target, call.audit(), idem)
     )
     await _forget(call)
-    return shown
+    return presented(idem, owner_id, lambda _owner: shown)
 
 
 async def list_audit(call: Call) -> Page:
@@ -299,6 +302,7 @@ ROUTES = [
         status=201,
         body=ROLE_BODY,
         response=resource(ROLE),
+        commits_key=True,
     ),
     Route(
         "PATCH",
@@ -357,6 +361,7 @@ ROUTES = [
         body=Obj({"userId": Str(max_length=64)}, required=["userId"]),
         limits=(LimitRule(Limit("ownership-transfer", 5, 3600), _user),),
         response=resource({"owner": MEMBER, "previousOwner": MEMBER}),
+        commits_key=True,
     ),
     Route(
         "GET",

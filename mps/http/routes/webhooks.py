@@ -15,6 +15,7 @@ from mps.actors.webhooks.deliveries import default_secret
 from mps.domain.ids import new_id
 from mps.domain.webhooks import DELIVERY_STATES, known_subscription
 from mps.errors import Conflict, FieldError, ValidationFailed
+from mps.http.idempotency import presented
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
@@ -73,6 +74,7 @@ async def create_endpoint(call: Call) -> Resource:
     session, body, services = call.session, call.body, call.services
     url = checked_url(call, body["url"])
     stored = await q.count_endpoints(services.database, session.company_id, session.mode)
+    idem = call.idempotent(_created)
     result = await services.shards.ask_company(
         session.company_id,
         CreateEndpoint(
@@ -81,11 +83,11 @@ async def create_endpoint(call: Call) -> Resource:
             events=tuple(dict.fromkeys(body["events"])),
             description=body.get("description"),
             stored_count=stored,
-            idempotency=call.idempotent(_created),
+            idempotency=idem,
             audit=call.audit(),
         ),
     )
-    return _created(result)
+    return presented(idem, result, _created)
 
 
 async def list_endpoints(call: Call) -> Page:
@@ -124,11 +126,11 @@ async def delete_endpoint(call: Call) -> Resource:
 
 async def rotate_secret(call: Call) -> Resource:
     endpoint = await _endpoint(call)
+    idem = call.idempotent(_rotated)
     result = await call.services.shards.ask_company(
-        call.session.company_id,
-        RotateEndpointSecret(endpoint, call.idempotent(_rotated), call.audit()),
+        call.session.company_id, RotateEndpointSecret(endpoint, idem, call.audit())
     )
-    return _rotated(result)
+    return presented(idem, result, _rotated)
 
 
 async def endpoint_deliveries(call: Call) -> Page:
@@ -252,6 +254,7 @@ ROUTES = [
         status=201,
         body=Obj(_ENDPOINT_BODY, required=["url", "events"], rules=[_events_known]),
         response=resource({**WEBHOOK_ENDPOINT_FIELDS, "secret": Str()}),
+        commits_key=True,
     ),
     Route(
         "GET",
@@ -333,6 +336,7 @@ ROUTES = [
         "webhooks",
         scope="settings:write",
         response=resource({**WEBHOOK_ENDPOINT_FIELDS, "secret": Str()}),
+        commits_key=True,
     ),
     Route(
         "GET",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mps.errors import FieldError, ValidationFailed
@@ -13,12 +14,23 @@ if TYPE_CHECKING:
 JSON = dict[str, Any]
 
 
+@dataclass(kw_only=True)
 class Schema:
+    """What every schema takes, by keyword: its `description` and `example` for the document,
+    and whether it accepts None (`nullable`)."""
+
     description: str = ""
     nullable: bool = False
     example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+        """The cleaned value, with what is wrong with it added to `errors` under `path`: None
+        where the schema is nullable, else what `clean` makes of it."""
+        if value is None and self.nullable:
+            return None
+        return self.clean(value, path, errors)
+
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         raise NotImplementedError
 
     def json_schema(self, refs: Refs | None = None) -> JSON:

@@ -18,13 +18,8 @@ class Array(Schema):
     min_items: int = 0
     max_items: int | None = None
     unique: bool = False
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if not isinstance(value, list):
             errors.append(FieldError(path, "must be an array"))
             return None
@@ -63,13 +58,8 @@ class Map(Schema):
     keys: Schema | None = None
     max_keys: int | None = None
     max_key_length: int | None = None
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if not isinstance(value, dict):
             errors.append(FieldError(path, "must be an object"))
             return None
@@ -106,11 +96,7 @@ class Map(Schema):
 
 @dataclass
 class Anything(Schema):
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
-
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         return value
 
     def json_schema(self, refs: Refs | None = None) -> JSON:
@@ -123,9 +109,6 @@ class Obj(Schema):
 
     fields: Mapping[str, Schema] = field(default_factory=dict)
     required: Sequence[str] = ()
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
     # Cross-field rules run after every field passed: (cleaned object) -> list of errors.
     rules: Sequence[Callable[[dict[str, Any]], list[FieldError]]] = ()
     # Response schemas describe; they are not used to reject what we send.
@@ -133,9 +116,7 @@ class Obj(Schema):
     # A resource's schema, written once in the document's components under this name.
     name: str | None = None
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if not isinstance(value, dict):
             errors.append(FieldError(path or "body", "must be a JSON object"))
             return None
@@ -193,11 +174,9 @@ class OneOf(Schema):
     """Exactly one of several shapes (a response whose shape depends on a filter)."""
 
     options: Sequence[Schema] = ()
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
 
     def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+        # Each option says for itself whether it takes None.
         for option in self.options:
             attempt: list[FieldError] = []
             cleaned = option.check(value, path, attempt)

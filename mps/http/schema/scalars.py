@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mps.domain.clock import iso, parse_iso, range_end
@@ -25,17 +25,12 @@ class Str(Schema):
     max_length: int | None = None
     pattern: str | None = None
     format: str | None = None  # email, uri, date-time, date
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
     strip: bool = True
     message: str | None = None
     # Codes clients write in either case (`usd`), kept and answered upper-case.
     upper: bool = False
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if not isinstance(value, str):
             errors.append(FieldError(path, "must be a string"))
             return None
@@ -78,13 +73,9 @@ class Str(Schema):
 class Amount(Schema):
     """Minor units as a string: digits, no sign, no leading zero, 1..999999999999."""
 
-    description: str = "Amount in minor currency units, as a string."
-    nullable: bool = False
-    example: Any = None
+    description: str = field(default="Amount in minor currency units, as a string.", kw_only=True)
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         amount = parse_amount_minor(value) if isinstance(value, str) else None
         if amount is None:
             errors.append(
@@ -109,13 +100,8 @@ class Moment(Schema):
     """
 
     end_of_day: bool = False
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         text = value.strip() if isinstance(value, str) else None
         if text is None or not re.fullmatch(_MOMENT, text):
             errors.append(FieldError(path, "must be an ISO date or timestamp"))
@@ -155,15 +141,10 @@ def ranged(kind: str, minimum: float | None, maximum: float | None) -> JSON:
 class Int(Schema):
     minimum: int | None = None
     maximum: int | None = None
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
     # Query strings carry text; a query schema parses it.
     from_text: bool = False
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if self.from_text and isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
             value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
@@ -181,13 +162,8 @@ class Num(Schema):
 
     minimum: float | None = None
     maximum: float | None = None
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if isinstance(value, bool) or not isinstance(value, int | float):
             errors.append(FieldError(path, "must be a number"))
             return None
@@ -199,14 +175,9 @@ class Num(Schema):
 
 @dataclass
 class Bool(Schema):
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
     from_text: bool = False
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if self.from_text and value in ("true", "false"):
             return value == "true"
         if not isinstance(value, bool):
@@ -221,18 +192,13 @@ class Bool(Schema):
 @dataclass
 class Enum(Schema):
     values: Sequence[str] = ()
-    description: str = ""
-    nullable: bool = False
-    example: Any = None
     # A set of values many fields share (a payment's status), written once in the document.
     name: str | None = None
     # One rule for every code a client writes (a status, a currency, a mode): either case is
     # accepted, in bodies and queries alike, and the canonical spelling is what handlers see.
     fold_case: bool = True
 
-    def check(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if value is None and self.nullable:
-            return None
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if value in self.values:
             return value
         if self.fold_case and isinstance(value, str):

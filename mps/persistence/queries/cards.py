@@ -6,7 +6,13 @@ from __future__ import annotations
 from mps.domain.issuing import Card
 from mps.persistence.card_store import card_from_row
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
+from mps.persistence.queries.paging import (
+    PageRequest,
+    Where,
+    fetch_one_in_mode,
+    fetch_page,
+    read_page,
+)
 from mps.persistence.statements import Row
 
 __all__ = ["authorizations", "balances", "get_card", "list_cards", "sealed_details"]
@@ -26,15 +32,8 @@ async def list_cards(
     card_type: str | None = None,
     status: str | None = None,
 ) -> tuple[list[Card], str | None]:
-    where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
-        .compare("type", card_type)
-        .compare("status", status)
-    )
-    rows, cursor = await fetch_page(db, "SELECT * FROM cards", where, page)
-    return [card_from_row(r) for r in rows], cursor
+    where = Where.in_mode(company_id, mode).compare("type", card_type).compare("status", status)
+    return await read_page(db, "SELECT * FROM cards", where, page, card_from_row)
 
 
 async def balances(db: Database, company_id: str, card_ids: list[str]) -> dict[str, int]:

@@ -16,7 +16,7 @@ async def get_customer(db: Database, company_id: str, mode: str, customer_id: st
 async def list_customers(
     db: Database, company_id: str, mode: str, email: str | None, page: PageRequest
 ) -> tuple[list[Row], str | None]:
-    where = Where().compare("company_id", company_id).compare("mode", mode)
+    where = Where.in_mode(company_id, mode)
     return await fetch_page(db, "SELECT * FROM customers", where.compare("email", email), page)
 
 

@@ -8,7 +8,14 @@ from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
 from mps.persistence.statements import Row
 
-__all__ = ["event", "event_by_id", "events_by_ids", "list_events", "undispatched"]
+__all__ = [
+    "event",
+    "event_by_id",
+    "events_by_ids",
+    "list_events",
+    "own_url_events",
+    "undispatched",
+]
 
 _COLUMNS = "id, company_id, mode, type, created_at, data, sequence, dispatched_at"
 
@@ -22,15 +29,22 @@ async def list_events(
     event_type: str | None = None,
     created_from: str | None = None,
     created_to: str | None = None,
+    mentioning: str | None = None,
 ) -> tuple[list[Row], str | None]:
+    """A page of the company's events in `mode`, newest first; `mentioning` keeps those whose
+    stored JSON holds that id as a whole string value (its object's id, or a refund's paymentId)."""
     where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
+        Where.in_mode(company_id, mode)
         .compare("type", event_type)
         .compare("created_at", created_from, ">=")
         .compare("created_at", created_to, "<=")
     )
+    if mentioning is not None:
+        # The quotes make it a whole JSON string, never part of a longer id; the escapes keep an
+        # id's `_` from matching any character. One text for both backends, so no JSON operator.
+        escaped = mentioning.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        where.params.append(f'%"{escaped}"%')
+        where.conditions.append(f"data LIKE ${len(where.params)} ESCAPE '\\'")
     return await fetch_page(db, f"SELECT {_COLUMNS} FROM events", where, page)
 
 
@@ -52,6 +66,23 @@ async def events_by_ids(db: Database, event_ids: list[str]) -> list[Row]:
         return []
     marks = ", ".join(f"${i}" for i in range(1, len(event_ids) + 1))
     return await db.fetch(f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks})", *event_ids)
+
+
+async def own_url_events(db: Database, event_ids: list[str]) -> list[Row]:
+    """Of these events (by id alone, as `events_by_ids`), those that may be about a payment with
+    its own webhookUrl: for the fan-out of a company with no endpoints, which delivers nothing
+    else. Its payment's JSON always holds the field, as a string when set (orjson, no spaces),
+    so none is missed; a few more may match (a metadata key of that name), and the caller
+    checks each. The text match needs no JSON operator, so it is one query for both backends,
+    and no row of an event that goes nowhere leaves the database."""
+    if not event_ids:
+        return []
+    marks = ", ".join(f"${i}" for i in range(1, len(event_ids) + 1))
+    return await db.fetch(
+        f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks}) "
+        "AND type LIKE 'payment.%' AND data LIKE '%\"webhookUrl\":\"%'",
+        *event_ids,
+    )
 
 
 async def undispatched(db: Database, shards: Sequence[int] | None, limit: int) -> list[Row]:

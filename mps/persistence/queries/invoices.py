@@ -10,8 +10,13 @@ from typing import Any
 from mps.domain.invoices import INVOICE_STATUSES, Invoice, TimelineEntry
 from mps.persistence.database import Database
 from mps.persistence.invoice_store import invoice_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
-from mps.persistence.queries.shards import owned_companies
+from mps.persistence.queries.paging import (
+    PageRequest,
+    Where,
+    fetch_one_in_mode,
+    read_page,
+)
+from mps.persistence.queries.shards import due_in_shards
 from mps.persistence.statements import Row
 
 __all__ = ["get_invoice", "get_public_invoice", "list_invoices", "overdue", "stats", "timeline"]
@@ -40,16 +45,13 @@ async def list_invoices(
     created_to: str | None = None,
 ) -> tuple[list[Invoice], str | None]:
     where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
+        Where.in_mode(company_id, mode)
         .compare("status", status)
         .compare("customer_email", customer_email)
         .compare("created_at", created_from, ">=")
         .compare("created_at", created_to, "<=")
     )
-    rows, cursor = await fetch_page(db, "SELECT * FROM invoices", where, page)
-    return [invoice_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM invoices", where, page, invoice_from_row)
 
 
 async def timeline(db: Database, company_id: str, invoice_id: str) -> list[TimelineEntry]:
@@ -74,9 +76,7 @@ async def stats(
     """Per currency (never blended): counts by status, and what is outstanding (SENT and
     OVERDUE), overdue and paid, in minor units."""
     where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
+        Where.in_mode(company_id, mode)
         .compare("currency", currency)
         .compare("created_at", created_from, ">=")
         .compare("created_at", created_to, "<=")
@@ -107,13 +107,9 @@ async def stats(
 async def overdue(db: Database, now: str, limit: int, shards: Sequence[int] | None) -> list[Row]:
     """Up to `limit` SENT invoices whose due date has passed by `now`, the longest overdue
     first, of every company or (in a cluster) of the companies in `shards`."""
-    scope = owned_companies("company_id", shards)
-    if scope is None:
-        return []
-    return await db.fetch(
+    sql = (
         "SELECT id, company_id FROM invoices WHERE status = 'SENT' "
-        f"AND overdue_from IS NOT NULL AND overdue_from <= $1 {scope} "
-        "ORDER BY overdue_from LIMIT $2",
-        now,
-        limit,
+        "AND overdue_from IS NOT NULL AND overdue_from <= $1 {scope} "
+        "ORDER BY overdue_from LIMIT $2"
     )
+    return await due_in_shards(db, sql, "company_id", shards, now, limit)

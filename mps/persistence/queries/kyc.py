@@ -12,7 +12,12 @@ import orjson
 from mps.domain.kyc import KycDocument
 from mps.persistence.database import Database
 from mps.persistence.kyc_store import document_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
+from mps.persistence.queries.paging import (
+    PageRequest,
+    Where,
+    fetch_one_in_mode,
+    read_page,
+)
 from mps.persistence.queries.shards import owned_companies
 
 __all__ = [
@@ -37,10 +42,9 @@ async def get_document(
 async def list_documents(
     db: Database, company_id: str, mode: str, page: PageRequest, *, status: str | None = None
 ) -> tuple[list[KycDocument], str | None]:
-    where = Where().compare("company_id", company_id).compare("mode", mode)
+    where = Where.in_mode(company_id, mode)
     where = where.compare("status", status)
-    rows, cursor = await fetch_page(db, "SELECT * FROM kyc_documents", where, page)
-    return [document_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM kyc_documents", where, page, document_from_row)
 
 
 async def count_documents(db: Database, company_id: str, mode: str) -> int:

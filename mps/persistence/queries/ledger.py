@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
-from mps.persistence.queries.shards import owned_companies
+from mps.persistence.queries.shards import due_in_shards
 from mps.persistence.statements import Row
 
 __all__ = ["due_settlements", "list_transactions", "unbalanced", "zero_sum"]
@@ -27,9 +27,7 @@ async def list_transactions(
     merchant account (`available`, `pending`, `reserved`). The page is cut from the
     transactions first, so only its own postings are read."""
     where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
+        Where.in_mode(company_id, mode)
         .compare("currency", currency)
         .compare("source_id", source_id)
         .compare("type", kind)
@@ -68,15 +66,11 @@ async def due_settlements(
 ) -> list[Row]:
     """Up to `limit` credits due to settle, the longest due first, of every company or (in a
     cluster) of the companies in `shards`."""
-    scope = owned_companies("company_id", shards)
-    if scope is None:
-        return []
-    return await db.fetch(
+    sql = (
         "SELECT payment_id, company_id, mode, currency, amount_minor FROM settlements "
-        f"WHERE settled_at IS NULL AND due_at <= $1 {scope} ORDER BY due_at LIMIT $2",
-        now,
-        limit,
+        "WHERE settled_at IS NULL AND due_at <= $1 {scope} ORDER BY due_at LIMIT $2"
     )
+    return await due_in_shards(db, sql, "company_id", shards, now, limit)
 
 
 async def zero_sum(db: Database) -> int:

@@ -16,8 +16,9 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -33,11 +34,14 @@ __all__ = [
     "encode_cursor",
     "fetch_one_in_mode",
     "fetch_page",
+    "read_page",
 ]
 
 # The fixed-width form of mps.domain.clock.iso, and the characters of every id we issue.
 _STORED_TIME = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z")
 _ID = re.compile(r"[A-Za-z0-9_]{1,100}")
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -84,6 +88,11 @@ class Where:
     conditions: list[str] = field(default_factory=list)
     params: list[Any] = field(default_factory=list)
 
+    @classmethod
+    def in_mode(cls, company_id: str, mode: str) -> Where:
+        """One company's rows of one mode: where every list of a resource starts."""
+        return cls().compare("company_id", company_id).compare("mode", mode)
+
     def compare(self, column: str, value: Any, op: str = "=") -> Where:
         if value is not None:
             self.params.append(value)
@@ -117,6 +126,14 @@ async def fetch_page(
     rows = rows[: page.limit]
     last = rows[-1]
     return rows, encode_cursor(Cursor(last["created_at"], last["id"]))
+
+
+async def read_page(
+    db: Database, select: str, where: Where, page: PageRequest, read: Callable[[Row], T]
+) -> tuple[list[T], str | None]:
+    """`fetch_page`, each row read into its value by `read`."""
+    rows, cursor = await fetch_page(db, select, where, page)
+    return [read(row) for row in rows], cursor
 
 
 async def fetch_one_in_mode(

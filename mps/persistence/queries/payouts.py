@@ -9,8 +9,13 @@ from collections.abc import Sequence
 from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
 from mps.persistence.payout_store import bank_account_from_row, payout_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
-from mps.persistence.queries.shards import owned_companies
+from mps.persistence.queries.paging import (
+    PageRequest,
+    Where,
+    fetch_one_in_mode,
+    read_page,
+)
+from mps.persistence.queries.shards import due_in_shards
 from mps.persistence.statements import Row
 
 __all__ = [
@@ -39,10 +44,9 @@ async def get_bank_account(
 async def list_bank_accounts(
     db: Database, company_id: str, mode: str, page: PageRequest
 ) -> tuple[list[BankAccount], str | None]:
-    where = Where().compare("company_id", company_id).compare("mode", mode)
+    where = Where.in_mode(company_id, mode)
     where.conditions.append("deleted_at IS NULL")
-    rows, cursor = await fetch_page(db, "SELECT * FROM bank_accounts", where, page)
-    return [bank_account_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM bank_accounts", where, page, bank_account_from_row)
 
 
 async def get_payout(db: Database, company_id: str, mode: str, payout_id: str) -> Payout | None:
@@ -60,31 +64,24 @@ async def list_payouts(
     bank_account_id: str | None = None,
 ) -> tuple[list[Payout], str | None]:
     where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
+        Where.in_mode(company_id, mode)
         .compare("status", status)
         .compare("bank_account_id", bank_account_id)
     )
-    rows, cursor = await fetch_page(db, "SELECT * FROM payouts", where, page)
-    return [payout_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM payouts", where, page, payout_from_row)
 
 
 async def due(db: Database, now: str, limit: int, shards: Sequence[int] | None) -> list[Row]:
     """Up to `limit` open payouts whose next step is due, the longest due first, each with its
     bank account's sealed number (the bank needs it), of every company or (in a cluster) of the
     companies in `shards`."""
-    scope = owned_companies("p.company_id", shards)
-    if scope is None:
-        return []
-    return await db.fetch(
+    sql = (
         "SELECT p.id, p.company_id, p.mode, p.status, p.amount_minor, p.currency, "
         "b.account_number FROM payouts p JOIN bank_accounts b ON b.id = p.bank_account_id "
         "WHERE p.status IN ('PENDING', 'IN_TRANSIT') AND p.next_step_at <= $1 "
-        f"{scope} ORDER BY p.next_step_at LIMIT $2",
-        now,
-        limit,
+        "{scope} ORDER BY p.next_step_at LIMIT $2"
     )
+    return await due_in_shards(db, sql, "p.company_id", shards, now, limit)
 
 
 async def due_schedules(
@@ -92,12 +89,8 @@ async def due_schedules(
 ) -> list[Row]:
     """Up to `limit` automatic payout schedules whose run has come, of every company or (in a
     cluster) of the companies in `shards`."""
-    scope = owned_companies("company_id", shards)
-    if scope is None:
-        return []
-    return await db.fetch(
+    sql = (
         "SELECT company_id, mode, next_run_at FROM payout_schedules "
-        f"WHERE next_run_at <= $1 {scope} ORDER BY next_run_at LIMIT $2",
-        now,
-        limit,
+        "WHERE next_run_at <= $1 {scope} ORDER BY next_run_at LIMIT $2"
     )
+    return await due_in_shards(db, sql, "company_id", shards, now, limit)

@@ -15,13 +15,14 @@ postings and open settlements, every figure of every row in one statement.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from mps.domain.analytics import COUNTERS, STATUS_COUNTERS
 from mps.persistence.database import Database
 from mps.persistence.ledger_store import SNAPSHOT_COLUMNS
 from mps.persistence.queries.shards import owned_companies
+from mps.persistence.statements import Row
 
 __all__ = ["Mismatch", "mismatches"]
 
@@ -158,36 +159,22 @@ _ROLLUPS_FROM_ROWS = (
 )
 
 
+# What identifies a balance, the first columns of every mismatch.
+_BALANCE_KEY = ("company_id", "mode", "currency")
+
+
 async def _analytics_rollups(db: Database, scope: str) -> list[Mismatch]:
     """Every rollup figure that differs from what the payments and declines say, one statement
     (one snapshot) for all of them. A day with nothing left (every status count moved away)
     may keep a row of zeros."""
-    differs = " OR ".join(f"COALESCE(r.{c}, 0) <> COALESCE(e.{c}, 0)" for c in COUNTERS)
-    pairs = ", ".join(
-        f"COALESCE(e.{c}, 0) AS expected_{c}, COALESCE(r.{c}, 0) AS found_{c}" for c in COUNTERS
+    return await _stored_beside_expected(
+        db,
+        expected=_ROLLUPS_FROM_ROWS.format(scope=scope),
+        stored=f"SELECT * FROM analytics_days WHERE TRUE {scope}",
+        keys=(*_BALANCE_KEY, "day"),
+        figures=COUNTERS,
+        check=lambda row, counter: f"analytics {counter} on {row['day']}",
     )
-    rows = await db.fetch(
-        "SELECT COALESCE(e.company_id, r.company_id) AS company_id, "
-        "COALESCE(e.mode, r.mode) AS mode, COALESCE(e.currency, r.currency) AS currency, "
-        f"COALESCE(e.day, r.day) AS day, {pairs} "
-        f"FROM ({_ROLLUPS_FROM_ROWS.format(scope=scope)}) AS e "
-        f"FULL OUTER JOIN (SELECT * FROM analytics_days WHERE TRUE {scope}) AS r "
-        "ON r.company_id = e.company_id AND r.mode = e.mode AND r.currency = e.currency "
-        f"AND r.day = e.day WHERE {differs} ORDER BY 1, 2, 3, 4"
-    )
-    return [
-        Mismatch(
-            r["company_id"],
-            r["mode"],
-            r["currency"],
-            f"analytics {counter} on {r['day']}",
-            int(r[f"expected_{counter}"]),
-            int(r[f"found_{counter}"]),
-        )
-        for r in rows
-        for counter in COUNTERS
-        if int(r[f"expected_{counter}"]) != int(r[f"found_{counter}"])
-    ]
 
 
 # The balances as the postings and open settlements sum them: what each snapshot row must hold.
@@ -211,31 +198,54 @@ async def _balance_snapshots(db: Database, scope: str) -> list[Mismatch]:
     """Every balance snapshot figure that differs from the sum of its postings (or, for
     `unsettled`, of the open settlements), and every balance with postings but no snapshot (or
     a snapshot but no postings); one statement, so one moment, for all of them."""
-    differs = " OR ".join(f"COALESCE(s.{c}, 0) <> COALESCE(e.{c}, 0)" for c in SNAPSHOT_COLUMNS)
+    return await _stored_beside_expected(
+        db,
+        expected=_BALANCES_FROM_ROWS.format(scope=scope),
+        stored=f"SELECT * FROM balance_snapshots WHERE TRUE {scope}",
+        keys=_BALANCE_KEY,
+        figures=SNAPSHOT_COLUMNS,
+        check=lambda _row, column: f"balance snapshot {column}",
+    )
+
+
+async def _stored_beside_expected(
+    db: Database,
+    *,
+    expected: str,
+    stored: str,
+    keys: Sequence[str],
+    figures: Sequence[str],
+    check: Callable[[Row, str], str],
+) -> list[Mismatch]:
+    """A mismatch for every figure of `stored`'s rows that differs from `expected`'s, matched
+    on `keys` (a balance's first), where a row missing on either side counts as zeros.
+
+    A full outer join in one statement rather than two reads, so both sides are one snapshot:
+    a change committing between two reads would show as a difference that is not there."""
+    differs = " OR ".join(f"COALESCE(s.{f}, 0) <> COALESCE(e.{f}, 0)" for f in figures)
     pairs = ", ".join(
-        f"COALESCE(e.{c}, 0) AS expected_{c}, COALESCE(s.{c}, 0) AS found_{c}"
-        for c in SNAPSHOT_COLUMNS
+        f"COALESCE(e.{f}, 0) AS expected_{f}, COALESCE(s.{f}, 0) AS found_{f}" for f in figures
     )
     rows = await db.fetch(
-        "SELECT COALESCE(e.company_id, s.company_id) AS company_id, "
-        "COALESCE(e.mode, s.mode) AS mode, COALESCE(e.currency, s.currency) AS currency, "
-        f"{pairs} FROM ({_BALANCES_FROM_ROWS.format(scope=scope)}) AS e "
-        f"FULL OUTER JOIN (SELECT * FROM balance_snapshots WHERE TRUE {scope}) AS s "
-        "ON s.company_id = e.company_id AND s.mode = e.mode AND s.currency = e.currency "
-        f"WHERE {differs} ORDER BY 1, 2, 3"
+        "SELECT "
+        + ", ".join(f"COALESCE(e.{k}, s.{k}) AS {k}" for k in keys)
+        + f", {pairs} FROM ({expected}) AS e FULL OUTER JOIN ({stored}) AS s ON "
+        + " AND ".join(f"s.{k} = e.{k}" for k in keys)
+        + f" WHERE {differs} ORDER BY "
+        + ", ".join(str(i) for i in range(1, len(keys) + 1))
     )
     return [
         Mismatch(
             r["company_id"],
             r["mode"],
             r["currency"],
-            f"balance snapshot {column}",
-            int(r[f"expected_{column}"]),
-            int(r[f"found_{column}"]),
+            check(r, figure),
+            int(r[f"expected_{figure}"]),
+            int(r[f"found_{figure}"]),
         )
         for r in rows
-        for column in SNAPSHOT_COLUMNS
-        if int(r[f"expected_{column}"]) != int(r[f"found_{column}"])
+        for figure in figures
+        if int(r[f"expected_{figure}"]) != int(r[f"found_{figure}"])
     ]
 
 

@@ -8,8 +8,13 @@ from collections.abc import Sequence
 
 from mps.domain.refunds import Refund
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
-from mps.persistence.queries.shards import owned_companies
+from mps.persistence.queries.paging import (
+    PageRequest,
+    Where,
+    fetch_one_in_mode,
+    read_page,
+)
+from mps.persistence.queries.shards import due_in_shards
 from mps.persistence.refund_store import refund_from_row
 from mps.persistence.statements import Row
 
@@ -31,25 +36,16 @@ async def list_refunds(
     status: str | None = None,
 ) -> tuple[list[Refund], str | None]:
     where = (
-        Where()
-        .compare("company_id", company_id)
-        .compare("mode", mode)
-        .compare("payment_id", payment_id)
-        .compare("status", status)
+        Where.in_mode(company_id, mode).compare("payment_id", payment_id).compare("status", status)
     )
-    rows, cursor = await fetch_page(db, "SELECT * FROM refunds", where, page)
-    return [refund_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM refunds", where, page, refund_from_row)
 
 
 async def due(db: Database, now: str, limit: int, shards: Sequence[int] | None) -> list[Row]:
     """Up to `limit` PENDING refunds whose processing time has come, the oldest first, of every
     company or (in a cluster) of the companies in `shards`."""
-    scope = owned_companies("company_id", shards)
-    if scope is None:
-        return []
-    return await db.fetch(
+    sql = (
         "SELECT * FROM refunds WHERE status = 'PENDING' AND process_after <= $1 "
-        f"{scope} ORDER BY process_after LIMIT $2",
-        now,
-        limit,
+        "{scope} ORDER BY process_after LIMIT $2"
     )
+    return await due_in_shards(db, sql, "company_id", shards, now, limit)

@@ -2,17 +2,22 @@
 write that replaces one sealed value with another (`run.py reseal`, mps.reseal).
 
 Every company's rows: re-sealing is the operator's, across tenants, and the values are opened
-only in memory. Table and column names come from `SEALED_COLUMNS`, never from input."""
+only in memory. Table and column names come from `SEALED_COLUMNS`, never from input.
+
+The command runs in a process of its own, beside live nodes, and reaches the service through
+its database only (no writer actor), as the operator's requests do (`operator_requests`):
+`replace_each` hands its statements to the database, a unit each."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mps.domain import purposes
 from mps.persistence.database import Database
 from mps.persistence.statements import Row, Statement
 
-__all__ = ["SEALED_COLUMNS", "SealedColumn", "replace_sealed", "sealed_page"]
+__all__ = ["SEALED_COLUMNS", "SealedColumn", "replace_each", "replace_sealed", "sealed_page"]
 
 
 @dataclass(frozen=True)
@@ -72,3 +77,18 @@ def replace_sealed(sealed: SealedColumn, key: tuple[str, ...], old: str, new: st
         f"WHERE {match} AND {sealed.column} = ${n + 2} RETURNING {', '.join(sealed.key)}",
         (new, *key, old),
     )
+
+
+async def replace_each(db: Database, replacements: Sequence[Statement]) -> list[bool]:
+    """Each of `replacements` (`replace_sealed`) written as a unit of its own, so that each
+    replaces its own row or, rewritten meanwhile, nothing: per statement, in order, whether it
+    replaced the value. The units share one transaction (`Database.write`): a unit refused is
+    rolled back alone and every other one, before or after it, is committed; the first refusal
+    is then raised, so the caller learns of it only once the rest is durable. An error of the
+    write itself (the connection lost) means that none was committed."""
+    replaced: list[bool] = []
+    for outcome in await db.write([[statement] for statement in replacements]):
+        if isinstance(outcome, BaseException):
+            raise outcome
+        replaced.append(bool(outcome[0]))
+    return replaced

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["owned_companies"]
+from mps.persistence.database import Database
+from mps.persistence.statements import Row
+
+__all__ = ["due_in_shards", "owned_companies"]
 
 
 def owned_companies(column: str, shards: Sequence[int] | None) -> str | None:
@@ -18,3 +21,15 @@ def owned_companies(column: str, shards: Sequence[int] | None) -> str | None:
     # Integers of our own making, so written into the SQL: one text for both backends.
     owned = ", ".join(str(int(s)) for s in shards)
     return f"AND {column} IN (SELECT id FROM companies WHERE shard IN ({owned}))"
+
+
+async def due_in_shards(
+    db: Database, sql: str, column: str, shards: Sequence[int] | None, now: str, limit: int
+) -> list[Row]:
+    """The rows of a scheduler's scan for due work: `sql`, with `{scope}` where the condition
+    on the companies' `column` goes (`owned_companies`), `$1` the time and `$2` the limit.
+    None when `shards` is empty."""
+    scope = owned_companies(column, shards)
+    if scope is None:
+        return []
+    return await db.fetch(sql.format(scope=scope), now, limit)

@@ -14,6 +14,7 @@ __all__ = [
     "count_endpoints",
     "default_secret",
     "deliveries_of_endpoint",
+    "deliveries_of_event",
     "delivery",
     "delivery_of_company",
     "endpoint",
@@ -37,7 +38,7 @@ _DELIVERY_COLUMNS = (
 async def list_endpoints(
     db: Database, company_id: str, mode: str, page: PageRequest
 ) -> tuple[list[Row], str | None]:
-    where = Where().compare("company_id", company_id).compare("mode", mode)
+    where = Where.in_mode(company_id, mode)
     return await fetch_page(db, f"SELECT {_ENDPOINT_COLUMNS} FROM webhook_endpoints", where, page)
 
 
@@ -98,6 +99,15 @@ async def deliveries_of_endpoint(
         .compare("company_id", company_id)
         .compare("status", status)
     )
+    return await fetch_page(db, f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries", where, page)
+
+
+async def deliveries_of_event(
+    db: Database, company_id: str, mode: str, page: PageRequest, *, event_id: str
+) -> tuple[list[Row], str | None]:
+    """The deliveries of one event (to each endpoint, or to its payment's own URL, and each
+    replay), newest first."""
+    where = Where.in_mode(company_id, mode).compare("event_id", event_id)
     return await fetch_page(db, f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries", where, page)
 
 

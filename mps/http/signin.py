@@ -1,5 +1,9 @@
 """Passwordless sign-in by one-time code (decisions 2), as use cases over the services.
 
+They sit in the HTTP layer, beside the routes that call them (`routes/auth.py`,
+`routes/invitations.py`), because they ask the company actor; `mps.auth`, below the actors,
+holds the tokens and keys they use.
+
 Codes are 6 digits, valid 10 minutes, stored only as a keyed hash. A login allows at most 5 wrong
 codes in all (a fresh code does not reset the count); after that it is dead. The checks are
 conditional updates, so they hold however many requests race on one login, on any node.
@@ -7,7 +11,7 @@ conditional updates, so they hold however many requests race on one login, on an
 One code budget per person: every use case that mails a code (sign-up, login, a fresh code, an
 accepted invitation) first spends one from the email's budget (`spend_code_budget`), and every
 try at a code spends one from the email's guesses, whichever login it names; both are counted by
-the shared limiter, so they hold across the nodes of a cluster (README, Limits). They are
+the shared limiter, so they hold across the nodes of a cluster (docs/api.md, "Limits"). They are
 counted for addresses with and without an account alike, so a 429 tells nothing about either.
 
 A sign-up creates nothing but its login: the login carries the company to create, and the

@@ -1,0 +1,73 @@
+"""Accepting an invitation leads into the dashboard (issue 30), in a real browser under both
+pages' strict policies: once the invitee has joined, the invitation page (which keeps no token)
+links to the dashboard's sign-in with the invited email filled in, and signing in there opens the
+company that invited them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiohttp.test_utils import TestClient
+from playwright.async_api import Browser
+
+from tests.dashboard.driving import base_url, open_page, photograph, session_token
+from tests.helpers import latest_code, sign_up
+
+INVITEE = "new@example.com"
+
+
+async def _invitation_link(served: TestClient[Any, Any], company: str) -> str:
+    """An owner of `company` invites INVITEE as finance; the link their email holds."""
+    owner = await sign_up(served, "owner@example.com", company)
+    response = await served.post(
+        "/api/v1/team/invitations",
+        json={"email": INVITEE, "roleId": "role_finance"},
+        headers=owner.headers,
+    )
+    assert response.status == 201, await response.text()
+    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": INVITEE})
+    link: str = (await mailbox.json())["data"][0]["link"]
+    return link
+
+
+async def test_the_invitee_who_joins_is_led_to_sign_in_with_their_email_and_lands_in_the_company(
+    served: TestClient[Any, Any], browser: Browser, tmp_path: Path
+) -> None:
+    # given an invitation to Blue Mug Coffee as finance
+    link = await _invitation_link(served, "Blue Mug Coffee")
+    watched = await open_page(browser)
+    page = watched.page
+
+    # when the invitee accepts it, types the mailed code and follows the way into the dashboard
+    await page.goto(link)
+    await page.click("#accept")
+    await page.wait_for_selector("#code-form", state="visible")
+    await page.fill("#code", await latest_code(served, INVITEE))
+    await page.click("#verify")
+    await page.wait_for_selector("#sign-in")
+    kept_on_joining = await session_token(page)
+    await photograph(page, tmp_path / "screens", "invitation-joined")
+    await page.click("#sign-in")
+    await page.wait_for_selector("#send-code")
+    prefilled = await page.input_value("#email")
+    # and signs in there with a fresh code
+    await page.click("#send-code")
+    await page.wait_for_selector("#code")
+    await page.fill("#code", await latest_code(served, INVITEE))
+    await page.click("#verify")
+    await page.wait_for_selector("#sign-out")
+
+    # then the sign-in had their email, and they are on Home as the invited member of that
+    # company; the invitation page itself kept no token
+    assert kept_on_joining is None
+    assert prefilled == INVITEE
+    assert page.url == base_url(served) + "/dashboard"
+    assert await page.inner_text("#company-name") == "Blue Mug Coffee"
+    token = await session_token(page)
+    assert token is not None
+    me = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    body = await me.json()
+    assert me.status == 200, body
+    assert (body["user"]["email"], body["role"]["id"]) == (INVITEE, "role_finance")
+    assert watched.problems == []

@@ -1,0 +1,188 @@
+"""A merchant's day in the dashboard, end to end in one real browser (issue 30): sign in, make a
+payment link, have it paid on the hosted checkout, see it PAID on Home and in Payments, refund
+part of it, request a payout the approval policy holds, invite a teammate who accepts, signs in
+and approves it from the inbox, rotate a webhook secret, and export the audit trail, which holds
+those actions in the order they were taken. Only the shopper's card entry and the mailbox are
+outside the dashboard."""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp.test_utils import TestClient
+from playwright.async_api import Browser, Page
+
+from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.helpers import eventually, latest_code, sign_up
+from tests.receiver import Receiver
+
+
+async def _download(page: Page, button: str, saved: Path) -> str:
+    async with page.expect_download() as downloading:
+        await page.click(button)
+    download = await downloading.value
+    await download.save_as(saved)
+    return await asyncio.to_thread(saved.read_text, encoding="utf-8")
+
+
+# The one test that crosses every section runs on the production store too.
+@pytest.mark.both_backends
+async def test_a_merchants_whole_day_runs_through_the_dashboard_and_the_trail_tells_it(
+    served: TestClient[Any, Any], browser: Browser, tmp_path: Path
+) -> None:
+    owner = await sign_up(served, company="Blue Mug Coffee")
+    screens = tmp_path / "screens"
+    watched = await open_page(browser)
+    page = watched.page
+    await sign_in(watched, served, owner.email, "/dashboard/payments/new")
+
+    # a 120.00 USD payment link is made
+    await page.fill("#amount", "120.00")
+    await page.select_option("#currency", "USD")
+    await page.fill("#description", "Catering for the launch")
+    await page.click("#create-payment")
+    await page.wait_for_selector("#pay-url")
+    pay_url = await page.input_value("#pay-url")
+    detail = await page.get_attribute("#created-payment", "href")
+    assert detail is not None and pay_url.startswith(base_url(served) + "/pay/PAY-")
+    payment_id = detail.rsplit("/", 1)[-1]
+
+    # and the shopper pays it on the hosted checkout
+    await page.goto(pay_url)
+    await page.fill("#number", "4242 4242 4242 4242")
+    await page.fill("#expMonth", "12")
+    await page.fill("#expYear", "2099")
+    await page.fill("#cvc", "123")
+    await page.click("#submit")
+    await page.wait_for_selector("#paid")
+
+    # Home lists it paid, and so does Payments
+    await page.goto(base_url(served) + "/dashboard")
+    recent = page.locator(f"#recent tr[data-id='{payment_id}']")
+    await recent.wait_for()
+    assert "120.00 USD" in await recent.inner_text()
+    assert "Pending" not in await recent.inner_text()
+    await photograph(page, screens, "day-home")
+    await page.click("nav a[href='/dashboard/payments']")
+    listed = page.locator(f"tbody tr[data-id='{payment_id}']")
+    await listed.wait_for()
+    assert "Paid" in await listed.inner_text()
+
+    # part of it is refunded from its detail
+    await page.click(f"tbody tr[data-id='{payment_id}'] a")
+    await page.wait_for_selector("h1 .status-paid")
+    await page.fill("#refund-amount", "20.00")
+    await page.fill("#refund-reason", "One tray short")
+    await page.click("#refund-submit")
+    await page.wait_for_selector("#refund-result")
+    await page.wait_for_selector("#refunds tbody tr")
+    assert "20.00 USD" in await page.inner_text("#refunds")
+
+    async def refunded() -> Any:
+        got = await served.get(
+            "/api/v1/merchant/refunds", params={"paymentId": payment_id}, headers=owner.headers
+        )
+        data = (await got.json())["data"]
+        return data if data and data[0]["amountMinor"] == "2000" else None
+
+    await eventually(refunded, what="the refund of 20.00")
+
+    # payouts above 50.00 USD are to wait for one approval
+    await page.click("nav a[href='/dashboard/approvals']")
+    await page.click("#policy-edit-payout-create")
+    await page.check("#policy-enabled-payout-create")
+    await page.fill("#threshold-payout-create-USD", "50.00")
+    await page.click("#policy-save-payout-create")
+    await page.wait_for_selector("#policy-form-payout-create", state="detached")
+
+    # a bank account is added and a payout of 80.00 requested, which the policy holds
+    await page.click("nav a[href='/dashboard/balance']")
+    await page.fill("#account-holder", "Blue Mug Coffee Ltd")
+    await page.fill("#account-number", "000123456789")
+    await page.fill("#bank-code", "110000000")
+    await page.fill("#account-country", "US")
+    await page.click("#add-account-submit")
+    await page.wait_for_selector("#account-added")
+    await page.click("nav a[href='/dashboard/payouts']")
+    await page.fill("#payout-amount", "80.00")
+    await page.click("#request-payout-submit")
+    await page.wait_for_selector("#payout-held")
+
+    # a teammate is invited as admin
+    await page.click("nav a[href='/dashboard/team']")
+    await page.fill("#invite-email", "sam@example.com")
+    await page.select_option("#invite-role", "role_admin")
+    await page.click("#invite-submit")
+    await page.wait_for_selector("#invite-sent")
+
+    # who opens the mailed link, accepts with the mailed code
+    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": "sam@example.com"})
+    link = (await mailbox.json())["data"][0]["link"]
+    invitee = await open_page(browser)
+    await invitee.page.goto(link)
+    await invitee.page.click("#accept")
+    await invitee.page.wait_for_selector("#code-form", state="visible")
+    await invitee.page.fill("#code", await latest_code(served, "sam@example.com"))
+    await invitee.page.click("#verify")
+    await invitee.page.wait_for_selector("#outcome-title, #sign-out")
+
+    # signs in to the dashboard and approves the payout from the inbox
+    teammate = await open_page(browser)
+    their = teammate.page
+    await sign_in(teammate, served, "sam@example.com", "/dashboard/approvals")
+    await their.wait_for_selector("#inbox li.inbox-item")
+    assert "Pay out 80.00 USD" in await their.inner_text("#inbox")
+    request_id = await their.get_attribute("#inbox li.inbox-item", "data-id")
+    await their.fill(f"#comment-{request_id}", "Matches the catering invoice")
+    await their.click(f"#approve-{request_id}")
+    await their.wait_for_selector("#inbox .empty")
+    await photograph(their, screens, "day-approved")
+
+    # the owner sees the payout made
+    await page.click("nav a[href='/dashboard/payouts']")
+    await page.wait_for_selector("#payouts-table tr[data-status=PENDING]")
+    assert "80.00 USD" in await page.inner_text("#payouts-table")
+
+    async with Receiver() as hooks:
+        # a webhook endpoint is added and its signing secret rotated
+        await page.click("nav a[href='/dashboard/developers']")
+        await page.click("nav.tabs a:has-text('Webhooks')")
+        await page.fill("#endpoint-url", hooks.url())
+        await page.click("#endpoint-submit")
+        await page.wait_for_selector("#new-secret")
+        first = await page.input_value("#new-secret")
+        await page.click("#endpoints-table tbody tr a")
+        await page.click("#rotate-secret")
+        await page.click("#rotate-secret-yes")
+        await page.wait_for_selector("#rotated-secret")
+        second = await page.input_value("#rotated-secret")
+        assert second.startswith("whsec_") and second != first
+        await page.click("#rotated-secret-done")
+        await page.wait_for_selector("#rotated-secret", state="detached")
+
+    # the audit trail, exported, holds the day's actions in the order they were taken
+    await page.click("nav a[href='/dashboard/audit']")
+    text = await _download(page, "#export-csv", tmp_path / "day.csv")
+    actions = [r["action"] for r in csv.DictReader(io.StringIO(text))]
+    day = [
+        "approval_policy.updated",
+        "bank_account.created",
+        "approval.requested",
+        "invitation.created",
+        "invitation.accepted",
+        "approval.approved",
+        "payout.created",
+        "webhook_endpoint.created",
+        "webhook_endpoint.secret_rotated",
+    ]
+    assert [a for a in actions if a in day] == day, actions
+    await photograph(page, screens, "day-audit")
+    assert watched.problems == [] and teammate.problems == []
+    # The browser's own request for /favicon.ico, which the invitation page never names, is a
+    # failed load it logs; anything else the page did would be here.
+    assert [p for p in invitee.problems if "Failed to load resource" not in p] == []
