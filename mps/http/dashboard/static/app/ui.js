@@ -1,6 +1,6 @@
 // Small pieces every view shares: loading an API answer into a view; how errors, statuses and
-// empty states look; a read-only field with a copy button; a secret shown once; the cursor pager
-// kept in the URL; a button that asks before it acts; counted nouns; who a user id is; and what
+// empty states look; a read-only field with a copy button; a secret shown once; a filter and the
+// cursor pager kept in the URL; a button that asks before it acts; counted nouns; who a user id is; and what
 // an action held for approval says.
 import { html } from 'htm/preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
@@ -108,6 +108,21 @@ export function ShownOnce({ id, label: name, secret, onDone }) {
       }
     <//>
   </div>`;
+}
+
+/**
+ * A filter kept in the URL: a labelled choice written to the query parameter `param` ("Any"
+ * leaves it out), which starts the list's cursor (`cursorParam`) again.
+ */
+export function FilterSelect({ id, name, value, options, param, cursorParam = 'cursor' }) {
+  const choose = (e) => setQuery({ [param]: e.currentTarget.value, [cursorParam]: '' });
+  return html`<label>
+    ${name}
+    <select id=${id} value=${value} onChange=${choose}>
+      <option value="">Any</option>
+      ${options.map((o) => html`<option value=${o}>${label(o)}</option>`)}
+    </select>
+  </label>`;
 }
 
 /**

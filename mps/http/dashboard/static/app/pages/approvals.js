@@ -5,13 +5,14 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime, label, money, toMajorText, toMinor } from '../format.js';
-import { setQuery, useLocation } from '../router.js';
+import { useLocation } from '../router.js';
 import {
   ActionButton,
   Card,
   count,
   Empty,
   ErrorNote,
+  FilterSelect,
   Loading,
   Pager,
   Status,
@@ -172,17 +173,13 @@ function Requests({ member, members, round }) {
   );
   return html`<${Card} title="All requests" id="requests">
     <form class="row filters" aria-label="Request filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Status
-        <select
-          id="filter-status"
-          value=${status}
-          onChange=${(e) => setQuery({ status: e.currentTarget.value, cursor: '' })}
-        >
-          <option value="">Any</option>
-          ${STATUSES.map((s) => html`<option value=${s}>${label(s)}</option>`)}
-        </select>
-      </label>
+      <${FilterSelect}
+        id="filter-status"
+        name="Status"
+        value=${status}
+        options=${STATUSES}
+        param="status"
+      />
     </form>
     <${ErrorNote} error=${page.error} />
     ${page.loading && html`<${Loading} what="Loading requests" />`}

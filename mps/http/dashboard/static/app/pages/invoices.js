@@ -3,9 +3,9 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { dateTime, label, money, toMinor } from '../format.js';
-import { navigate, setQuery, useLocation } from '../router.js';
-import { Empty, ErrorNote, Loading, Pager, Status, useLoad } from '../ui.js';
+import { dateTime, money, toMinor } from '../format.js';
+import { navigate, useLocation } from '../router.js';
+import { Empty, ErrorNote, FilterSelect, Loading, Pager, Status, useLoad } from '../ui.js';
 import { useCurrencies } from './payments.js';
 
 const STATUSES = ['SENT', 'OVERDUE', 'PAID', 'VOID'];
@@ -28,17 +28,13 @@ export function Invoices({ member }) {
       }
     </div>
     <form class="row filters" aria-label="Filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Status
-        <select
-          id="filter-status"
-          value=${status}
-          onChange=${(e) => setQuery({ status: e.currentTarget.value, cursor: '' })}
-        >
-          <option value="">Any</option>
-          ${STATUSES.map((s) => html`<option value=${s}>${label(s)}</option>`)}
-        </select>
-      </label>
+      <${FilterSelect}
+        id="filter-status"
+        name="Status"
+        value=${status}
+        options=${STATUSES}
+        param="status"
+      />
     </form>
     <${ErrorNote} error=${page.error} />
     ${page.loading && html`<${Loading} what="Loading invoices" />`}

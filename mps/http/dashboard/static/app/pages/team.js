@@ -6,7 +6,7 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { dateTime, label } from '../format.js';
+import { dateTime } from '../format.js';
 import { setQuery, useLocation } from '../router.js';
 import { session } from '../session.js';
 import {
@@ -15,6 +15,7 @@ import {
   count,
   Empty,
   ErrorNote,
+  FilterSelect,
   Loading,
   Pager,
   Status,
@@ -232,17 +233,13 @@ function Invitations({ member, roles }) {
   return html`<${Card} title="Invitations" id="invitations">
     ${canWrite && roles && html`<${Invite} roles=${roles} done=${page.reload} />`}
     <form class="row filters" aria-label="Invitation filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Status
-        <select
-          id="filter-invitations"
-          value=${status}
-          onChange=${(e) => setQuery({ invitations: e.currentTarget.value, invitationsCursor: '' })}
-        >
-          <option value="">Any</option>
-          ${INVITATION_STATUSES.map((s) => html`<option value=${s}>${label(s)}</option>`)}
-        </select>
-      </label>
+      <${FilterSelect}
+        id="filter-invitations"
+        name="Status"
+        value=${status}
+        options=${INVITATION_STATUSES}
+        param="invitations" cursorParam="invitationsCursor"
+      />
     </form>
     <${ErrorNote} error=${page.error} />
     ${page.loading && html`<${Loading} what="Loading invitations" />`}

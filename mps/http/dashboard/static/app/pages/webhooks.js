@@ -4,9 +4,19 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { dateTime, label } from '../format.js';
+import { dateTime } from '../format.js';
 import { navigate, setQuery, useLocation } from '../router.js';
-import { Card, Empty, ErrorNote, Loading, Pager, ShownOnce, Status, useLoad } from '../ui.js';
+import {
+  Card,
+  Empty,
+  ErrorNote,
+  FilterSelect,
+  Loading,
+  Pager,
+  ShownOnce,
+  Status,
+  useLoad,
+} from '../ui.js';
 import { DevTabs } from './developers.js';
 
 const PAGE_SIZE = 20;
@@ -365,17 +375,13 @@ function Deliveries({ endpoint, canWrite, round, done }) {
   const rows = page.data ? page.data.data : [];
   return html`<${Card} title="Deliveries" id="deliveries">
     <form class="row filters" aria-label="Delivery filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Status
-        <select
-          id="filter-delivery-status"
-          value=${status}
-          onChange=${(e) => setQuery({ status: e.currentTarget.value, cursor: '' })}
-        >
-          <option value="">Any</option>
-          ${DELIVERY_STATES.map((s) => html`<option value=${s}>${label(s)}</option>`)}
-        </select>
-      </label>
+      <${FilterSelect}
+        id="filter-delivery-status"
+        name="Status"
+        value=${status}
+        options=${DELIVERY_STATES}
+        param="status"
+      />
     </form>
     <${ErrorNote} error=${page.error} />
     ${page.loading && !page.data && html`<${Loading} what="Loading the deliveries" />`}
