@@ -1,9 +1,11 @@
-// The shard of the company a request is for, for nginx's shard-aware balancing (deploy/nginx.conf,
-// docs/cluster.md "Balancing"). The service puts a company in shard crc32(companyId) % 64
-// (mps/domain/shards.py); a session's bearer token is a JWT whose payload names the company
-// ("cid"). The signature is not checked here: a forged token only picks a node, which then
-// refuses the token. Anything else (an API key, no credential, a token that does not parse)
-// has no shard: the empty string, which the map in nginx.conf sends round robin.
+// The shard of the company a request is for, and the node that owns it, for nginx's shard-aware
+// balancing (deploy/nginx.conf, docs/cluster.md "Balancing"). The service puts a company in
+// shard crc32(companyId) % 64 (mps/domain/shards.py); a session's bearer token is a JWT whose
+// payload names the company ("cid"). The signature is not checked here: a forged token only
+// picks a node, which then refuses the token. Anything else (an API key, no credential, a token
+// that does not parse) has no shard: the empty string, which goes round robin.
+
+var fs = require('fs');
 
 var SHARD_COUNT = 64;
 
@@ -46,4 +48,25 @@ function shard(r) {
     }
 }
 
-export default { shard, crc32 };
+// The upstream to send the request to: its shard's owner in the map deploy/shard-map keeps
+// current (lines "12 node2;", the file named by $mps_shards_map), or "any" when the request has
+// no shard or the map names no owner for it. The file is read on every request (a few hundred
+// bytes, from the page cache), so a new map takes effect without a reload: a reload closes the
+// clients' idle kept-alive connections, and a request a client sends on one as it closes fails.
+function backend(r) {
+    var shard = r.variables.mps_shard;
+    if (shard === '') {
+        return 'any';
+    }
+    var text;
+    try {
+        text = fs.readFileSync(r.variables.mps_shards_map, 'utf8');
+    } catch (e) {
+        r.error('the shard map cannot be read, sending round robin: ' + e.message);
+        return 'any';
+    }
+    var owner = new RegExp('^' + shard + ' ([A-Za-z0-9_-]+);$', 'm').exec(text);
+    return owner ? owner[1] : 'any';
+}
+
+export default { shard, backend, crc32 };

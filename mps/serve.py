@@ -14,7 +14,10 @@ A node of a cluster also listens on its peer port (`MPS_PEER_PORT`) for the requ
 nodes pass to it (mps.cluster.peers).
 
 A worker of `run.py --workers N` (mps.workers) listens with `reuse_port`: the N workers bind the
-same public port (SO_REUSEPORT), and the kernel spreads new connections over them.
+same public port (SO_REUSEPORT), and the kernel spreads new connections over them. Given its own
+port too (`MPS_WORKER_PORT`, which the supervisor sets per worker), a worker also serves the
+public app there alone, so a balancer can reach this worker in particular; a single node ignores
+the setting. Both listeners close together, after the grace and the hand-over.
 """
 
 from __future__ import annotations
@@ -66,6 +69,8 @@ async def serve(
         except OSError as exc:
             msg = f"cannot listen on {settings.host}:{settings.port}: {exc.strerror or exc}"
             raise ListenError(msg) from None
+        if reuse_port and settings.worker_port:
+            await _listen_on_own_port(runner, settings.host, settings.worker_port)
         log_listening(settings)
         cluster = app[SERVICES].cluster
         if cluster is not None:
@@ -98,6 +103,17 @@ async def serve(
             await cluster.drain()
     finally:
         await runner.cleanup()
+
+
+async def _listen_on_own_port(runner: web.AppRunner, host: str, port: int) -> None:
+    """A worker's own port, besides the one the workers share: bound without SO_REUSEPORT,
+    so a port another process holds is refused rather than shared with it."""
+    try:
+        await web.TCPSite(runner, host, port).start()
+    except OSError as exc:
+        msg = f"cannot listen on {host}:{port} (MPS_WORKER_PORT): {exc.strerror or exc}"
+        raise ListenError(msg) from None
+    logger.info("this worker's own port: listening on http://%s:%d too", host, port)
 
 
 async def _grace(app: web.Application, stop: asyncio.Event, grace: float) -> None:

@@ -15,6 +15,11 @@ What each worker is given:
   the supervisor's pid), kept across its restarts;
 - a peer port of its own: MPS_PEER_PORT + i - 1, or any free port when MPS_PEER_PORT is unset;
   and MPS_METRICS_PORT + i - 1 when a metrics port is set;
+- when MPS_WORKER_PORT is set, a public port of its own besides the shared one,
+  MPS_WORKER_PORT + i - 1 (mps.serve): the kernel picks a worker at random for a connection to
+  the shared port, so (N-1)/N of the requests land on a worker that does not own their
+  company's shard and are passed on, while a shard-aware balancer can send each request to its
+  owner's own port (docs/cluster.md, "Balancing");
 - the cluster's secret: MPS_CLUSTER_SECRET, or one the supervisor generates for this run when it
   is unset (the workers are one host and start together; nodes on other hosts joining the same
   cluster need MPS_CLUSTER_SECRET set on every host).
@@ -117,20 +122,22 @@ def plan_workers(
 ) -> list[Worker]:
     """The workers of `settings.workers`, each `run_py argv…` with the options and variables
     that make it one member of the host's cluster. Raises ConfigError for ports that do not
-    fit (the public port must be named; each worker's peer and metrics ports must exist)."""
+    fit (the public port must be named; each worker's peer, metrics and own ports must exist
+    and be apart)."""
     count = settings.workers
     if settings.port == 0:
         msg = "MPS_WORKERS needs a port to share (MPS_PORT): 0 would give each worker another"
         raise ConfigError(msg)
-    peer_ports = _consecutive(settings.peer_port, count, "MPS_PEER_PORT", settings.port)
-    metrics_ports = _consecutive(settings.metrics_port, count, "MPS_METRICS_PORT", settings.port)
-    taken = [p for p in peer_ports if p] + [p for p in metrics_ports if p]
-    if len(set(taken)) != len(taken):
-        msg = (
-            f"MPS_PEER_PORT and MPS_METRICS_PORT overlap: each of the {count} workers takes "
-            "the next port of each, so set them at least that far apart"
+    ports = {
+        name: _consecutive(first, count, name, settings.port)
+        for name, first in (
+            ("MPS_PEER_PORT", settings.peer_port),
+            ("MPS_METRICS_PORT", settings.metrics_port),
+            ("MPS_WORKER_PORT", settings.worker_port),
         )
-        raise ConfigError(msg)
+    }
+    _refuse_overlaps(ports, count)
+    peer_ports, metrics_ports, own_ports = ports.values()
     cluster_secret = env.get("MPS_CLUSTER_SECRET")
     if not cluster_secret:
         cluster_secret = secrets.token_urlsafe(48)
@@ -150,6 +157,8 @@ def plan_workers(
             "MPS_CLUSTER_SECRET": cluster_secret,
             _WORKER_VARIABLE: f"{index}:{os.getpid()}",
         }
+        if own_ports[index - 1]:
+            worker_env["MPS_WORKER_PORT"] = str(own_ports[index - 1])
         # argparse keeps an option's last value, so these override the same options in argv.
         workers.append(Worker(index, node_id, (*run_py, *argv, *options), worker_env))
     return workers
@@ -167,6 +176,20 @@ def _consecutive(first: int | None, count: int, name: str, service_port: int) ->
         )
         raise ConfigError(msg)
     return ports
+
+
+def _refuse_overlaps(ports: Mapping[str, Sequence[int]], count: int) -> None:
+    """Raise ConfigError when two settings' ranges of worker ports share a port: a worker
+    would fail to bind the second only once it had started."""
+    names = list(ports)
+    for at, first in enumerate(names):
+        for second in names[at + 1 :]:
+            if {p for p in ports[first] if p} & {p for p in ports[second] if p}:
+                msg = (
+                    f"{first} and {second} overlap: each of the {count} workers takes "
+                    "the next port of each, so set them at least that far apart"
+                )
+                raise ConfigError(msg)
 
 
 def check_port_free(host: str, port: int) -> None:

@@ -43,7 +43,7 @@ from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.keys import SERVICES
 from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
 from tests.helpers import free_port
-from tests.server import RunningServer
+from tests.server import RUN_PY, RunningServer
 
 __all__ = [
     "CLUSTER_SECRET",
@@ -74,8 +74,14 @@ class LocalCluster:
         heartbeat: int = 2,
         env: dict[str, str] | None = None,
         node_env: list[dict[str, str]] | None = None,
+        run_py: list[Path] | None = None,
+        started: int | None = None,
     ) -> None:
-        """`env` is every node's; `node_env[i]`, when given, node i's alone."""
+        """`env` is every node's; `node_env[i]`, when given, node i's alone; `run_py[i]`, when
+        given, the run.py node i runs (another release's, `release_before`). Entering starts
+        the first `started` nodes (all by default); a test starts the others
+        (`nodes[i].start()`), and leaving stops every node started."""
+        self.started = size if started is None else started
         broker = f"{amqp_url}{'&' if '?' in amqp_url else '?'}heartbeat={heartbeat}"
         self.amqp_url = amqp_url
         self.name = new_cluster_name()
@@ -99,13 +105,22 @@ class LocalCluster:
                     **(node_env[i] if node_env is not None else {}),
                 },
                 ready_within=30.0,
+                run_py=run_py[i] if run_py is not None else RUN_PY,
             )
             for i in range(size)
         ]
 
     def __enter__(self) -> Self:
-        for node in self.nodes:
-            node.start()
+        # Side by side, as an operator starts a cluster: each node's start is mostly waiting
+        # (its imports, its migrations under their lock, its broker connection).
+        try:
+            for node in self.nodes[: self.started]:
+                node.launch()
+            for node in self.nodes[: self.started]:
+                node.wait_ready()
+        except BaseException:
+            self.__exit__(None, None, None)  # no node of a cluster that failed to start is left
+            raise
         return self
 
     def __exit__(

@@ -9,16 +9,21 @@ run instead of skipping the tests that need it.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import os
 import secrets
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 import pytest
+import pytest_asyncio
 from aiohttp import web
-from aiohttp.test_utils import TestClient
+from aiohttp.test_utils import TestClient, TestServer
+from playwright.async_api import Browser
 
 from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
@@ -29,17 +34,55 @@ from tests.databases import (
     copy_sqlite_template,
     make_sqlite_template,
 )
+from tests.helpers import free_port
 from tests.log_guard import LogGuard, watch
+from tests.pages.browser import SharedChromium
 
-PG_URL = os.environ.get("MPS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/mps_test")
+
+def _own_database(url: str) -> str:
+    """Under pytest-xdist, `url` with the database named for this worker (`mps_test_gw1`), on
+    the same server: a test that reads or ends the sessions of its database (pg_stat_activity,
+    pg_terminate_backend) then never meets another worker's. `url` itself in a run of one
+    process."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return url
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(path=f"{parts.path}_{worker}"))
+
+
+# The server's database the run was given, and the one this process's tests use.
+GIVEN_PG_URL = os.environ.get(
+    "MPS_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/mps_test"
+)
+PG_URL = _own_database(GIVEN_PG_URL)
 AMQP_URL = os.environ.get("MPS_TEST_BROKER_URL", "amqp://guest:guest@127.0.0.1:5672/")
 REQUIRE_SERVICES = os.environ.get("MPS_REQUIRE_SERVICES") == "1"
+
+
+async def _create_own_database() -> None:
+    """Create this worker's database if it is not there yet (it is kept for the next run, as
+    the given one is). An unreachable server is left for the tests that need it to report."""
+    name = urlsplit(PG_URL).path.lstrip("/")
+    try:
+        admin = await asyncpg.connect(GIVEN_PG_URL)
+    except (OSError, asyncpg.PostgresError):
+        return
+    try:
+        if not await admin.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name):
+            await admin.execute(f'CREATE DATABASE "{name}"')
+    except asyncpg.DuplicateDatabaseError:
+        pass  # another run made it meanwhile
+    finally:
+        await admin.close()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_backends: run the test on SQLite and on Postgres")
     # The whole run's log, redacted as run.py redacts it, must hold no secret the run used.
     config.pluginmanager.register(LogGuard(), "log_guard")
+    if PG_URL != GIVEN_PG_URL:
+        asyncio.run(_create_own_database())
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -205,16 +248,6 @@ def amqp_url() -> str:
 
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture(scope="session")
@@ -226,8 +259,107 @@ def s3_endpoint() -> Iterator[str]:
         yield endpoint
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def chromium() -> str:
     if not Path(CHROMIUM).exists():
         _unavailable(f"Chromium at {CHROMIUM}")
     return CHROMIUM
+
+
+def _on_session_loop(item: pytest.Item) -> bool:
+    """Whether a fixture the test uses runs on the session's event loop (the browser's, the
+    served app's): the test must then run there too. Each name counts as the test sees it, so a
+    module's own fixture of the same name as ours keeps its test on a loop of its own."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None or not inspect.iscoroutinefunction(getattr(item, "obj", None)):
+        return False
+    return any(
+        definitions and getattr(definitions[-1].func, "_loop_scope", None) == "session"
+        for definitions in info.name2fixturedefs.values()
+    )
+
+
+# Tests of how fast a cluster notices a paused, killed or cut-off node, and of deadlines a few
+# seconds long: a second worker's load on two cores moves their timings (a paused owner's shards
+# taken before the request that should find it), so they run alone, after the rest.
+SERIAL = frozenset(
+    {
+        "tests/test_cluster.py",
+        "tests/test_cluster_failures.py",
+        "tests/test_faults.py",
+        "tests/test_chaos.py",
+    }
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Run the browser tests on the session's event loop: the one Chromium they share belongs
+    to the loop that launched it (tests/pages/browser.py), and so must the app a test serves
+    to it. Every other test keeps a loop of its own.
+
+    Under pytest-xdist (`--dist loadgroup`, as scripts/test runs), the tests that share a
+    module-scoped fixture (a started cluster) run on one worker, which starts it once. The
+    files in `SERIAL` are marked `serial`: scripts/test runs them after the others, alone."""
+    for item in items:
+        if item.nodeid.split("::", 1)[0] in SERIAL:
+            item.add_marker(pytest.mark.serial)
+        if _on_session_loop(item):
+            # First among the item's own marks, so that it is the closest `asyncio` mark.
+            item.add_marker(pytest.mark.asyncio(loop_scope="session"), append=False)
+        info = getattr(item, "_fixtureinfo", None)
+        if info is not None and any(
+            definition.scope == "module"
+            for definitions in info.name2fixturedefs.values()
+            for definition in definitions
+        ):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def shared_chromium(chromium: str) -> AsyncIterator[SharedChromium]:
+    shared = SharedChromium(chromium)
+    try:
+        yield shared
+    finally:
+        await shared.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def browser(shared_chromium: SharedChromium) -> AsyncIterator[Browser]:
+    """The run's headless Chromium; every context (and page) the test opened in it is closed
+    after the test."""
+    yield await shared_chromium.browser()
+    await shared_chromium.close_contexts()
+
+
+Serve = Callable[..., Awaitable[TestClient[Any, Any]]]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def serve(make_app: Callable[..., web.Application]) -> AsyncIterator[Serve]:
+    """Start the app with `changes` (and any extra `routes`) on a real loopback port that its
+    public URL names, so that the links it hands out (payUrl, invitation links) open in the
+    browser; on the session's loop, as the browser tests run."""
+    clients: list[TestClient[Any, Any]] = []
+
+    async def start(routes: Sequence[web.RouteDef] = (), **changes: Any) -> TestClient[Any, Any]:
+        port = free_port()
+        app = make_app(public_url=f"http://127.0.0.1:{port}", **changes)
+        app.router.add_routes(routes)
+        client: TestClient[Any, Any] = TestClient(TestServer(app, host="127.0.0.1", port=port))
+        await client.start_server()
+        clients.append(client)
+        return client
+
+    try:
+        yield start
+    finally:
+        while clients:
+            await clients.pop().close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def served(serve: Serve) -> TestClient[Any, Any]:
+    """The app on a real port that payUrl names, so the hosted checkout opens in the browser."""
+    return await serve()

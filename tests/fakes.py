@@ -1,15 +1,23 @@
 """Databases that wrap a real one to add what a test needs: latency, failures, a record of the
-round trips. Passed to the app through `Overrides.wrap_database`, never patched in."""
+round trips. Passed to the app through `Overrides.wrap_database` (`Serving`), never patched in."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
+from aiohttp import web
+from aiohttp.test_utils import TestClient
+
+from mps.bootstrap import Overrides
+from mps.config import Settings
+from mps.domain.clock import Clock
 from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import Row, Statement, WriteUnit
+from tests.helpers import Member, sign_up
 
 
 class WrappedDatabase(Database):
@@ -66,13 +74,17 @@ class SlowDatabase(WrappedDatabase):
 
 
 class GatedDatabase(WrappedDatabase):
-    """Reads matching `fails` raise `error` while it is set; writes wait while `hold` is set
-    (cleared by the test), so a test can keep a commit in flight."""
+    """Reads matching `fails` raise `error` while it is set; group commits that `holds` picks
+    (every one, unless the test narrows it) wait while `hold` is cleared (by the test), so a
+    test can keep a commit in flight; group commits fail with `write_error`, writing nothing,
+    while it is set (an outage)."""
 
     def __init__(self, real: Database) -> None:
         super().__init__(real)
         self.fails: Callable[[str], bool] = lambda _sql: False
         self.error: BaseException | None = None
+        self.write_error: BaseException | None = None
+        self.holds: Callable[[Sequence[WriteUnit]], bool] = lambda _units: True
         self.hold = asyncio.Event()
         self.hold.set()
         self.waiting_writes = 0
@@ -80,15 +92,51 @@ class GatedDatabase(WrappedDatabase):
     async def write(
         self, units: Sequence[WriteUnit], fences: Fences | None = None
     ) -> list[UnitOutcome]:
-        if not self.hold.is_set():
+        if not self.hold.is_set() and self.holds(units):
             self.waiting_writes += 1
             await self.hold.wait()
+        if self.write_error is not None:
+            raise self.write_error
         return await self.real.write(units, fences)
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
         if self.error is not None and self.fails(sql):
             raise self.error
         return await self.real.fetch(sql, *params)
+
+
+class RefusingDatabase(GatedDatabase):
+    """A gated database that makes the first unit `refuse` picks fail on a constraint after its
+    own statements ran (refused whole, as a same-key retry's is, or as a crash between two of
+    its statements would leave it), and lets the first batch holding a unit `lose_ack` picks
+    land, then fails it as if its acknowledgement were lost. Records each unit written, in
+    order (`written`)."""
+
+    def __init__(self, real: Database) -> None:
+        super().__init__(real)
+        self.refuse: Callable[[WriteUnit], bool] = lambda _unit: False
+        self.lose_ack: Callable[[WriteUnit], bool] = lambda _unit: False
+        self.written: list[WriteUnit] = []
+
+    async def write(
+        self, units: Sequence[WriteUnit], fences: Fences | None = None
+    ) -> list[UnitOutcome]:
+        broken = Statement("INSERT INTO companies (id) VALUES (NULL)")
+        for index, unit in enumerate(units):
+            if self.refuse(unit):
+                self.refuse = lambda _unit: False
+                units = [*units[:index], (*unit, broken), *units[index + 1 :]]
+                break
+        outcomes = await super().write(units, fences)
+        self.written += [
+            unit
+            for unit, outcome in zip(units, outcomes, strict=True)
+            if not isinstance(outcome, BaseException)
+        ]
+        if any(self.lose_ack(unit) for unit in units):
+            self.lose_ack = lambda _unit: False
+            raise ConnectionResetError("the connection dropped before the commit was confirmed")
+        return outcomes
 
 
 class LostAcksDatabase(WrappedDatabase):
@@ -144,3 +192,37 @@ async def wait_until(condition: Callable[[], bool], within: float = 5.0) -> None
             msg = "condition not reached in time"
             raise AssertionError(msg)
         await asyncio.sleep(0.005)
+
+
+W = TypeVar("W", bound=WrappedDatabase)
+
+
+@dataclass
+class Serving:
+    """Serves the app on a wrapped database, for the tests that count or fault its round trips:
+    a module's fixture makes one from the fixtures it needs (`aiohttp_client`, `make_app`,
+    `clock`), and each test asks for the wrapper it wants."""
+
+    aiohttp_client: Callable[..., Any]
+    make_app: Callable[..., web.Application]
+    clock: Clock
+
+    async def on(self, wrapper: Callable[[Database], W]) -> tuple[TestClient[Any, Any], W, Member]:
+        """A client of the app whose database is wrapped by `wrapper`, that wrapped database,
+        and the owner of a company signed up on it.
+
+        The background passes (expiry, money's due work, approvals, overdue invoices, KYC
+        reviews, the reconciliation, housekeeping) read and write storage on their own
+        schedule: every one of them is slowed here, after its first pass at start, so the round
+        trips a test counts are the requests' own. Taken from the settings so that a pass added
+        later is slowed too."""
+        wrapped: list[W] = []
+
+        def wrap(real: Database) -> Database:
+            wrapped.append(wrapper(real))
+            return wrapped[0]
+
+        slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
+        app = self.make_app(Overrides(clock=self.clock, wrap_database=wrap), **slow)
+        client = await self.aiohttp_client(app)
+        return client, wrapped[0], await sign_up(client)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -65,11 +66,76 @@ async def sign_up(
     return Member(session["sessionToken"], signup["companyId"], session["user"]["id"], email)
 
 
+async def two_companies(client: TestClient[Any, Any]) -> tuple[Member, Member]:
+    """The owners of two unrelated companies, signed up through the real flow: ours
+    (owner@example.com, "Acme Ltd") and a stranger's (stranger@example.com, "Stranger Co")."""
+    owner = await sign_up(client)
+    return owner, await sign_up(client, "stranger@example.com", "Stranger Co")
+
+
 async def post_as(
     client: TestClient[Any, Any], member: Member, path: str, body: Any
 ) -> ClientResponse:
     """POST `body` as JSON to `path` in `member`'s session; the response, unchecked."""
     return await client.post(path, json=body, headers=member.headers)
+
+
+async def assert_replayed(first: ClientResponse, again: ClientResponse, status: int = 201) -> None:
+    """`again` replays `first` under the same Idempotency-Key: the same status (`status`) and
+    the same bytes, marked as a replay."""
+    assert first.status == again.status == status, await first.text()
+    assert await first.read() == await again.read()
+    assert again.headers.get("Idempotent-Replayed") == "true"
+
+
+async def read_as(client: TestClient[Any, Any], member: Member, path: str, **params: str) -> Any:
+    """GET `path` in `member`'s session; the JSON it answered, which must come with 200."""
+    return await answered(await client.get(path, params=params, headers=member.headers), 200)
+
+
+async def read_object(
+    client: TestClient[Any, Any], member: Member, kind: str, object_id: str
+) -> dict[str, Any]:
+    """The merchant's object of `kind` ("payments", "refunds", "payouts", "invoices"...) with
+    that id, as `member` reads it; it must be found."""
+    found: dict[str, Any] = await read_as(client, member, f"/api/v1/merchant/{kind}/{object_id}")
+    return found
+
+
+async def event_types(client: TestClient[Any, Any], member: Member) -> list[str]:
+    """The types of the company's events on the first page of their list, newest first."""
+    return [e["type"] for e in (await read_as(client, member, "/api/v1/merchant/events"))["data"]]
+
+
+async def audit_actions(client: TestClient[Any, Any], member: Member) -> list[str]:
+    """The actions on the first page of the company's audit trail, newest first."""
+    return [e["action"] for e in (await read_as(client, member, "/api/v1/team/audit"))["data"]]
+
+
+async def answered(response: ClientResponse, status: int = 201) -> Any:
+    """The JSON body of `response`, which must have answered `status` (else the test fails
+    with the text it answered instead)."""
+    assert response.status == status, await response.text()
+    return await response.json()
+
+
+async def assert_refused(
+    response: ClientResponse, status: int, code: str | None = None
+) -> dict[str, Any]:
+    """`response` is refused with `status` (and `code`, if given) in the contract's error
+    envelope; its body, for what else the test checks."""
+    body: dict[str, Any] = await response.json()
+    assert response.status == status, body
+    assert_envelope(body, status, code)
+    return body
+
+
+async def created(
+    client: TestClient[Any, Any], member: Member, path: str, body: Any, status: int = 201
+) -> Any:
+    """POST `body` as JSON to `path` in `member`'s session; the JSON it answered, which must
+    come with `status`."""
+    return await answered(await post_as(client, member, path, body), status)
 
 
 def assert_envelope(body: dict[str, Any], status: int, code: str | None = None) -> None:
@@ -82,19 +148,50 @@ def assert_envelope(body: dict[str, Any], status: int, code: str | None = None) 
         assert body["code"] == code, body
 
 
+async def post_payment(
+    client: TestClient[Any, Any],
+    member: Member,
+    headers: dict[str, str] | None = None,
+    **fields: Any,
+) -> ClientResponse:
+    """POST a payment of `fields` (2500 USD unless they say otherwise) as `member`, with
+    `headers` besides the session's; the response, unchecked."""
+    body = {"amountMinor": "2500", "currency": "USD", **fields}
+    return await client.post(
+        "/api/v1/merchant/payments", json=body, headers={**member.headers, **(headers or {})}
+    )
+
+
 async def create_payment(
     client: TestClient[Any, Any],
     member: Member,
     headers: dict[str, str] | None = None,
     **fields: Any,
 ) -> dict[str, Any]:
-    body = {"amountMinor": "2500", "currency": "USD", **fields}
-    response = await client.post(
-        "/api/v1/merchant/payments", json=body, headers={**member.headers, **(headers or {})}
-    )
-    assert response.status == 201, await response.text()
-    payment: dict[str, Any] = await response.json()
+    """A new payment of `fields` (as `post_payment`), which must be created."""
+    payment: dict[str, Any] = await answered(await post_payment(client, member, headers, **fields))
     return payment
+
+
+async def pending_payment(
+    client: TestClient[Any, Any], **fields: Any
+) -> tuple[Member, dict[str, Any]]:
+    """The owner of a new company, and a PENDING payment of theirs (2500 USD unless `fields`
+    say otherwise)."""
+    member = await sign_up(client)
+    return member, await create_payment(client, member, **fields)
+
+
+async def create_invoice(
+    client: TestClient[Any, Any], member: Member, **fields: Any
+) -> dict[str, Any]:
+    """A new invoice of `fields` (for 500 USD to buyer@example.com unless they say otherwise,
+    or for their `items`), which must be created; sent, as every new invoice is."""
+    body = {"currency": "USD", "customerEmail": "buyer@example.com", **fields}
+    if "items" not in body:
+        body.setdefault("amountMinor", "500")
+    invoice: dict[str, Any] = await created(client, member, "/api/v1/merchant/invoices", body)
+    return invoice
 
 
 TEST_CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
@@ -115,14 +212,28 @@ async def pay(
 _HANDED_OUT: set[int] = set()
 
 
+def _xdist_worker() -> tuple[int, int]:
+    """This process's index among pytest-xdist's workers and how many there are; (0, 1) in a
+    run of one process."""
+    count = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    index = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw"))
+    return index, count
+
+
 def free_port() -> int:
     """A loopback port nothing listens on right now and no other caller in this process was
-    given, for a server a test starts itself."""
+    given, for a server a test starts itself.
+
+    Under pytest-xdist each worker takes only its share of the ports, so that two workers,
+    which cannot see each other's handed-out ports, are never given the same one. The shares
+    go by half the port: Linux gives a bind to port 0 odd ports only (it keeps the even ones
+    for outgoing connections), so by the port itself one worker would wait for ever."""
+    index, count = _xdist_worker()
     while True:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             port: int = sock.getsockname()[1]
-        if port not in _HANDED_OUT:
+        if (port // 2) % count == index and port not in _HANDED_OUT:
             _HANDED_OUT.add(port)
             return port
 
@@ -153,6 +264,15 @@ async def sign_in(client: TestClient[Any, Any], member: Member) -> Member:
     return Member(token, member.company_id, member.user_id, member.email)
 
 
+async def live_session(client: TestClient[Any, Any], member: Member) -> Member:
+    """The member's session switched to live mode (the switch must be accepted)."""
+    switched = await client.post(
+        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
+    )
+    token = (await answered(switched, 200))["sessionToken"]
+    return Member(token, member.company_id, member.user_id, member.email)
+
+
 async def add_member(
     client: TestClient[Any, Any], owner: Member, email: str, role_id: str
 ) -> Member:
@@ -172,6 +292,19 @@ async def add_member(
     )
     assert verified.status == 200, await verified.text()
     return Member((await verified.json())["sessionToken"], owner.company_id, user_id, email)
+
+
+async def owner_and_admin(client: TestClient[Any, Any]) -> tuple[Member, Member]:
+    """The owner of a new company, and an admin of it (admin@example.com), both signed in."""
+    return await owner_and_member(client, "role_admin", "admin@example.com")
+
+
+async def owner_and_member(
+    client: TestClient[Any, Any], role_id: str, email: str
+) -> tuple[Member, Member]:
+    """The owner of a new company, and a member of it holding `role_id`, both signed in."""
+    owner = await sign_up(client)
+    return owner, await add_member(client, owner, email, role_id)
 
 
 T = TypeVar("T")

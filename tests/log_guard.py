@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import re
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -102,12 +103,20 @@ def leaks(lines: list[str], secrets: set[str]) -> list[tuple[str, str]]:
 
 
 class LogGuard:
-    """The pytest plugin; conftest registers one per run."""
+    """The pytest plugin; conftest registers one per run.
+
+    Under pytest-xdist each worker records its own log and remembers its own secrets, and
+    hands both to the controller when it finishes (`workeroutput`); the controller checks them
+    all together, so a secret one worker used is looked for in every worker's log, as in a run
+    of one process."""
 
     def __init__(self) -> None:
         self._recorder = _Recorder()
         self._root = logging.getLogger()
         self._level = self._root.level
+        # What finished xdist workers recorded and remembered (on the controller only).
+        self._worker_lines: list[str] = []
+        self._worker_secrets: set[str] = set()
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self._root.handlers.insert(0, self._recorder)
@@ -117,9 +126,23 @@ class LogGuard:
         self._root.removeHandler(self._recorder)
         self._root.setLevel(self._level)
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", {}).get("log_guard")
+        if output is not None:
+            self._worker_lines.extend(output["lines"])
+            self._worker_secrets.update(output["secrets"])
+
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        found = leaks(self._recorder.lines, _SECRETS)
+        workeroutput = getattr(session.config, "workeroutput", None)
+        if workeroutput is not None:  # an xdist worker: the controller checks
+            workeroutput["log_guard"] = {
+                "lines": self._recorder.lines,
+                "secrets": sorted(_SECRETS),
+            }
+            return
+        found = leaks(self._recorder.lines + self._worker_lines, _SECRETS | self._worker_secrets)
         if not found:
             return
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")

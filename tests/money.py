@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
 from mps.services import Services
-from tests.helpers import Member, create_payment, pay
+from tests.helpers import Member, create_payment, pay, sign_up
 
 # A bank account the payout tests open (decisions 5).
 ACCOUNT = {
@@ -33,6 +33,14 @@ async def paid_payment(
     response = await pay(client, payment["reference"])
     assert response.status == 200, await response.text()
     return payment
+
+
+async def owner_with_paid_payment(
+    client: TestClient[Any, Any], amount: str = "2500", currency: str = "USD"
+) -> tuple[Member, dict[str, Any]]:
+    """The owner of a new company, and a payment of `amount` paid to them by card."""
+    owner = await sign_up(client)
+    return owner, await paid_payment(client, owner, amount, currency)
 
 
 async def balance(
@@ -78,6 +86,40 @@ async def refund(
         json={"paymentId": payment_id, "amountMinor": amount, **extra},
         headers=member.headers,
     )
+
+
+async def refund_by_actor(
+    client: TestClient[Any, Any], member: Member, payment_id: str, amount: int
+) -> Any:
+    """The payment actor's answer to a refund of `amount` asked of it directly, not through
+    HTTP (a refused one raises). Asked in the caller's own task, so a test that sends several
+    at once controls their order; the test bounds the wait."""
+    from mps.actors.payment import CreateRefund
+
+    return await services(client).shards.ask_payment(
+        member.company_id, payment_id, CreateRefund("test", amount)
+    )
+
+
+async def stored_refunds(client: TestClient[Any, Any], payment_id: str) -> list[tuple[int, str]]:
+    """The payment's refunds as storage holds them, oldest first: (amount, status)."""
+    rows = await services(client).database.fetch(
+        "SELECT amount_minor, status FROM refunds WHERE payment_id = $1 ORDER BY created_at, id",
+        payment_id,
+    )
+    return [(int(r["amount_minor"]), r["status"]) for r in rows]
+
+
+async def process_refunds(client: TestClient[Any, Any], clock: Any) -> None:
+    """Let the processor answer every refund that is due, now (five seconds on)."""
+    clock.advance(seconds=5)
+    await services(client).money.process_refunds()
+
+
+async def bank_steps(client: TestClient[Any, Any], clock: Any) -> None:
+    """Let the simulated bank take every step that is due, after its delays (ten seconds on)."""
+    clock.advance(seconds=10)
+    await services(client).money.advance_payouts()
 
 
 async def sandbox_key(client: TestClient[Any, Any], member: Member, *scopes: str) -> dict[str, str]:

@@ -13,10 +13,13 @@ adds. Its working directory is the test's folder, so nothing it writes lands in 
 
 from __future__ import annotations
 
+import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -24,10 +27,11 @@ from typing import IO, Any, Self
 from urllib.request import Request, urlopen
 
 import orjson
+import pytest
 
 from tests.helpers import free_port
 
-__all__ = ["RUN_PY", "RunningServer", "server_environment"]
+__all__ = ["RUN_PY", "RunningServer", "release_before", "server_environment"]
 
 RUN_PY = Path(__file__).resolve().parent.parent / "run.py"
 
@@ -36,6 +40,36 @@ def server_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
     """This process's environment without its `MPS_` variables, plus `extra`."""
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("MPS_")}
     return {**inherited, **(extra or {})}
+
+
+def release_before(folder: Path, path: str, *, added: bool = False) -> Path:
+    """The project as it was just before the newest commit that changed `path` (with `added`,
+    the first commit that added it), unpacked in `folder`: a previous release, which
+    `RunningServer(run_py=folder / "run.py")` runs with this venv. Skips the test when the
+    checkout has no history to take it from."""
+    root = RUN_PY.parent
+    git = shutil.which("git")
+    if git is None or not (root / ".git").exists():
+        pytest.skip("the previous release is taken from the project's git history")
+    log = [git, "log", "--diff-filter=A", "--format=%H"] if added else [git, "log", "--format=%H"]
+    commits = subprocess.run(
+        [*log, "--", path], cwd=root, capture_output=True, text=True, check=True
+    ).stdout.split()
+    if not commits:
+        pytest.skip(f"{path} is not in the project's history yet (not committed)")
+    archive = subprocess.run(
+        [git, "archive", "--format=tar", f"{commits[-1] if added else commits[0]}^"],
+        cwd=root,
+        capture_output=True,
+        check=False,
+    )
+    if archive.returncode != 0:
+        pytest.skip(
+            f"the commit before the one that changed {path} is not in this clone (shallow?)"
+        )
+    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
+        tar.extractall(folder, filter="data")
+    return folder
 
 
 def _listens_on(pid: int, port: int) -> bool:
@@ -81,9 +115,12 @@ class RunningServer:
         env: Mapping[str, str] | None = None,
         port: int | None = None,
         ready_within: float = 20.0,
+        run_py: Path = RUN_PY,
     ) -> None:
         self.folder = folder
         self.args = args
+        # Another release's run.py (`release_before`) runs with this venv too.
+        self.run_py = run_py
         self.port = port if port is not None else free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.data_dir = folder / "var"
@@ -94,6 +131,7 @@ class RunningServer:
         self._ready_within = ready_within
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._launched_at = 0.0
 
     @property
     def process(self) -> subprocess.Popen[bytes]:
@@ -105,10 +143,16 @@ class RunningServer:
         return self.process.pid
 
     def start(self) -> Self:
+        self.launch()
+        return self.wait_ready()
+
+    def launch(self) -> None:
+        """Start the process and return at once; `wait_ready` waits for it to serve. Apart,
+        so that several servers (a cluster's nodes) start side by side."""
         self._log = self.log_path.open("ab")
         try:
             self._process = subprocess.Popen(
-                [sys.executable, str(RUN_PY), *self.args],
+                [sys.executable, str(self.run_py), *self.args],
                 cwd=self.folder,
                 env=self._env,
                 stdout=self._log,
@@ -117,11 +161,16 @@ class RunningServer:
         except BaseException:
             self._log.close()
             raise
-        deadline = time.monotonic() + self._ready_within
-        while not (self._is_live() and _listens_on(self._process.pid, self.port)):
-            if self._process.poll() is not None or time.monotonic() > deadline:
+        self._launched_at = time.monotonic()
+
+    def wait_ready(self) -> Self:
+        """Return once the launched server answers and holds its port; kill it and fail with
+        the log's end if it exits or has not done so `ready_within` seconds after launch."""
+        deadline = self._launched_at + self._ready_within
+        while not (self._is_live() and _listens_on(self.process.pid, self.port)):
+            if self.process.poll() is not None or time.monotonic() > deadline:
                 self.kill()
-                msg = f"run.py did not start (exit {self._process.returncode}):\n{self._tail()}"
+                msg = f"run.py did not start (exit {self.process.returncode}):\n{self._tail()}"
                 raise AssertionError(msg)
             time.sleep(0.05)
         return self

@@ -10,7 +10,7 @@ test can wait for, not a race it hopes to win."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +63,30 @@ def gate(aiohttp_client: Callable[..., Any]) -> Iterator[Gate]:
     gate.open()
 
 
+GatedNode = Callable[[int], Awaitable[tuple[web.Application, TestClient[Any, Any], Member]]]
+
+
+@pytest.fixture
+def gated_node(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    clock: Clock,
+    gate: Gate,
+) -> GatedNode:
+    """Starts a node that serves `max_in_flight` requests at once (0: no bound), with a member
+    signed up on it: the app, its client and the member. From then on its commits wait until
+    the test opens the gate."""
+
+    async def start(max_in_flight: int) -> tuple[web.Application, TestClient[Any, Any], Member]:
+        app = make_app(Overrides(clock=clock, wrap_database=gate.wrap), max_in_flight=max_in_flight)
+        client: TestClient[Any, Any] = await aiohttp_client(app)
+        member = await sign_up(client)
+        gate.close()
+        return app, client, member
+
+    return start
+
+
 async def _hold_creates(
     client: TestClient[Any, Any], member: Member, count: int
 ) -> list[asyncio.Task[ClientResponse]]:
@@ -87,17 +111,11 @@ async def _stored_ids(client: TestClient[Any, Any], member: Member) -> set[str]:
 
 
 async def test_a_burst_beyond_the_limit_is_refused_at_once_while_the_admitted_requests_are_stored(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-    gate: Gate,
+    gated_node: GatedNode, gate: Gate
 ) -> None:
     # given a node that serves 3 requests at once, whose commits wait until the test lets them
-    app = make_app(Overrides(clock=clock, wrap_database=gate.wrap), max_in_flight=3)
-    client: TestClient[Any, Any] = await aiohttp_client(app)
-    member = await sign_up(client)
+    app, client, member = await gated_node(3)
     admission = app[ADMISSION]
-    gate.close()
 
     # when a burst of 8 creates arrives
     burst = await _hold_creates(client, member, 8)
@@ -129,16 +147,10 @@ async def test_a_burst_beyond_the_limit_is_refused_at_once_while_the_admitted_re
 
 
 async def test_health_probes_are_answered_while_the_node_is_at_its_limit(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-    gate: Gate,
+    gated_node: GatedNode, gate: Gate
 ) -> None:
     # given a node that serves one request at once, and a create holding that place
-    app = make_app(Overrides(clock=clock, wrap_database=gate.wrap), max_in_flight=1)
-    client: TestClient[Any, Any] = await aiohttp_client(app)
-    member = await sign_up(client)
-    gate.close()
+    app, client, member = await gated_node(1)
     [create] = await _hold_creates(client, member, 1)
     await eventually(lambda: _settled(app[ADMISSION].in_flight == 1), what="the create in flight")
 
@@ -219,17 +231,9 @@ async def test_a_request_passed_by_another_node_is_served_while_the_node_is_at_i
         delete_cluster_queues(amqp_url, name)
 
 
-async def test_a_limit_of_0_admits_every_request(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-    gate: Gate,
-) -> None:
+async def test_a_limit_of_0_admits_every_request(gated_node: GatedNode, gate: Gate) -> None:
     # given a node without a bound, whose commits wait until the test lets them
-    app = make_app(Overrides(clock=clock, wrap_database=gate.wrap), max_in_flight=0)
-    client: TestClient[Any, Any] = await aiohttp_client(app)
-    member = await sign_up(client)
-    gate.close()
+    app, client, member = await gated_node(0)
 
     # when a burst of 20 creates arrives
     burst = await _hold_creates(client, member, 20)

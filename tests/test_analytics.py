@@ -14,7 +14,17 @@ from aiohttp.test_utils import TestClient
 from mps.http.keys import SERVICES
 from mps.persistence.statements import Statement
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, create_payment, pay, sign_in, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    answered,
+    assert_envelope,
+    create_payment,
+    live_session,
+    pay,
+    sign_in,
+    sign_up,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -90,8 +100,7 @@ class Merchant:
 
     async def pay(self, payment: dict[str, Any]) -> dict[str, Any]:
         response = await pay(self.client, payment["reference"])
-        assert response.status == 200, await response.text()
-        paid: dict[str, Any] = await response.json()
+        paid: dict[str, Any] = await answered(response, 200)
         key = (self.today, payment["currency"])
         self.made.paid[key] += 1
         self.made.paid_minor[key] += int(payment["amountMinor"])
@@ -121,6 +130,12 @@ class Merchant:
             f"/api/v1/merchant/analytics{path}", params=params, headers=self.member.headers
         )
         return response.status, await response.json()
+
+    async def report(self, path: str, **params: str) -> dict[str, Any]:
+        """The analytics report at `path`, which must be answered (200)."""
+        status, body = await self.get(path, **params)
+        assert status == 200, body
+        return body
 
     async def statuses(self) -> dict[str, str]:
         found = {}
@@ -207,9 +222,8 @@ async def test_daily_series_per_currency_zero_filled_and_never_blended(
 ) -> None:
     merchant = await _trader(client, clock)
 
-    status, body = await merchant.get("", **_window(0, 16))
+    body = await merchant.report("", **_window(0, 16))
 
-    assert status == 200, body
     by_currency = {item["currency"]: item["series"] for item in body["data"]}
     assert sorted(by_currency) == ["EUR", "USD"]
     window = _days(day(0), day(16))
@@ -272,9 +286,8 @@ async def test_payments_breakdown_counts_the_window_s_payments_by_current_status
     merchant = await _trader(client, clock)
     statuses = await merchant.statuses()
 
-    status, body = await merchant.get("/payments", **_window(0, 16))
+    body = await merchant.report("/payments", **_window(0, 16))
 
-    assert status == 200, body
     for item in body["data"]:
         currency = item["currency"]
         mine = {pid: s for pid, s in statuses.items() if merchant.made.payments[pid][1] == currency}
@@ -335,12 +348,10 @@ async def test_conversion_compares_with_the_prior_period_of_equal_length(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
     merchant = await _trader(client, clock)
+
+    # days 8 to 16 against days -1 to 7, each payment counted by its status now
+    body = await merchant.report("/conversion", **_window(8, 16))
     statuses = await merchant.statuses()
-
-    # days 8 to 16 against days -1 to 7
-    status, body = await merchant.get("/conversion", **_window(8, 16))
-
-    assert status == 200, body
 
     def period(first: date, last: date, currency: str) -> dict[str, Any]:
         made = [
@@ -429,16 +440,7 @@ async def test_another_company_and_live_mode_see_none_of_it(
     stranger = Merchant(client, clock, await sign_up(client, email="other@example.com"))
     window = _window(0, 16)
 
-    live = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=merchant.member.headers
-    )
-    assert live.status == 200, await live.text()
-    merchant.member = Member(
-        (await live.json())["sessionToken"],
-        merchant.member.company_id,
-        merchant.member.user_id,
-        merchant.member.email,
-    )
+    merchant.member = await live_session(client, merchant.member)
 
     for who in (stranger, merchant):
         for path in ("", "/payments", "/conversion"):

@@ -20,7 +20,14 @@ from mps.http.keys import SERVICES
 from mps.persistence.database import Database
 from tests.conftest import Clock
 from tests.fakes import RecordingDatabase, wait_until
-from tests.helpers import Member, assert_envelope, sign_up
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    assert_refused,
+    owner_and_member,
+    sign_up,
+    two_companies,
+)
 
 
 async def _create(
@@ -99,8 +106,7 @@ async def test_ping_without_analytics_read_is_403(client: TestClient[Any, Any]) 
 
     response = await _ping(client, body["key"])
 
-    assert response.status == 403
-    assert_envelope(await response.json(), 403, "insufficient_scope")
+    await assert_refused(response, 403, "insufficient_scope")
 
 
 async def test_an_unknown_or_malformed_key_is_401(client: TestClient[Any, Any]) -> None:
@@ -126,8 +132,7 @@ async def test_revoked_key_is_refused_at_once(client: TestClient[Any, Any]) -> N
     assert revoked.status == 200
     assert (await revoked.json())["revokedAt"] is not None
     refused = await _ping(client, body["key"])
-    assert refused.status == 401
-    assert_envelope(await refused.json(), 401, "unauthenticated")
+    await assert_refused(refused, 401, "unauthenticated")
 
 
 async def test_each_key_request_is_logged(client: TestClient[Any, Any]) -> None:
@@ -313,10 +318,8 @@ async def test_key_usage_drops_rows_past_its_capacity_when_a_flush_is_held_up(
 
 
 async def test_a_key_cannot_have_scopes_its_creator_lacks(client: TestClient[Any, Any]) -> None:
-    from tests.helpers import add_member
 
-    owner = await sign_up(client)
-    developer = await add_member(client, owner, "dev@example.com", "role_developer")
+    _, developer = await owner_and_member(client, "role_developer", "dev@example.com")
 
     status, body = await _create(client, developer, scopes=["payments:write"])
 
@@ -325,8 +328,7 @@ async def test_a_key_cannot_have_scopes_its_creator_lacks(client: TestClient[Any
 
 
 async def test_another_company_cannot_see_or_revoke_a_key(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     _, body = await _create(client, owner)
 
     listed = await client.get("/api/v1/merchant/api-keys", headers=stranger.headers)
@@ -374,5 +376,4 @@ async def test_malformed_cursor_is_400_invalid_cursor(client: TestClient[Any, An
         "/api/v1/merchant/api-keys", params={"cursor": "!!!"}, headers=member.headers
     )
 
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "invalid_cursor")
+    await assert_refused(response, 400, "invalid_cursor")

@@ -11,7 +11,20 @@ from aiohttp.test_utils import TestClient
 
 from mps.actors.company import VoteOnApproval
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, post_as, sign_in, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    answered,
+    assert_envelope,
+    assert_refused,
+    audit_actions,
+    event_types,
+    owner_and_admin,
+    post_as,
+    read_as,
+    sign_in,
+    sign_up,
+)
 from tests.money import ACCOUNT, balance, paid_payment, services
 
 pytestmark = pytest.mark.both_backends
@@ -62,8 +75,7 @@ async def _payouts(client: TestClient[Any, Any], member: Member) -> list[dict[st
 
 
 async def _setup(client: TestClient[Any, Any]) -> tuple[Member, Member, str]:
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     await paid_payment(client, owner, "10000")
     account = await _account(client, owner)
     assert (await _policy(client, owner, "payout.create", "1000")).status == 200
@@ -91,8 +103,7 @@ async def test_policies_default_to_off_and_are_set_and_audited(
     assert response.status == 200, body
     assert body["thresholds"] == {"USD": "50000"} and body["requiredApprovals"] == 2
     assert unknown.status == 404
-    trail = await client.get("/api/v1/team/audit", headers=owner.headers)
-    assert "approval_policy.updated" in [e["action"] for e in (await trail.json())["data"]]
+    assert "approval_policy.updated" in await audit_actions(client, owner)
 
 
 async def test_a_payout_above_the_threshold_waits_for_approval_and_runs_once_approved(
@@ -120,8 +131,7 @@ async def test_a_payout_above_the_threshold_waits_for_approval_and_runs_once_app
     assert done["votes"][0]["userId"] == admin.user_id
     assert len(await _payouts(client, owner)) == 2
     assert await balance(client, owner) == {"available": 4000, "pending": 0, "reserved": 6000}
-    events = await client.get("/api/v1/merchant/events", headers=owner.headers)
-    types = [e["type"] for e in (await events.json())["data"]]
+    types = await event_types(client, owner)
     assert "approval.requested" in types and "approval.executed" in types
 
 
@@ -141,8 +151,7 @@ async def test_voting_rules_requester_scope_and_one_vote_each(
     assert own.status == 403 and unscoped.status == 403
     assert_envelope(await unscoped.json(), 403, "insufficient_scope")
     assert first.status == 200 and (await first.json())["status"] == "PENDING"
-    assert twice.status == 409
-    assert_envelope(await twice.json(), 409, "duplicate")
+    await assert_refused(twice, 409, "duplicate")
     assert len(await _payouts(client, owner)) == 0
 
 
@@ -165,8 +174,7 @@ async def test_one_rejection_rejects_and_the_requester_can_cancel(
     assert (await rejected.json())["status"] == "REJECTED"
     assert not_theirs.status == 403
     assert (await cancelled.json())["status"] == "CANCELLED"
-    assert late.status == 409
-    assert_envelope(await late.json(), 409, "invalid_state")
+    await assert_refused(late, 409, "invalid_state")
     assert await _payouts(client, owner) == []
     listed = await client.get(
         "/api/v1/team/approvals/requests", params={"status": "REJECTED"}, headers=owner.headers
@@ -218,10 +226,8 @@ async def test_a_request_expires_after_72_hours(client: TestClient[Any, Any], cl
     await services(client).approvals.run_once()
     owner = await sign_in(client, owner)
 
-    got = await client.get(
-        f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
-    )
-    assert (await got.json())["status"] == "EXPIRED"
+    path = f"/api/v1/team/approvals/requests/{request['id']}"
+    assert (await read_as(client, owner, path))["status"] == "EXPIRED"
 
 
 async def test_an_action_refused_when_it_runs_leaves_the_request_failed(
@@ -243,8 +249,7 @@ async def test_an_action_refused_when_it_runs_leaves_the_request_failed(
 async def test_a_refund_above_the_threshold_waits_for_approval(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     payment = await paid_payment(client, owner, "10000")
     await _policy(client, owner, "refund.create", "2000")
 
@@ -301,17 +306,14 @@ async def test_an_approved_action_a_crash_kept_from_running_runs_once_after(
     # then the payout exists once and the request says what it returned
     assert len(await _payouts(client, owner)) == 1
     assert again.status == "EXECUTED" and again.result is not None
-    got = await client.get(
-        f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
-    )
-    assert (await got.json())["status"] == "EXECUTED"
+    path = f"/api/v1/team/approvals/requests/{request['id']}"
+    assert (await read_as(client, owner, path))["status"] == "EXECUTED"
 
 
 async def test_card_issuing_and_funding_above_their_thresholds_wait_for_approval(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     await paid_payment(client, owner, "10000")
     await _policy(client, owner, "card.issue", "1000")
     await _policy(client, owner, "card.fund", "500")
@@ -355,8 +357,7 @@ async def test_an_action_the_balance_cannot_cover_is_refused_at_once_not_put_to_
         json={"cardholderName": "Ann Lee", "currency": "USD"},
         headers=owner.headers,
     )
-    assert issued.status == 201, await issued.text()
-    card = await issued.json()
+    card = await answered(issued)
 
     # when a payout and a card funding each ask for more than is available
     payout = await _payout(client, owner, account, "900000")

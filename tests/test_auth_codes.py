@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import assert_envelope, latest_code, sign_up
+from tests.helpers import assert_envelope, assert_refused, latest_code, sign_up
 
 
 async def _login(client: TestClient[Any, Any], email: str) -> str:
@@ -28,12 +28,25 @@ async def _verify(
     return await client.post("/api/v1/auth/otp/verify", json=body)
 
 
-async def _ann_and_a_stranger(client: TestClient[Any, Any]) -> tuple[str, str, str]:
-    """Ann's login and its code, and the company of Bob, whom she is not a member of."""
+async def _ann_and_a_stranger(
+    client: TestClient[Any, Any], wrong_tries: int = 0
+) -> tuple[str, str, str]:
+    """Ann's login and its code, with `wrong_tries` wrong codes spent on it already, and the
+    company of Bob, whom she is not a member of."""
     await sign_up(client, "ann@example.com", "Ann's")
     stranger = await sign_up(client, "bob@example.com", "Bob's")
     login_id = await _login(client, "ann@example.com")
-    return login_id, await latest_code(client, "ann@example.com"), stranger.company_id
+    code = await latest_code(client, "ann@example.com")
+    for _ in range(wrong_tries):
+        assert (await _verify(client, login_id, _wrong(code))).status == 400
+    return login_id, code, stranger.company_id
+
+
+async def _ann_signing_in(client: TestClient[Any, Any]) -> tuple[str, str]:
+    """Ann, a member, has asked to sign in: her login, and the code mailed for it."""
+    await sign_up(client, "ann@example.com")
+    login_id = await _login(client, "ann@example.com")
+    return login_id, await latest_code(client, "ann@example.com")
 
 
 def _wrong(code: str) -> str:
@@ -65,22 +78,17 @@ async def test_login_for_an_unknown_email_looks_the_same_and_sends_nothing(
 
 
 async def test_a_code_works_once(client: TestClient[Any, Any]) -> None:
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code = await _ann_signing_in(client)
 
     first = await _verify(client, login_id, code)
     second = await _verify(client, login_id, code)
 
     assert first.status == 200
-    assert second.status == 400
-    assert_envelope(await second.json(), 400, "invalid_code")
+    await assert_refused(second, 400, "invalid_code")
 
 
 async def test_a_code_expires_after_ten_minutes(client: TestClient[Any, Any], clock: Clock) -> None:
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code = await _ann_signing_in(client)
 
     clock.advance(minutes=10, seconds=1)
     response = await _verify(client, login_id, code)
@@ -92,9 +100,7 @@ async def test_five_wrong_codes_kill_the_login_even_for_the_right_code(
     client: TestClient[Any, Any],
 ) -> None:
     # given
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code = await _ann_signing_in(client)
 
     # when
     for _ in range(5):
@@ -102,15 +108,12 @@ async def test_five_wrong_codes_kill_the_login_even_for_the_right_code(
 
     # then
     response = await _verify(client, login_id, code)
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "invalid_code")
+    await assert_refused(response, 400, "invalid_code")
 
 
 async def test_a_fresh_code_does_not_reset_the_wrong_tries(client: TestClient[Any, Any]) -> None:
     # given four wrong tries
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code = await _ann_signing_in(client)
     for _ in range(4):
         await _verify(client, login_id, _wrong(code))
 
@@ -125,9 +128,7 @@ async def test_a_fresh_code_does_not_reset_the_wrong_tries(client: TestClient[An
 
 
 async def test_a_fresh_code_replaces_the_previous_one(client: TestClient[Any, Any]) -> None:
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    old_code = await latest_code(client, "ann@example.com")
+    login_id, old_code = await _ann_signing_in(client)
 
     # (a fresh code equals the old one once in a million draws; draw again then)
     new_code = old_code
@@ -140,9 +141,7 @@ async def test_a_fresh_code_replaces_the_previous_one(client: TestClient[Any, An
 
 
 async def test_codes_are_stored_only_as_a_keyed_hash(client: TestClient[Any, Any]) -> None:
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code = await _ann_signing_in(client)
 
     row = await client.app[SERVICES].database.fetchrow(
         "SELECT * FROM logins WHERE id = $1", login_id
@@ -158,9 +157,7 @@ async def test_concurrent_wrong_codes_never_exceed_five_tries(
 ) -> None:
     import asyncio
 
-    await sign_up(client, "ann@example.com")
-    login_id = await _login(client, "ann@example.com")
-    code = await latest_code(client, "ann@example.com")
+    login_id, code = await _ann_signing_in(client)
 
     await asyncio.gather(*(_verify(client, login_id, _wrong(code)) for _ in range(12)))
 
@@ -202,8 +199,7 @@ async def test_a_wrong_company_id_does_not_spend_the_code(client: TestClient[Any
     refused = await _verify(client, login_id, code, stranger.company_id)
 
     # then it is refused without spending the code, which then opens the company she names
-    assert refused.status == 403
-    assert_envelope(await refused.json(), 403, "not_a_member")
+    await assert_refused(refused, 403, "not_a_member")
     chosen = await _verify(client, login_id, code, second.company_id)
     assert chosen.status == 200
     assert (await chosen.json())["company"]["id"] == second.company_id
@@ -264,8 +260,7 @@ async def test_wrong_codes_naming_a_stranger_company_use_up_the_tries_when_probi
     )
     assert failed == 5
     response = await _verify(client, login_id, code)
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "invalid_code")
+    await assert_refused(response, 400, "invalid_code")
 
 
 @pytest.mark.both_backends
@@ -273,9 +268,7 @@ async def test_the_right_code_naming_a_stranger_company_costs_no_try_when_refuse
     client: TestClient[Any, Any],
 ) -> None:
     # given a member's login with four wrong tries spent, and a company she is not in
-    login_id, code, stranger = await _ann_and_a_stranger(client)
-    for _ in range(4):
-        assert (await _verify(client, login_id, _wrong(code))).status == 400
+    login_id, code, stranger = await _ann_and_a_stranger(client, wrong_tries=4)
 
     # when the right code is sent twice naming the stranger's company
     refusals = [await _verify(client, login_id, code, stranger) for _ in range(2)]

@@ -15,7 +15,14 @@ from mps.auth.tokens import AUDIENCE, ISSUER
 from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    assert_refused,
+    owner_and_member,
+    post_as,
+    sign_up,
+)
 from tests.keys import create_key
 
 
@@ -50,8 +57,7 @@ async def test_session_token_carries_the_contract_claims(client: TestClient[Any,
 async def test_no_credential_is_401_unauthenticated(client: TestClient[Any, Any]) -> None:
     response = await client.get("/api/v1/auth/me")
 
-    assert response.status == 401
-    assert_envelope(await response.json(), 401, "unauthenticated")
+    await assert_refused(response, 401, "unauthenticated")
 
 
 async def test_alg_none_token_is_refused(client: TestClient[Any, Any]) -> None:
@@ -60,8 +66,7 @@ async def test_alg_none_token_is_refused(client: TestClient[Any, Any]) -> None:
 
     response = await _me(client, forged)
 
-    assert response.status == 401
-    assert_envelope(await response.json(), 401, "unauthenticated")
+    await assert_refused(response, 401, "unauthenticated")
 
 
 async def test_token_signed_with_another_algorithm_family_is_refused(
@@ -136,8 +141,7 @@ async def test_logout_revokes_the_session_at_once(client: TestClient[Any, Any]) 
     # then
     assert response.status == 200
     refused = await _me(client, member.token)
-    assert refused.status == 401
-    assert_envelope(await refused.json(), 401, "unauthenticated")
+    await assert_refused(refused, 401, "unauthenticated")
 
 
 async def test_api_key_on_a_session_route_is_401_session_required(
@@ -148,8 +152,7 @@ async def test_api_key_on_a_session_route_is_401_session_required(
 
     response = await _me(client, key)
 
-    assert response.status == 401
-    assert_envelope(await response.json(), 401, "session_required")
+    await assert_refused(response, 401, "session_required")
 
 
 async def test_session_on_an_api_key_route_is_401_api_key_required(
@@ -159,16 +162,14 @@ async def test_session_on_an_api_key_route_is_401_api_key_required(
 
     response = await client.get("/api/v1/developer/ping", headers=member.headers)
 
-    assert response.status == 401
-    assert_envelope(await response.json(), 401, "api_key_required")
+    await assert_refused(response, 401, "api_key_required")
 
 
 async def test_member_without_the_scope_is_403_insufficient_scope(
     client: TestClient[Any, Any],
 ) -> None:
     # given a viewer (read scopes only) of the company
-    owner = await sign_up(client)
-    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
+    _, viewer = await owner_and_member(client, "role_viewer", "viewer@example.com")
 
     # when the viewer tries a write
     response = await post_as(
@@ -176,9 +177,7 @@ async def test_member_without_the_scope_is_403_insufficient_scope(
     )
 
     # then
-    assert response.status == 403
-    body = await response.json()
-    assert_envelope(body, 403, "insufficient_scope")
+    body = await assert_refused(response, 403, "insufficient_scope")
     assert "settings:write" in body["message"]
     readable = await client.get("/api/v1/merchant/api-keys", headers=viewer.headers)
     assert readable.status == 200

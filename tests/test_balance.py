@@ -10,8 +10,17 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, sign_up
-from tests.money import balance, movements, paid_payment, refund, sandbox_key, services, simulate
+from tests.helpers import Member, assert_envelope, sign_up, two_companies
+from tests.money import (
+    balance,
+    movements,
+    owner_with_paid_payment,
+    paid_payment,
+    refund,
+    sandbox_key,
+    services,
+    simulate,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -51,8 +60,7 @@ async def test_new_company_has_a_zero_balance_in_each_supported_currency(
 async def test_paid_payment_is_available_at_once_in_test_mode(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
+    member, payment = await owner_with_paid_payment(client, "2500")
 
     assert await balance(client, member) == {"available": 2500, "pending": 0, "reserved": 0}
     found = await movements(client, member)
@@ -84,8 +92,7 @@ async def test_paid_payment_waits_in_pending_until_the_settlement_delay_passes(
 async def test_refund_reserves_from_available_first_then_pending(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    settled = await paid_payment(client, member, "1000")
+    member, settled = await owner_with_paid_payment(client, "1000")
     await _settle_after(client, member, 3600)
     unsettled = await paid_payment(client, member, "3000")
 
@@ -123,12 +130,18 @@ async def test_rejected_refund_from_pending_returns_to_available_once_settled(
     assert await balance(client, member) == {"available": 3000, "pending": 0, "reserved": 0}
 
 
+async def _paid_with_a_key(client: TestClient[Any, Any]) -> tuple[Member, dict[str, str], Any]:
+    """A new member's paid payment of 2500, and a sandbox key that can reverse it or settle
+    its refunds."""
+    member = await sign_up(client)
+    key = await sandbox_key(client, member, "payments:write", "refunds:write")
+    return member, key, await paid_payment(client, member, "2500")
+
+
 async def test_chargeback_debits_what_remains_from_available(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    key = await sandbox_key(client, member, "payments:write", "refunds:write")
-    payment = await paid_payment(client, member, "2500")
+    member, key, payment = await _paid_with_a_key(client)
     await refund(client, member, payment["id"], "1000")
     clock.advance(seconds=5)
     await services(client).money.process_refunds()
@@ -162,9 +175,7 @@ async def test_chargeback_before_settlement_takes_available_below_zero(
 async def test_chargeback_leaves_what_a_pending_refund_holds(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    key = await sandbox_key(client, member, "payments:write", "refunds:write")
-    payment = await paid_payment(client, member, "2500")
+    member, key, payment = await _paid_with_a_key(client)
     held = await (await refund(client, member, payment["id"], "1000")).json()
 
     await simulate(client, key, "payment.reversed", paymentId=payment["id"])
@@ -218,8 +229,7 @@ async def test_movements_page_with_a_cursor_and_filter_by_source(
 
 
 async def test_ledger_sums_to_zero_in_storage(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
+    member, payment = await owner_with_paid_payment(client, "2500")
     await refund(client, member, payment["id"], "1000")
     database = services(client).database
 
@@ -233,8 +243,7 @@ async def test_ledger_sums_to_zero_in_storage(client: TestClient[Any, Any]) -> N
 
 
 async def test_another_company_sees_none_of_the_balance(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    other = await sign_up(client, "other@example.com", "Other Ltd")
+    owner, other = await two_companies(client)
     await paid_payment(client, owner, "2500")
 
     assert await balance(client, other) == {"available": 0, "pending": 0, "reserved": 0}
@@ -258,9 +267,7 @@ async def test_a_refund_rejected_after_a_chargeback_leaves_the_balance_too(
     client: TestClient[Any, Any],
 ) -> None:
     # given a payment whose whole amount a pending refund holds when it is charged back
-    member = await sign_up(client)
-    key = await sandbox_key(client, member, "payments:write", "refunds:write")
-    payment = await paid_payment(client, member, "2500")
+    member, key, payment = await _paid_with_a_key(client)
     held = await (await refund(client, member, payment["id"], "2500")).json()
     await simulate(client, key, "payment.reversed", paymentId=payment["id"])
     assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 2500}

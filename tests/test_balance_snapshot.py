@@ -19,7 +19,7 @@ from mps.persistence.migrations import load_migrations
 from mps.persistence.queries.reconciliation import Mismatch, mismatches
 from mps.persistence.statements import Statement
 from tests.conftest import Clock
-from tests.helpers import Member, post_as, sign_up
+from tests.helpers import Member, answered, created, sign_up
 from tests.money import (
     ACCOUNT,
     balance,
@@ -47,12 +47,6 @@ async def client(
 
 FIGURES = ("available", "pending", "reserved", "unsettled")
 Balances = dict[tuple[str, str, str], tuple[int, ...]]
-
-
-async def _ok(response: Any, status: int = 201) -> dict[str, Any]:
-    body: dict[str, Any] = await response.json()
-    assert response.status == status, body
-    return body
 
 
 async def _snapshots(database: Database) -> Balances:
@@ -96,55 +90,48 @@ async def _every_kind_of_movement(client: TestClient[Any, Any], clock: Clock) ->
     for currency in ("USD", "EUR"):
         await paid_payment(client, member, "20000", currency)
     refunded = await paid_payment(client, member, "4000")
-    done = await _ok(await refund(client, member, refunded["id"], "1500"))
+    done = await answered(await refund(client, member, refunded["id"], "1500"))
     await simulate(client, key, "refund.completed", refundId=done["id"])
-    rejected = await _ok(await refund(client, member, refunded["id"], "1000"))
+    rejected = await answered(await refund(client, member, refunded["id"], "1000"))
     await simulate(client, key, "refund.rejected", refundId=rejected["id"])
 
-    account = await _ok(
-        await client.post("/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=member.headers)
-    )
+    account = await created(client, member, "/api/v1/merchant/bank-accounts", ACCOUNT)
     payouts = [
-        await _ok(
-            await post_as(
-                client,
-                member,
-                "/api/v1/merchant/payouts",
-                {"amountMinor": amount, "currency": "USD", "bankAccountId": account["id"]},
-            )
+        await created(
+            client,
+            member,
+            "/api/v1/merchant/payouts",
+            {"amountMinor": amount, "currency": "USD", "bankAccountId": account["id"]},
         )
         for amount in ("1000", "1500", "700")
     ]
     await simulate(client, key, "payout.paid", payoutId=payouts[0]["id"])
     await simulate(client, key, "payout.failed", payoutId=payouts[1]["id"])
 
-    card = await _ok(
-        await post_as(
-            client,
-            member,
-            "/api/v1/merchant/cards",
-            {"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "3000"},
-        )
+    card = await created(
+        client,
+        member,
+        "/api/v1/merchant/cards",
+        {"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "3000"},
     )
-    await _ok(
+    await answered(
         await simulate(
             client, key, "card.authorization", cardId=card["id"], amountMinor="800", currency="USD"
         ),
         200,
     )
-    await _ok(
-        await client.post(
-            f"/api/v1/merchant/cards/{card['id']}/withdraw",
-            json={"amountMinor": "1000"},
-            headers=member.headers,
-        ),
+    await created(
+        client,
+        member,
+        f"/api/v1/merchant/cards/{card['id']}/withdraw",
+        {"amountMinor": "1000"},
         200,
     )
 
     # Credits that wait for settlement: one settles later; one is reversed before it does (the
     # chargeback takes EUR available below zero); one is then refunded from pending while it
     # waits, so its settlement moves only what pending still holds of it; one is left waiting.
-    await _ok(
+    await answered(
         await client.patch(
             "/api/v1/merchant/settings", json={"settlementDelaySec": 3600}, headers=member.headers
         ),
@@ -154,7 +141,7 @@ async def _every_kind_of_movement(client: TestClient[Any, Any], clock: Clock) ->
     reversed_early = await paid_payment(client, member, "50000", "EUR")
     await simulate(client, key, "payment.reversed", paymentId=reversed_early["id"])
     waiting = await paid_payment(client, member, "6000", "EUR")
-    await _ok(await refund(client, member, waiting["id"], "4000"))
+    await answered(await refund(client, member, waiting["id"], "4000"))
     clock.advance(seconds=3601)
     # A pass settles one credit per balance at a time (the next waits for the first's commit):
     # passes run until one finds nothing left to settle.

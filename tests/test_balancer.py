@@ -12,6 +12,7 @@ node is an address nothing listens on: a node down from the start.
 from __future__ import annotations
 
 import os
+import pwd
 import re
 import signal
 import socket
@@ -120,7 +121,10 @@ class Nginx:
                 "-c",
                 str(conf),
                 "-g",
-                f"daemon off; pid {pid}; error_log {self.folder / 'error.log'} warn;",
+                f"daemon off; pid {pid}; error_log {self.folder / 'error.log'} warn;"
+                # nginx-shard.js reads the shard map at each request, in this test's private
+                # folder: the workers run as its owner (as root, nginx's would be nobody).
+                + (f" user {pwd.getpwuid(os.geteuid()).pw_name};" if os.geteuid() == 0 else ""),
             ],
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -11,7 +11,14 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.domain.cards import luhn_valid
-from tests.helpers import Member, assert_envelope, sign_up
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    assert_refused,
+    audit_actions,
+    live_session,
+    sign_up,
+)
 from tests.money import balance, movements, paid_payment, sandbox_key, services, simulate
 
 pytestmark = pytest.mark.both_backends
@@ -91,8 +98,7 @@ async def test_details_show_a_luhn_valid_number_and_are_audited(
     assert response.status == 200, details
     assert luhn_valid(details["number"]) and details["number"].startswith("400000")
     assert details["number"].endswith(card["last4"]) and len(details["cvc"]) == 3
-    trail = await client.get("/api/v1/team/audit", headers=member.headers)
-    actions = [e["action"] for e in (await trail.json())["data"]]
+    actions = await audit_actions(client, member)
     assert "card.details_revealed" in actions and "card.issued" in actions
 
 
@@ -111,8 +117,7 @@ async def test_funding_beyond_the_wallet_is_409_and_withdrawal_beyond_the_card_t
         client, member, f"/merchant/cards/{card['id']}/withdraw", amountMinor="4000"
     )
 
-    assert too_much.status == 409
-    assert_envelope(await too_much.json(), 409, "balance_insufficient")
+    await assert_refused(too_much, 409, "balance_insufficient")
     assert (await funded.json())["balanceMinor"] == "10000"
     assert overdrawn.status == 409
     # the card's balance in major units, as people read it
@@ -251,10 +256,7 @@ async def test_another_companys_cards_are_not_found(client: TestClient[Any, Any]
 async def test_a_live_session_sees_no_test_card(client: TestClient[Any, Any]) -> None:
     member, _ = await _funded(client)
     card = await _card(client, member)
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
-    )
-    live = Member((await switched.json())["sessionToken"], member.company_id, member.user_id, "")
+    live = await live_session(client, member)
 
     got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=live.headers)
     frozen = await _post(client, live, f"/merchant/cards/{card['id']}/freeze")

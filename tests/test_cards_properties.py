@@ -39,7 +39,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Clock
-from tests.helpers import Member, sign_in, sign_up
+from tests.helpers import Member, answered, sign_in, sign_up
 from tests.money import balance, every_item, paid_payment, sandbox_key, simulate
 from tests.properties import answer, assert_ledger_balanced, example_app, examples, run_steps
 
@@ -185,8 +185,7 @@ class Run:
 
 async def _card(run: Run, card_id: str) -> dict[str, Any]:
     response = await run.client.get(f"/api/v1/merchant/cards/{card_id}", headers=run.member.headers)
-    assert response.status == 200, await response.text()
-    found: dict[str, Any] = await response.json()
+    found: dict[str, Any] = await answered(response, 200)
     return found
 
 

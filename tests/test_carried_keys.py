@@ -95,19 +95,33 @@ async def keeper() -> AsyncIterator[tuple[ActorRef[Keeper], Keeper, Journal]]:
     await stop(actor.actor_ref)
 
 
+async def _key_held(
+    ref: ActorRef[Keeper], journal: Journal
+) -> tuple[asyncio.Future[Any], asyncio.Event]:
+    """A command under key "k" the keeper has decided, whose commit has not landed (so it holds
+    its key), and the event that lands it."""
+    landed = asyncio.Event()
+    first = asyncio.ensure_future(ask(ref, Commit(landed, Record("k"))))
+    await wait_until(lambda: journal.decided == ["k"])
+    return first, landed
+
+
+async def _commit_again(ref: ActorRef[Keeper], landed: asyncio.Event) -> Any:
+    """The keeper's answer to another command under key "k" (bounded by PATIENCE)."""
+    return await asyncio.wait_for(ask(ref, Commit(landed, Record("k"))), PATIENCE)
+
+
 async def test_a_command_under_a_key_held_in_the_actor_is_answered_key_in_flight_undecided(
     keeper: tuple[ActorRef[Keeper], Keeper, Journal],
 ) -> None:
     ref, actor, journal = keeper
-    landed = asyncio.Event()
 
     # given a command whose commit has not landed, holding its key
-    first = asyncio.ensure_future(ask(ref, Commit(landed, Record("k"))))
-    await wait_until(lambda: journal.decided == ["k"])
+    first, landed = await _key_held(ref, journal)
 
     # when a second command arrives under the same key
     with pytest.raises(KeyInFlight) as busy:
-        await asyncio.wait_for(ask(ref, Commit(landed, Record("k"))), PATIENCE)
+        await _commit_again(ref, landed)
 
     # then it was not decided, and the actor may not passivate while the key is held
     assert journal.decided == ["k"]
@@ -118,7 +132,7 @@ async def test_a_command_under_a_key_held_in_the_actor_is_answered_key_in_flight
     landed.set()
     assert await asyncio.wait_for(first, PATIENCE) == "landed"
     await asyncio.wait_for(busy.value.done, PATIENCE)
-    again = await asyncio.wait_for(ask(ref, Commit(landed, Record("k"))), PATIENCE)
+    again = await _commit_again(ref, landed)
     assert again == "landed"
     assert journal.decided == ["k", "k"]
 
@@ -208,18 +222,16 @@ async def test_a_caller_that_gives_up_leaves_its_key_held_until_its_unit_has_lan
     keeper: tuple[ActorRef[Keeper], Keeper, Journal],
 ) -> None:
     ref, actor, journal = keeper
-    landed = asyncio.Event()
 
     # given a command whose unit has not landed, and whose caller gives up (its deadline)
-    first = asyncio.ensure_future(ask(ref, Commit(landed, Record("k"))))
-    await wait_until(lambda: journal.decided == ["k"])
+    first, landed = await _key_held(ref, journal)
     first.cancel()
     with pytest.raises(asyncio.CancelledError):
         await first
 
     # when its retry arrives while the unit is still in flight
     with pytest.raises(KeyInFlight) as busy:
-        await asyncio.wait_for(ask(ref, Commit(landed, Record("k"))), PATIENCE)
+        await _commit_again(ref, landed)
 
     # then the retry was not decided beside it, and waits for the unit, not the caller
     assert journal.decided == ["k"]
@@ -227,7 +239,7 @@ async def test_a_caller_that_gives_up_leaves_its_key_held_until_its_unit_has_lan
     assert not actor.can_passivate()
     landed.set()
     await asyncio.wait_for(busy.value.done, PATIENCE)
-    assert await asyncio.wait_for(ask(ref, Commit(landed, Record("k"))), PATIENCE) == "landed"
+    assert await _commit_again(ref, landed) == "landed"
     assert journal.decided == ["k", "k"]
     await wait_until(actor.can_passivate)
 

@@ -9,7 +9,17 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    assert_envelope,
+    assert_refused,
+    create_payment,
+    pay,
+    pending_payment,
+    read_object,
+    sign_up,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -21,18 +31,11 @@ async def _events(client: TestClient[Any, Any], member: Member) -> list[dict[str
     return [orjson.loads(r["data"]) for r in rows]
 
 
-async def _get(client: TestClient[Any, Any], member: Member, payment_id: str) -> dict[str, Any]:
-    response = await client.get(f"/api/v1/merchant/payments/{payment_id}", headers=member.headers)
-    body: dict[str, Any] = await response.json()
-    return body
-
-
 async def test_test_card_pays_and_keeps_only_brand_and_last4(
     client: TestClient[Any, Any],
 ) -> None:
     # given
-    member = await sign_up(client)
-    payment = await create_payment(client, member, successUrl="https://shop.test/thanks")
+    member, payment = await pending_payment(client, successUrl="https://shop.test/thanks")
 
     # when
     response = await pay(client, payment["reference"], email="Buyer@Example.com")
@@ -44,7 +47,7 @@ async def test_test_card_pays_and_keeps_only_brand_and_last4(
     assert result["redirectUrl"] == (
         f"https://shop.test/thanks?paymentId={payment['id']}&reference={payment['reference']}"
     )
-    stored = await _get(client, member, payment["id"])
+    stored = await read_object(client, member, "payments", payment["id"])
     assert stored["status"] == "PAID" and stored["paidAt"] is not None
     assert stored["paymentMethod"] == {"brand": "visa", "last4": "4242"}
     assert stored["customerEmail"] == "buyer@example.com"
@@ -60,14 +63,13 @@ async def test_test_card_pays_and_keeps_only_brand_and_last4(
 async def test_declined_card_is_402_and_leaves_the_payment_pending(
     client: TestClient[Any, Any], number: str, code: str
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     response = await pay(client, payment["reference"], number)
 
     assert response.status == 402
     assert_envelope(await response.json(), 402, code)
-    assert (await _get(client, member, payment["id"]))["status"] == "PENDING"
+    assert (await read_object(client, member, "payments", payment["id"]))["status"] == "PENDING"
     types = [e["type"] for e in await _events(client, member)]
     assert types == ["payment.created", "payment.failed"]
 
@@ -75,8 +77,7 @@ async def test_declined_card_is_402_and_leaves_the_payment_pending(
 async def test_luhn_invalid_number_is_400_and_records_nothing(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     response = await pay(client, payment["reference"], "4242424242424241")
 
@@ -87,32 +88,28 @@ async def test_luhn_invalid_number_is_400_and_records_nothing(
 
 
 async def test_any_other_luhn_valid_number_succeeds(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     response = await pay(client, payment["reference"], "5555555555554444")
 
     assert response.status == 200
-    stored = await _get(client, member, payment["id"])
+    stored = await read_object(client, member, "payments", payment["id"])
     assert stored["paymentMethod"] == {"brand": "mastercard", "last4": "4444"}
 
 
 async def test_paying_a_non_pending_payment_is_409(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     await client.post(f"/api/v1/merchant/payments/{payment['id']}/cancel", headers=member.headers)
 
     response = await pay(client, payment["reference"])
 
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "invalid_state")
+    await assert_refused(response, 409, "invalid_state")
 
 
 async def test_each_transition_writes_its_event_with_the_payment(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    paid = await create_payment(client, member)
+    member, paid = await pending_payment(client)
     cancelled = await create_payment(client, member)
     await pay(client, paid["reference"])
     await client.post(f"/api/v1/merchant/payments/{cancelled['id']}/cancel", headers=member.headers)
@@ -152,7 +149,7 @@ async def test_multi_use_link_creates_paid_children_and_stays_pending(
 
     # then each payment is a PAID child; the link stays PENDING
     assert first.status == 200 and second.status == 200
-    assert (await _get(client, member, link["id"]))["status"] == "PENDING"
+    assert (await read_object(client, member, "payments", link["id"]))["status"] == "PENDING"
     listed = await client.get(
         "/api/v1/merchant/payments", params={"linkPaymentId": link["id"]}, headers=member.headers
     )
@@ -243,8 +240,7 @@ async def test_checkout_page_shows_merchant_amount_and_states(
 async def test_public_routes_ignore_an_unrelated_authorization_header(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
 
     page = await client.get(
         f"/pay/{payment['reference']}", headers={"Authorization": "Basic dXNlcjpwYXNz"}
@@ -285,7 +281,7 @@ async def test_the_success_url_keeps_its_own_query_and_names_a_link_s_paid_child
         f"https://shop.test/ok?order=7&paymentId={child}&reference={result['reference']}"
     )
     assert child != link["id"] and result["reference"] != link["reference"]
-    stored = await _get(client, member, child)
+    stored = await read_object(client, member, "payments", child)
     assert stored["linkPaymentId"] == link["id"] and stored["status"] == "PAID"
 
 
@@ -293,8 +289,7 @@ async def test_the_success_url_keeps_its_own_query_and_names_a_link_s_paid_child
 async def test_a_two_digit_expiry_year_is_taken_as_printed_on_the_card(
     client: TestClient[Any, Any], year: int, status: int
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
 
     response = await client.post(
         f"/api/v1/checkout/{payment['reference']}/pay",

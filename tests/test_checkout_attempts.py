@@ -21,7 +21,15 @@ from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import Row, WriteUnit
 from tests.conftest import Clock
 from tests.fakes import WrappedDatabase, wait_until
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    assert_refused,
+    create_payment,
+    pending_payment,
+    read_object,
+    sign_up,
+)
 from tests.money import balance, movements, sandbox_key, services, simulate, until
 from tests.processors import TestProcessor
 
@@ -107,10 +115,14 @@ async def _pay(
     )
 
 
-async def _payment(client: TestClient[Any, Any], member: Member, payment_id: str) -> Any:
-    response = await client.get(f"/api/v1/merchant/payments/{payment_id}", headers=member.headers)
-    assert response.status == 200
-    return await response.json()
+async def _booking_fails(
+    shop: TestClient[Any, Any], database: BookingFails, lands: bool = False
+) -> tuple[Member, dict[str, Any]]:
+    """A new member's payment of 2500, and the database armed to fail the commit that books
+    its approval: before writing it, or (`lands`) after."""
+    member, payment = await pending_payment(shop, amountMinor="2500")
+    database.armed, database.lands = True, lands
+    return member, payment
 
 
 async def _event_types(client: TestClient[Any, Any], member: Member) -> list[str]:
@@ -169,22 +181,19 @@ async def test_a_retry_under_the_same_key_after_the_booking_failed_charges_the_c
     lands: bool,
 ) -> None:
     # given a payment, and a database that fails the commit booking the approval
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member, amountMinor="2500")
-    databases[0].armed, databases[0].lands = True, lands
+    member, payment = await _booking_fails(shop, databases[0], lands)
     key = {"Idempotency-Key": "pay-once-1"}
 
     # when the shopper's checkout is approved but not booked, and the shopper retries
     lost = await _pay(shop, payment["reference"], headers=key)
-    assert lost.status == 503
-    assert_envelope(await lost.json(), 503)
+    await assert_refused(lost, 503)
     retried = await _pay(shop, payment["reference"], headers=key)
 
     # then the retry answers the payment PAID, the card was charged once, and booked once
     assert retried.status == 200, await retried.text()
     assert (await retried.json())["status"] == "PAID"
     assert sum(processor.charged.values()) == 1
-    assert (await _payment(shop, member, payment["id"]))["status"] == "PAID"
+    assert (await read_object(shop, member, "payments", payment["id"]))["status"] == "PAID"
     assert await _credits(shop, member, payment["id"]) == 1
     assert await balance(shop, member) == {"available": 2500, "pending": 0, "reserved": 0}
     assert await _event_types(shop, member) == ["payment.created", "payment.completed"]
@@ -195,9 +204,7 @@ async def test_a_retry_without_a_key_after_the_booking_failed_books_the_first_ch
     shop: TestClient[Any, Any], processor: TestProcessor, databases: list[BookingFails]
 ) -> None:
     # given a payment, and a database that fails the commit booking the approval
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member, amountMinor="2500")
-    databases[0].armed = True
+    member, payment = await _booking_fails(shop, databases[0])
 
     # when the shopper's checkout is approved but not booked, and the shopper pays again
     lost = await _pay(shop, payment["reference"])
@@ -206,10 +213,9 @@ async def test_a_retry_without_a_key_after_the_booking_failed_books_the_first_ch
 
     # then the first approval was booked before the retry was decided: the payment is PAID
     # (the retry meets it so: 409, as for any payment no longer PENDING) and charged once
-    assert retried.status == 409
-    assert_envelope(await retried.json(), 409, "invalid_state")
+    await assert_refused(retried, 409, "invalid_state")
     assert sum(processor.charged.values()) == 1
-    assert (await _payment(shop, member, payment["id"]))["status"] == "PAID"
+    assert (await read_object(shop, member, "payments", payment["id"]))["status"] == "PAID"
     assert await _credits(shop, member, payment["id"]) == 1
     assert await _event_types(shop, member) == ["payment.created", "payment.completed"]
 
@@ -221,9 +227,7 @@ async def test_an_approval_nobody_retries_is_booked_once_by_the_sweep(
     clock: Clock,
 ) -> None:
     # given an approval whose booking failed, and a shopper who never comes back
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member, amountMinor="2500")
-    databases[0].armed = True
+    member, payment = await _booking_fails(shop, databases[0])
     lost = await _pay(shop, payment["reference"])
     assert lost.status == 503
 
@@ -232,7 +236,9 @@ async def test_an_approval_nobody_retries_is_booked_once_by_the_sweep(
 
     # then the expiry scheduler's pass has the payment's actor book it, once
     async def paid() -> bool:
-        return bool((await _payment(shop, member, payment["id"]))["status"] == "PAID")
+        return bool(
+            (await read_object(shop, member, "payments", payment["id"]))["status"] == "PAID"
+        )
 
     await until(paid)
     assert sum(processor.charged.values()) == 1
@@ -247,8 +253,7 @@ async def test_a_multi_use_link_pays_a_second_shopper_while_the_first_card_is_he
     shop: TestClient[Any, Any], processor: TestProcessor
 ) -> None:
     # given a multi-use link, and a first shopper whose card's authorization is held
-    member = await sign_up(shop)
-    link = await create_payment(shop, member, amountMinor="700", allowMultiplePayments=True)
+    member, link = await pending_payment(shop, amountMinor="700", allowMultiplePayments=True)
     processor.hold.add(HELD_CARD)
     first = asyncio.create_task(_pay(shop, link["reference"], HELD_CARD))
     await wait_until(lambda: processor.held == 1)
@@ -267,15 +272,14 @@ async def test_a_multi_use_link_pays_a_second_shopper_while_the_first_card_is_he
     assert firsts["status"] == seconds["status"] == "PAID"
     assert firsts["reference"] != seconds["reference"]
     assert sum(processor.charged.values()) == 2
-    assert (await _payment(shop, member, link["id"]))["status"] == "PENDING"
+    assert (await read_object(shop, member, "payments", link["id"]))["status"] == "PENDING"
 
 
 async def test_a_cancel_during_a_held_authorization_is_409_and_the_payment_ends_paid(
     shop: TestClient[Any, Any], processor: TestProcessor
 ) -> None:
     # given a payment whose checkout's authorization is held
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member)
+    member, payment = await pending_payment(shop)
     processor.hold.add(HELD_CARD)
     checkout = asyncio.create_task(_pay(shop, payment["reference"], HELD_CARD))
     await wait_until(lambda: processor.held == 1)
@@ -287,12 +291,11 @@ async def test_a_cancel_during_a_held_authorization_is_409_and_the_payment_ends_
         )
 
     # then the cancel is refused at once, and the approved checkout is the one winner
-    assert cancel.status == 409
-    assert_envelope(await cancel.json(), 409, "invalid_state")
+    await assert_refused(cancel, 409, "invalid_state")
     processor.release.set()
     paid = await checkout
     assert paid.status == 200, await paid.text()
-    assert (await _payment(shop, member, payment["id"]))["status"] == "PAID"
+    assert (await read_object(shop, member, "payments", payment["id"]))["status"] == "PAID"
     assert await _event_types(shop, member) == ["payment.created", "payment.completed"]
 
 
@@ -312,11 +315,10 @@ async def test_a_forced_expiry_during_a_held_authorization_is_409_and_the_paymen
         expired = await simulate(shop, key, "payment.expired", paymentId=payment["id"])
 
     # then the expiry is refused, and the checkout wins
-    assert expired.status == 409
-    assert_envelope(await expired.json(), 409, "invalid_state")
+    await assert_refused(expired, 409, "invalid_state")
     processor.release.set()
     assert (await checkout).status == 200
-    assert (await _payment(shop, member, payment["id"]))["status"] == "PAID"
+    assert (await read_object(shop, member, "payments", payment["id"]))["status"] == "PAID"
 
 
 @pytest.mark.parametrize(
@@ -334,8 +336,7 @@ async def test_a_due_expiry_waits_for_the_authorization_in_flight_and_wins_only_
     ends: str,
 ) -> None:
     # given a payment whose checkout's authorization is held
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member, expiresInSec=60)
+    member, payment = await pending_payment(shop, expiresInSec=60)
     processor.hold.add(card)
     checkout = asyncio.create_task(_pay(shop, payment["reference"], card))
     await wait_until(lambda: processor.held == 1)
@@ -347,12 +348,12 @@ async def test_a_due_expiry_waits_for_the_authorization_in_flight_and_wins_only_
 
     # then the payment waited for the card's answer; the answer decides, the expiry follows a
     # decline
-    assert (await _payment(shop, member, payment["id"]))["status"] == "PENDING"
+    assert (await read_object(shop, member, "payments", payment["id"]))["status"] == "PENDING"
     processor.release.set()
     assert (await checkout).status == status
 
     async def settled() -> bool:
-        return bool((await _payment(shop, member, payment["id"]))["status"] == ends)
+        return bool((await read_object(shop, member, "payments", payment["id"]))["status"] == ends)
 
     await until(settled)
     types = await _event_types(shop, member)
@@ -363,8 +364,7 @@ async def test_a_second_checkout_in_flight_joins_it_under_the_same_key_and_is_40
     shop: TestClient[Any, Any], processor: TestProcessor, databases: list[BookingFails]
 ) -> None:
     # given a payment whose checkout's authorization, sent with an Idempotency-Key, is held
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member)
+    member, payment = await pending_payment(shop)
     processor.hold.add(HELD_CARD)
     key = {"Idempotency-Key": "checkout-attempt-1"}
     first = asyncio.create_task(_pay(shop, payment["reference"], HELD_CARD, key))
@@ -380,8 +380,7 @@ async def test_a_second_checkout_in_flight_joins_it_under_the_same_key_and_is_40
     # then the submissions without the key are refused while the card is processed; the retry
     # under the key gets the one attempt's answer
     for refused in (same_card, other):
-        assert refused.status == 409
-        assert_envelope(await refused.json(), 409, "invalid_state")
+        await assert_refused(refused, 409, "invalid_state")
     processor.release.set()
     answers = [await first, await again]
     assert [a.status for a in answers] == [200, 200]

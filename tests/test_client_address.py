@@ -102,14 +102,22 @@ async def _checkouts(
     return statuses
 
 
+async def _payment_on_a_node(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], **settings: Any
+) -> tuple[TestClient[Any, Any], dict[str, Any]]:
+    """A node of `settings` whose checkout limit is CHECKOUT_LIMIT a minute per address, and a
+    payment waiting for checkout on it."""
+    client: TestClient[Any, Any] = await aiohttp_client(
+        make_app(rate_limit_scale=SCALE, **settings)
+    )
+    return client, await create_payment(client, await sign_up(client))
+
+
 async def test_per_ip_limits_count_each_forwarded_client_apart_when_the_balancer_is_trusted(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
 ) -> None:
     # given a node behind a trusted balancer, a checkout limit of 12 a minute per address
-    client: TestClient[Any, Any] = await aiohttp_client(
-        make_app(trusted_proxies=BALANCER, rate_limit_scale=SCALE)
-    )
-    payment = await create_payment(client, await sign_up(client))
+    client, payment = await _payment_on_a_node(aiohttp_client, make_app, trusted_proxies=BALANCER)
     shoppers = [{"X-Forwarded-For": f"198.51.100.{n}"} for n in range(1, 101)]
 
     # when 100 shoppers check out through the balancer, then one of them again and again
@@ -125,8 +133,7 @@ async def test_forwarded_for_is_ignored_when_the_peer_is_not_a_trusted_proxy(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
 ) -> None:
     # given a node that trusts no proxy (the default)
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(rate_limit_scale=SCALE))
-    payment = await create_payment(client, await sign_up(client))
+    client, payment = await _payment_on_a_node(aiohttp_client, make_app)
 
     # when one client claims a new address with each checkout
     claims = [{"X-Forwarded-For": f"198.51.100.{n}"} for n in range(1, CHECKOUT_LIMIT + 2)]
@@ -140,10 +147,7 @@ async def test_a_spoofed_left_most_entry_is_not_taken_for_the_client(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
 ) -> None:
     # given a node behind a trusted balancer
-    client: TestClient[Any, Any] = await aiohttp_client(
-        make_app(trusted_proxies=BALANCER, rate_limit_scale=SCALE)
-    )
-    payment = await create_payment(client, await sign_up(client))
+    client, payment = await _payment_on_a_node(aiohttp_client, make_app, trusted_proxies=BALANCER)
 
     # when one shopper sends an X-Forwarded-For of its own, a new address each time, which the
     # balancer appends the shopper's real address to

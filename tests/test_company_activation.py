@@ -22,7 +22,7 @@ from mps.persistence.database import Database
 from mps.persistence.queries import companies
 from mps.services import Services
 from tests.fakes import SlowDatabase
-from tests.helpers import Member, add_member, post_as, sign_up
+from tests.helpers import Member, add_member, answered, create_invoice, created, sign_up
 from tests.money import ACCOUNT, balance, paid_payment, services
 
 pytestmark = pytest.mark.both_backends
@@ -46,11 +46,9 @@ class Company:
     admin: Member
     approval_id: str
 
-
-async def _ok(response: Any, status: int = 201) -> dict[str, Any]:
-    body: dict[str, Any] = await response.json()
-    assert response.status == status, body
-    return body
+    @property
+    def id(self) -> str:
+        return self.owner.company_id
 
 
 @pytest.fixture
@@ -59,31 +57,23 @@ async def company(client: TestClient[Any, Any]) -> Company:
     settled and unsettled money, a bank account, an open payout, an approval policy and a
     request under it with one vote of two, an invoice, and its audit trail."""
     owner = await sign_up(client)
-    role = await _ok(
-        await post_as(
-            client, owner, "/api/v1/team/roles", {"name": "Support", "scopes": ["payments:read"]}
-        )
+    role = await created(
+        client, owner, "/api/v1/team/roles", {"name": "Support", "scopes": ["payments:read"]}
     )
     await add_member(client, owner, "support@example.com", role["id"])
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
     await paid_payment(client, owner, "10000")
-    await _ok(
+    await answered(
         await client.patch(
             "/api/v1/merchant/settings", json={"settlementDelaySec": 3600}, headers=owner.headers
         ),
         200,
     )
     await paid_payment(client, owner, "3000")
-    account = await _ok(
-        await client.post("/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers)
-    )
+    account = await created(client, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
     payout = {"currency": "USD", "bankAccountId": account["id"]}
-    await _ok(
-        await client.post(
-            "/api/v1/merchant/payouts", json={**payout, "amountMinor": "500"}, headers=owner.headers
-        )
-    )
-    await _ok(
+    await created(client, owner, "/api/v1/merchant/payouts", {**payout, "amountMinor": "500"})
+    await answered(
         await client.put(
             "/api/v1/team/approvals/policies/payout.create",
             json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": 2},
@@ -91,33 +81,19 @@ async def company(client: TestClient[Any, Any]) -> Company:
         ),
         200,
     )
-    held = await _ok(
-        await client.post(
-            "/api/v1/merchant/payouts",
-            json={**payout, "amountMinor": "5000"},
-            headers=owner.headers,
-        ),
-        202,
+    held = await created(
+        client, owner, "/api/v1/merchant/payouts", {**payout, "amountMinor": "5000"}, 202
     )
     request_id = held["approvalRequest"]["id"]
-    await _ok(
-        await client.post(
-            f"/api/v1/team/approvals/requests/{request_id}/approve",
-            json={"comment": "ok"},
-            headers=admin.headers,
-        ),
+    await created(
+        client,
+        admin,
+        f"/api/v1/team/approvals/requests/{request_id}/approve",
+        {"comment": "ok"},
         200,
     )
-    await _ok(
-        await client.post(
-            "/api/v1/merchant/invoices",
-            json={
-                "currency": "USD",
-                "customerEmail": "buyer@example.com",
-                "items": [{"description": "Work", "quantity": 1, "unitAmountMinor": "1000"}],
-            },
-            headers=owner.headers,
-        )
+    await create_invoice(
+        client, owner, items=[{"description": "Work", "quantity": 1, "unitAmountMinor": "1000"}]
     )
     return Company(owner, admin, request_id)
 
@@ -169,10 +145,9 @@ async def test_a_company_actor_activates_in_one_read_when_a_restarted_node_first
 ) -> None:
     # given a company with some of everything, and an actor of it nobody has activated yet
     db, directory = counted
-    company_id = company.owner.company_id
 
     # when it is first asked
-    reply = await directory.ask(company_id, Balances("test"))
+    reply = await directory.ask(company.id, Balances("test"))
 
     # then it read storage once (two round trips at most is the promise), and holds the
     # balances the app's own actor shows
@@ -183,19 +158,16 @@ async def test_a_company_actor_activates_in_one_read_when_a_restarted_node_first
 
 
 async def test_a_company_actor_activates_in_one_read_again_after_passivation(
-    client: TestClient[Any, Any],
-    company: Company,
-    counted: tuple[SlowDatabase, ActorDirectory[str, CompanyActor]],
+    company: Company, counted: tuple[SlowDatabase, ActorDirectory[str, CompanyActor]]
 ) -> None:
     # given the company's actor, activated once and then passivated
     db, directory = counted
-    company_id = company.owner.company_id
-    before = await directory.ask(company_id, Balances("test"))
-    directory.passivate(company_id)
+    before = await directory.ask(company.id, Balances("test"))
+    directory.passivate(company.id)
     db.reads.clear()
 
     # when it is asked again
-    after = await directory.ask(company_id, Balances("test"))
+    after = await directory.ask(company.id, Balances("test"))
 
     # then the new incarnation read storage once, and found the same books
     assert directory.activations == 2
@@ -222,30 +194,29 @@ async def test_the_one_read_holds_what_the_separate_loaders_read_for_every_part_
 ) -> None:
     # given a company with some of everything
     database = services(client).database
-    company_id = company.owner.company_id
 
     # when it is loaded in one read
-    loaded = await load_company(database, company_id)
+    loaded = await load_company(database, company.id)
 
     # then every part is what the separate loaders make of the same rows
     assert loaded is not None
-    assert loaded.company == await companies.company(database, company_id)
-    assert loaded.members == await companies.member_roles(database, company_id)
+    assert loaded.company == await companies.company(database, company.id)
+    assert loaded.members == await companies.member_roles(database, company.id)
     assert len(loaded.members) == 3
-    assert dict(loaded.books.committed) == await _sum_of_postings(database, company_id)
+    assert dict(loaded.books.committed) == await _sum_of_postings(database, company.id)
     assert loaded.books.committed[("test", "USD")].unsettled == 3000
-    assert loaded.bank_accounts == await payout_store.load_bank_accounts(database, company_id)
+    assert loaded.bank_accounts == await payout_store.load_bank_accounts(database, company.id)
     assert len(loaded.bank_accounts) == 1
-    assert loaded.payouts == await payout_store.load_open_payouts(database, company_id)
+    assert loaded.payouts == await payout_store.load_open_payouts(database, company.id)
     assert len(loaded.payouts) == 1
-    assert loaded.invoice_numbers == await invoice_store.load_invoice_numbers(database, company_id)
-    assert loaded.audit_head == await audit_store.load_head(database, company_id)
+    assert loaded.invoice_numbers == await invoice_store.load_invoice_numbers(database, company.id)
+    assert loaded.audit_head == await audit_store.load_head(database, company.id)
     assert loaded.audit_head.seq > 0
-    assert loaded.roles == await team_store.load_roles(database, company_id)
+    assert loaded.roles == await team_store.load_roles(database, company.id)
     assert len(loaded.roles) == 1
-    assert loaded.policies == await approval_store.load_policies(database, company_id)
+    assert loaded.policies == await approval_store.load_policies(database, company.id)
     assert loaded.policies["payout.create"].required_approvals == 2
-    assert loaded.approvals == await approval_store.load_open(database, company_id)
+    assert loaded.approvals == await approval_store.load_open(database, company.id)
     [request] = loaded.approvals.values()
     assert request.id == company.approval_id
     assert [v.user_id for v in request.votes] == [company.admin.user_id]

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from datetime import datetime
 from typing import Any
 
@@ -21,9 +21,8 @@ from mps.domain.clock import Clock
 from mps.domain.company import Company
 from mps.domain.scopes import OWNER_ROLE
 from mps.errors import NotFound
-from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
-from mps.persistence.statements import Statement, WriteUnit
-from tests.fakes import WrappedDatabase
+from mps.persistence.database import Database, IntegrityConflict
+from tests.fakes import RefusingDatabase
 
 pytestmark = pytest.mark.both_backends
 
@@ -33,27 +32,6 @@ KEYRING = Keyring(
     session_secret=b"company-actor-session-secret-0123456789",
     encryption_key=b"company-actor-encryption-key-0123456789",
 )
-
-
-class FaultyDatabase(WrappedDatabase):
-    """A real database that can make the next write unit fail after all its own statements ran.
-
-    The extra statement breaks a NOT NULL constraint, so the server rejects the unit part-way
-    through, exactly where a crash between two of its statements would leave it.
-    """
-
-    def __init__(self, real: Database) -> None:
-        super().__init__(real)
-        self.break_next_unit = False
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        if self.break_next_unit and units:
-            self.break_next_unit = False
-            broken = (*units[0], Statement("INSERT INTO companies (id) VALUES (NULL)"))
-            units = [broken, *units[1:]]
-        return await self.real.write(units, fences)
 
 
 class FlakyClock:
@@ -73,8 +51,8 @@ class FlakyClock:
 
 
 @pytest.fixture
-def faulty(database: Database) -> FaultyDatabase:
-    return FaultyDatabase(database)
+def faulty(database: Database) -> RefusingDatabase:
+    return RefusingDatabase(database)
 
 
 @pytest.fixture
@@ -84,7 +62,7 @@ def flaky_clock(clock: Clock) -> FlakyClock:
 
 @pytest.fixture
 async def context(
-    database: Database, faulty: FaultyDatabase, flaky_clock: FlakyClock
+    database: Database, faulty: RefusingDatabase, flaky_clock: FlakyClock
 ) -> AsyncIterator[ActorContext]:
     persistence: ActorRef[PersistenceActor] = PersistenceActor.start(faulty)
     yield ActorContext(database, persistence, flaky_clock)
@@ -157,11 +135,11 @@ async def test_company_actor_applies_settings_in_order_when_a_thousand_arrive_at
 
 async def test_create_company_leaves_no_row_when_its_unit_fails_part_way(
     database: Database,
-    faulty: FaultyDatabase,
+    faulty: RefusingDatabase,
     companies: ActorDirectory[str, CompanyActor],
 ) -> None:
     # given: the unit writing company, owner and membership is rejected after all three ran
-    faulty.break_next_unit = True
+    faulty.refuse = lambda _unit: True
 
     # when
     with pytest.raises(IntegrityConflict):

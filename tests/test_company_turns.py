@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -37,9 +38,9 @@ from mps.errors import Unavailable
 from mps.persistence.approval_store import VotesShort, approved_by_votes
 from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.queries.team import audit_chain
-from mps.persistence.statements import Statement, WriteUnit
+from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
-from tests.fakes import GatedDatabase, RecordingDatabase, wait_until
+from tests.fakes import RecordingDatabase, RefusingDatabase, wait_until
 from tests.helpers import sign_up
 from tests.money import ACCOUNT, paid_payment
 
@@ -73,30 +74,19 @@ class SlowRecordingDatabase(RecordingDatabase):
         return outcomes
 
 
-class RefusingDatabase(GatedDatabase):
-    """A gated database that makes the first unit matching `refuse` fail on a constraint after
-    its own statements ran: a unit refused whole, as a same-key retry's is. With `lose_ack`,
-    the next batch lands and then fails as if its acknowledgement were lost."""
-
-    def __init__(self, real: Database) -> None:
-        super().__init__(real)
-        self.refuse: Callable[[WriteUnit], bool] = lambda _unit: False
-        self.lose_ack = False
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        broken = Statement("INSERT INTO companies (id) VALUES (NULL)")
-        for index, unit in enumerate(units):
-            if self.refuse(unit):
-                self.refuse = lambda _unit: False
-                units = [*units[:index], (*unit, broken), *units[index + 1 :]]
-                break
-        outcomes = await super().write(units, fences)
-        if self.lose_ack:
-            self.lose_ack = False
-            raise ConnectionResetError("the connection dropped before the commit was confirmed")
-        return outcomes
+@asynccontextmanager
+async def _launched(
+    context: ActorContext, company_id: str, refusing: RefusingDatabase | None = None
+) -> AsyncIterator[CompanyActor]:
+    """A company's actor launched on `context`, stopped when the block ends; the writer is let
+    go first (`refusing`, if given), so that a test that failed while holding it still ends."""
+    actor = CompanyActor.launch(company_id, context, KEYRING, public_url=PUBLIC_URL)
+    try:
+        yield actor
+    finally:
+        if refusing is not None:
+            refusing.hold.set()
+        await stop(actor.actor_ref)
 
 
 def _records(action: str) -> Callable[[WriteUnit], bool]:
@@ -204,9 +194,8 @@ async def test_an_audited_unit_linked_after_a_refused_one_is_linked_again_and_th
     database: Database, refusing: RefusingDatabase, context: ActorContext
 ) -> None:
     # given a company whose writer is held, with an audited unit in flight that will be refused
-    actor = CompanyActor.launch("cmp_refused", context, KEYRING, public_url=PUBLIC_URL)
-    ref = actor.actor_ref
-    try:
+    async with _launched(context, "cmp_refused", refusing) as actor:
+        ref = actor.actor_ref
         await ask(ref, _create())
         await ask(ref, _record("card.before"))
         refusing.refuse = _records("card.refused")
@@ -233,9 +222,6 @@ async def test_an_audited_unit_linked_after_a_refused_one_is_linked_again_and_th
         await ask(ref, _record("card.after"))
         verdict, actions = await _stored_chain(database, "cmp_refused")
         assert verdict.valid and actions[-1] == "card.after"
-    finally:
-        refusing.hold.set()
-        await stop(ref)
 
 
 async def test_the_actor_reloads_its_audit_head_after_an_audited_commit_of_unknown_outcome(
@@ -245,7 +231,7 @@ async def test_the_actor_reloads_its_audit_head_after_an_audited_commit_of_unkno
 ) -> None:
     # given a company whose audited commit lands but is not acknowledged
     await companies.ask("cmp_unknown", _create())
-    refusing.lose_ack = True
+    refusing.lose_ack = lambda _unit: True
     with pytest.raises(Unavailable):
         await companies.ask("cmp_unknown", _record("card.unknown"))
 
@@ -262,9 +248,8 @@ async def test_the_company_actor_answers_its_next_message_while_settings_and_a_s
     refusing: RefusingDatabase, context: ActorContext
 ) -> None:
     # given a company whose writer is held
-    actor = CompanyActor.launch("cmp_turns", context, KEYRING, public_url=PUBLIC_URL)
-    ref = actor.actor_ref
-    try:
+    async with _launched(context, "cmp_turns", refusing) as actor:
+        ref = actor.actor_ref
         owner = await ask(ref, _create())
         refusing.hold.clear()
 
@@ -286,9 +271,6 @@ async def test_the_company_actor_answers_its_next_message_while_settings_and_a_s
         assert two.settings["test"].settlement_delay_sec == 7
         session_id, _expires = await asyncio.wait_for(session, PATIENCE)
         assert session_id.startswith("ses_")
-    finally:
-        refusing.hold.set()
-        await stop(ref)
 
 
 async def _refund_needing_two_approvals(ref: ActorRef[CompanyActor]) -> ApprovalRequest:
@@ -306,9 +288,8 @@ async def test_a_vote_counted_on_top_of_a_refused_vote_never_approves_a_vote_sho
     refusing: RefusingDatabase, context: ActorContext, database: Database
 ) -> None:
     # given a request that needs two approvals, and two voters
-    actor = CompanyActor.launch("cmp_votes", context, KEYRING, public_url=PUBLIC_URL)
-    ref = actor.actor_ref
-    try:
+    async with _launched(context, "cmp_votes", refusing) as actor:
+        ref = actor.actor_ref
         request = await _refund_needing_two_approvals(ref)
         first, second = [await ask(ref, AddMember(e, None, "role_admin")) for e in VOTERS]
 
@@ -339,18 +320,14 @@ async def test_a_vote_counted_on_top_of_a_refused_vote_never_approves_a_vote_sho
             "SELECT user_id FROM approval_votes WHERE request_id = $1", request.id
         )
         assert votes == []
-    finally:
-        refusing.hold.set()
-        await stop(ref)
 
 
 async def test_a_request_is_approved_in_storage_only_with_the_approving_votes_it_needs(
     context: ActorContext, database: Database
 ) -> None:
     # given a request that needs two approvals, with one approving vote stored
-    actor = CompanyActor.launch("cmp_guard", context, KEYRING, public_url=PUBLIC_URL)
-    ref = actor.actor_ref
-    try:
+    async with _launched(context, "cmp_guard") as actor:
+        ref = actor.actor_ref
         request = await _refund_needing_two_approvals(ref)
         voter = await ask(ref, AddMember(VOTERS[0], None, "role_admin"))
         await ask(ref, VoteOnApproval("test", request.id, voter, REFUND_SCOPES, "approve"))
@@ -366,5 +343,3 @@ async def test_a_request_is_approved_in_storage_only_with_the_approving_votes_it
             "SELECT status FROM approval_requests WHERE id = $1", request.id
         )
         assert stored is not None and stored["status"] == "APPROVED"
-    finally:
-        await stop(ref)

@@ -141,13 +141,22 @@ def test_data_dir_and_secrets_are_owner_only_when_created(
     assert _mode(data_dir / "secrets.json") == 0o600
 
 
+async def _development_server(
+    aiohttp_client: Callable[..., Any], folder: Path
+) -> tuple[TestClient[Any, Any], Path]:
+    """A client of the development server, with the settings it would load, on its data
+    directory in `folder` (the same one each time), and that directory."""
+    data_dir = folder / "var"
+    settings = load_settings([], {"MPS_DATA_DIR": str(data_dir)})
+    client: TestClient[Any, Any] = await aiohttp_client(build_app(settings))
+    return client, data_dir
+
+
 async def test_database_files_are_owner_only_when_the_server_has_written(
     tmp_path: Path, common_umask: None, aiohttp_client: Callable[..., Any]
 ) -> None:
     # given the development server on its default SQLite file
-    data_dir = tmp_path / "var"
-    settings = load_settings([], {"MPS_DATA_DIR": str(data_dir)})
-    client: TestClient[Any, Any] = await aiohttp_client(build_app(settings))
+    client, data_dir = await _development_server(aiohttp_client, tmp_path)
 
     # when it writes
     await sign_up(client)
@@ -162,18 +171,15 @@ async def test_database_files_are_narrowed_to_the_owner_when_left_readable(
     tmp_path: Path, common_umask: None, aiohttp_client: Callable[..., Any]
 ) -> None:
     # given a data directory whose files an earlier version left world-readable
-    data_dir = tmp_path / "var"
-    settings = load_settings([], {"MPS_DATA_DIR": str(data_dir)})
-    client: TestClient[Any, Any] = await aiohttp_client(build_app(settings))
-    await sign_up(client)
-    await client.close()
+    first, data_dir = await _development_server(aiohttp_client, tmp_path)
+    await sign_up(first)
+    await first.close()
     for path in data_dir.iterdir():
         path.chmod(0o644)
 
     # when the server starts again
-    settings = load_settings([], {"MPS_DATA_DIR": str(data_dir)})
-    client = await aiohttp_client(build_app(settings))
-    await sign_up(client, "second@example.com")
+    again, _ = await _development_server(aiohttp_client, tmp_path)
+    await sign_up(again, "second@example.com")
 
     # then every file is the owner's only again
     files = {p.name: _mode(p) for p in data_dir.iterdir()}

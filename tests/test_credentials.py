@@ -56,12 +56,18 @@ async def _refused_before_revalidation(
     await eventually(refused, within=within, every=0.02, what="the revocation on this node")
 
 
+async def _unverified_session(client: TestClient[Any, Any]) -> tuple[Member, Credentials, int]:
+    """A new member, whose session the node has not verified yet; the node's credentials,
+    and how many misses they have counted so far."""
+    member = await sign_up(client)
+    credentials = _credentials(client)
+    return member, credentials, credentials.misses
+
+
 async def test_a_session_is_verified_once_then_served_from_memory(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    credentials = _credentials(client)
-    misses = credentials.misses
+    member, credentials, misses = await _unverified_session(client)
 
     statuses = [await _status(client, member.token) for _ in range(20)]
 
@@ -150,9 +156,7 @@ async def test_a_read_that_raced_a_revocation_is_not_cached(
     client: TestClient[Any, Any],
 ) -> None:
     # given a session whose verification is in flight when the session is revoked
-    member = await sign_up(client)
-    credentials = _credentials(client)
-    misses = credentials.misses
+    member, credentials, misses = await _unverified_session(client)
     pending = asyncio.ensure_future(credentials.session(member.token))
     for _ in range(100):  # turns of the loop, until it has missed the cache and gone to storage
         if credentials.misses > misses:
@@ -185,15 +189,16 @@ async def two_nodes(
     aiohttp_client: Callable[..., Any],
     make_app: Callable[..., web.Application],
     amqp_url: str,
-) -> AsyncIterator[tuple[TestClient[Any, Any], TestClient[Any, Any]]]:
-    """Two nodes of one cluster on one database and one RabbitMQ."""
+) -> AsyncIterator[tuple[TestClient[Any, Any], TestClient[Any, Any], Member]]:
+    """Two nodes of one cluster on one database and one RabbitMQ, and a member signed up
+    through the first."""
     name = new_cluster_name()
     nodes = []
     for _ in range(2):
         node = await aiohttp_client(make_app(broker_url=amqp_url, cluster_name=name))
         await serve_passed_requests(node)
         nodes.append(node)
-    yield nodes[0], nodes[1]
+    yield nodes[0], nodes[1], await sign_up(nodes[0])
     for node in nodes:
         await node.close()
     delete_cluster_queues(amqp_url, name)
@@ -201,11 +206,10 @@ async def two_nodes(
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_logout_on_one_node_is_refused_by_another_before_its_cache_revalidates(
-    two_nodes: tuple[TestClient[Any, Any], TestClient[Any, Any]],
+    two_nodes: tuple[TestClient[Any, Any], TestClient[Any, Any], Member],
 ) -> None:
     # given two nodes on one database and one RabbitMQ, both having verified the session
-    first, second = two_nodes
-    member = await sign_up(first)
+    first, second, member = two_nodes
     assert await _status(first, member.token) == 200
     assert await _status(second, member.token) == 200
 
@@ -219,10 +223,9 @@ async def test_a_logout_on_one_node_is_refused_by_another_before_its_cache_reval
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_key_revoked_on_one_node_is_refused_by_another_before_its_cache_revalidates(
-    two_nodes: tuple[TestClient[Any, Any], TestClient[Any, Any]],
+    two_nodes: tuple[TestClient[Any, Any], TestClient[Any, Any], Member],
 ) -> None:
-    first, second = two_nodes
-    member = await sign_up(first)
+    first, second, member = two_nodes
     key_id, key = await _api_key(first, member)
     assert await _status(second, key, "/api/v1/developer/ping") == 200
 

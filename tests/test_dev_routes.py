@@ -12,7 +12,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 from aiohttp.typedefs import Handler, Middleware
 
-from tests.helpers import assert_envelope, sign_up
+from tests.helpers import assert_refused, sign_up
 
 DEV_ROUTES = ["/api/v1/dev/mailbox?to=ann@example.com", "/api/docs", "/api/docs/openapi.json"]
 
@@ -95,9 +95,7 @@ async def test_dev_routes_are_an_unknown_route_when_the_host_is_not_loopback(
     response = await client.get(path, headers={"Host": host})
 
     # then it gets exactly the unknown route's 404, and no code
-    body = await response.json()
-    assert response.status == 404
-    assert_envelope(body, 404, "not_found")
+    body = await assert_refused(response, 404, "not_found")
     assert (_as_unknown_route(body), response.headers.get("Allow")) == unknown
 
 
@@ -164,7 +162,5 @@ async def test_mailbox_requires_to_when_read_from_loopback(client: TestClient[An
     response = await client.get("/api/v1/dev/mailbox")
 
     # then it is refused: one recipient's mail at a time
-    assert response.status == 400
-    body = await response.json()
-    assert_envelope(body, 400, "validation_error")
+    body = await assert_refused(response, 400, "validation_error")
     assert "to" in str(body)

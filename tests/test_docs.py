@@ -96,8 +96,12 @@ def test_the_readme_two_commands_are_the_ones_the_scripts_and_ci_run() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     # the first serves run.py with only what it is given: the embedded default by itself
     assert re.search(r'^exec \.venv/bin/python run\.py "\$@"$', serve, re.MULTILINE)
-    # the second runs the whole suite, and CI runs exactly it
-    assert re.search(r"^MPS_REQUIRE_SERVICES=1 exec .* -m pytest ", test, re.MULTILINE)
+    # the second runs the whole suite, services required: the tests not marked serial, then the
+    # serial ones, with the same arguments; and CI runs exactly it
+    assert re.search(r"^export MPS_REQUIRE_SERVICES=1$", test, re.MULTILINE)
+    assert re.search(r"^  \.venv/bin/python -m pytest .*\"\$@\"", test, re.MULTILINE)
+    assert re.search(r'^run .*-m "not serial" "\$@"', test, re.MULTILINE)
+    assert re.search(r'^run -m serial "\$@"', test, re.MULTILINE)
     assert re.search(r"^exec scripts/test$", ci, re.MULTILINE)
     for script in ("scripts/serve", "scripts/test", ".ci/run"):
         assert (ROOT / script).stat().st_mode & 0o111, f"{script} is not executable"

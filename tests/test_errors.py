@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 from mps.errors import Conflict, ShardMoved
 from mps.http.pipeline import endpoint
 from mps.http.routing import Auth, Call, Route
-from tests.helpers import assert_envelope
+from tests.helpers import assert_envelope, assert_refused
 
 
 async def _explode(call: Call) -> web.Response:
@@ -38,9 +38,7 @@ async def test_unexpected_error_is_a_500_envelope_without_internals(
         response = await client.get("/api/v1/test/explode")
 
     # then the client sees a plain 500 and the log has the traceback with the request id
-    body = await response.json()
-    assert response.status == 500
-    assert_envelope(body, 500, "internal_error")
+    body = await assert_refused(response, 500, "internal_error")
     assert "SELECT" not in body["message"] and "vault" not in str(body)
     assert body["requestId"] in caplog.text
     assert "RuntimeError" in caplog.text

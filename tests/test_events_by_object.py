@@ -13,8 +13,15 @@ from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import Overrides
 from mps.domain.clock import utcnow
-from tests.helpers import Member, assert_envelope, create_payment, eventually, sign_up
-from tests.money import paid_payment, refund
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    create_payment,
+    eventually,
+    pending_payment,
+    sign_up,
+)
+from tests.money import owner_with_paid_payment, refund
 from tests.receiver import Receiver
 
 pytestmark = pytest.mark.both_backends
@@ -34,8 +41,7 @@ async def test_a_payments_events_are_its_own_and_its_refunds_and_no_other_paymen
     client: TestClient[Any, Any],
 ) -> None:
     # given a paid payment refunded in part, and another payment of the same company
-    member = await sign_up(client)
-    paid = await paid_payment(client, member, "2500")
+    member, paid = await owner_with_paid_payment(client, "2500")
     refunded = await refund(client, member, paid["id"], "1000")
     assert refunded.status == 201, await refunded.text()
     other = await create_payment(client, member)
@@ -60,8 +66,7 @@ async def test_the_object_filter_pages_by_cursor_and_combines_with_type(
     client: TestClient[Any, Any],
 ) -> None:
     # given a paid payment with three events
-    member = await sign_up(client)
-    paid = await paid_payment(client, member, "2500")
+    member, paid = await owner_with_paid_payment(client, "2500")
     assert (await refund(client, member, paid["id"], "500")).status == 201
 
     # when its events are read two at a time, and only its completion
@@ -88,8 +93,7 @@ async def test_an_underscore_matches_only_itself_and_a_malformed_id_is_refused(
     client: TestClient[Any, Any],
 ) -> None:
     # given a payment whose description would match `shop_today` if `_` were a wildcard
-    member = await sign_up(client)
-    payment = await create_payment(client, member, description="shopXtoday")
+    member, payment = await pending_payment(client, description="shopXtoday")
 
     # when events are asked for that look-alike, for an unknown id and for a malformed one
     alike = await _events(client, member, objectId="shop_today")

@@ -71,6 +71,12 @@ async def answer(response: aiohttp.ClientResponse) -> Answer:
     return Answer(response.status, response.headers.get("Retry-After"), await response.text())
 
 
+def assert_retry_in_a_second(refused: Answer) -> None:
+    """A 503 that tells the client to retry in a second: the answer to a fault, never a 500."""
+    assert refused.status == 503, refused
+    assert refused.retry_after == "1"
+
+
 def assert_fault_answers(answers: list[Answer], served: int) -> None:
     """Each answer served (`served`) or 503 with a Retry-After of whole seconds; none 500."""
     for a in answers:
@@ -181,17 +187,27 @@ async def test_reads_right_after_the_database_ends_every_idle_session_are_served
         assert [a.status for a in answers] == [200] * 20, answers
 
 
+@contextlib.asynccontextmanager
+async def _payments_locked(own_database: OwnDatabase) -> AsyncIterator[asyncpg.Connection]:
+    """A session of its own holding the payments table in ACCESS EXCLUSIVE mode, inside its
+    transaction, until the block ends: what reaches that table waits meanwhile."""
+    locker = await asyncpg.connect(own_database.url)
+    try:
+        held = locker.transaction()
+        await held.start()
+        await locker.execute("LOCK TABLE payments IN ACCESS EXCLUSIVE MODE")
+        yield locker
+    finally:
+        await locker.close()
+
+
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_read_whose_sessions_keep_being_ended_answers_503_with_retry_after_then_serves(
     own_database: OwnDatabase, on_own_database: tuple[TestClient[Any, Any], Member]
 ) -> None:
     client, member = on_own_database
-    locker = await asyncpg.connect(own_database.url)
-    try:
-        # given a read held by a lock, so that its session is ended mid-query
-        held = locker.transaction()
-        await held.start()
-        await locker.execute("LOCK TABLE payments IN ACCESS EXCLUSIVE MODE")
+    # given a read held by a lock, so that its session is ended mid-query
+    async with _payments_locked(own_database) as locker:
         read = asyncio.ensure_future(client.get(f"{API}/merchant/payments", headers=member.headers))
         first = await eventually(
             own_database.lock_waiters, within=5, what="the read waits on the lock"
@@ -205,11 +221,7 @@ async def test_a_read_whose_sessions_keep_being_ended_answers_503_with_retry_aft
         await own_database.terminate_sessions(spare=locker.get_server_pid())
 
         # then the read answers 503 with Retry-After, not 500
-        refused = await answer(await read)
-        assert refused.status == 503, refused
-        assert refused.retry_after == "1"
-    finally:
-        await locker.close()
+        assert_retry_in_a_second(await answer(await read))
 
     # and once the server serves again, so does the node, without a restart
     served = await answer(await client.get(f"{API}/merchant/payments", headers=member.headers))
@@ -221,12 +233,8 @@ async def test_a_write_whose_session_is_ended_mid_commit_answers_503_with_retry_
     own_database: OwnDatabase, on_own_database: tuple[TestClient[Any, Any], Member]
 ) -> None:
     client, member = on_own_database
-    locker = await asyncpg.connect(own_database.url)
-    try:
-        # given a group commit held by a lock, inside its transaction
-        held = locker.transaction()
-        await held.start()
-        await locker.execute("LOCK TABLE payments IN ACCESS EXCLUSIVE MODE")
+    # given a group commit held by a lock, inside its transaction
+    async with _payments_locked(own_database) as locker:
         create = asyncio.ensure_future(
             client.post(f"{API}/merchant/payments", json=AMOUNT, headers=member.headers)
         )
@@ -236,11 +244,7 @@ async def test_a_write_whose_session_is_ended_mid_commit_answers_503_with_retry_
         await own_database.terminate_sessions(spare=locker.get_server_pid())
 
         # then the create answers 503 with Retry-After, not 500
-        refused = await answer(await create)
-        assert refused.status == 503, refused
-        assert refused.retry_after == "1"
-    finally:
-        await locker.close()
+        assert_retry_in_a_second(await answer(await create))
 
     # and the next create is committed on a new session, without a restart
     created = await answer(
@@ -570,8 +574,7 @@ async def test_a_passed_request_whose_broker_connection_closes_mid_ask_answers_5
         # then the request answers 503 with Retry-After as soon as the node notices, long before
         # the owner's deadline, and nothing is left waiting
         refused = await answer(await create)
-        assert refused.status == 503, refused
-        assert refused.retry_after == "1"
+        assert_retry_in_a_second(refused)
         assert time.monotonic() - closed_at < node.timings.forward_within / 2
         assert node.asking == 0
     finally:
@@ -661,8 +664,7 @@ async def test_a_request_for_a_paused_owner_answers_503_with_retry_after_within_
 
         # then it answers 503 with Retry-After within its forward deadline, not 500
         took = time.monotonic() - started
-        assert refused.status == 503, refused
-        assert refused.retry_after == "1"
+        assert_retry_in_a_second(refused)
         assert took < node.timings.forward_within + 1.0, took
 
         # and once the broker gives the paused owner's shards away, the retry is served

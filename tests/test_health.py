@@ -17,7 +17,7 @@ from mps.http.keys import SERVICES
 from mps.persistence.statements import Statement
 from tests.cluster import delete_cluster_queues, new_cluster_name, serve_passed_requests
 from tests.conftest import Clock
-from tests.helpers import Member, create_payment, pay, post_as, sign_up
+from tests.helpers import Member, create_payment, pay, pending_payment, post_as, sign_up
 
 
 async def test_health_probes_the_database_and_broker(client: TestClient[Any, Any]) -> None:
@@ -191,8 +191,7 @@ async def test_health_details_only_for_loopback_or_a_valid_session(
 
 
 async def test_money_services_report_from_real_checks(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
     assert (await pay(client, payment["reference"])).status == 200
 
     body = await (await client.get("/api/v1/health")).json()
@@ -208,8 +207,7 @@ async def test_reconciliation_degrades_health_and_names_a_mismatch(
     client: TestClient[Any, Any],
 ) -> None:
     # given a paid payment whose ledger credit was tampered with in storage
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
     assert (await pay(client, payment["reference"])).status == 200
     services = client.app[SERVICES]
     await services.actors.commit(
@@ -230,8 +228,7 @@ async def test_reconciliation_degrades_health_and_names_a_mismatch(
 
 
 async def test_unbalanced_ledger_takes_health_down(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
     assert (await pay(client, payment["reference"])).status == 200
     services = client.app[SERVICES]
     await services.actors.commit(

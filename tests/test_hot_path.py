@@ -5,16 +5,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import fields
-from typing import Any, TypeVar
+from typing import Any
 
 import orjson
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from mps.bootstrap import Overrides
-from mps.config import Settings
 from mps.http.keys import SERVICES
 from mps.persistence.database import Database
 from mps.persistence.queries import payments as payments_q
@@ -23,11 +20,19 @@ from tests.conftest import Clock
 from tests.fakes import (
     GatedDatabase,
     LostAcksDatabase,
+    Serving,
     SlowDatabase,
-    WrappedDatabase,
     wait_until,
 )
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    assert_refused,
+    assert_replayed,
+    create_payment,
+    pay,
+    sign_up,
+)
 
 BODY = {"amountMinor": "1500", "currency": "USD"}
 CREATES = 64
@@ -46,47 +51,23 @@ async def _create(client: TestClient[Any, Any], member: Member, key: str) -> Any
     return await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
 
 
-W = TypeVar("W", bound=WrappedDatabase)
-
-
 def _webhook_work(sql: str) -> bool:
     return " FROM events " in sql or " FROM webhook_" in sql
 
 
-async def _served_on(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-    wrapper: Callable[[Database], W],
-) -> tuple[TestClient[Any, Any], W]:
-    """A client of the app whose database is wrapped by `wrapper`, and that wrapped database."""
-    wrapped: list[W] = []
-
-    def wrap(real: Database) -> Database:
-        wrapped.append(wrapper(real))
-        return wrapped[0]
-
-    # The background passes (expiry, money's due work, approvals, overdue invoices, KYC reviews,
-    # the reconciliation, housekeeping) read storage on their own schedule: every one of them is
-    # slowed here, after its first pass at start, so the reads a test counts are the requests'
-    # own. Taken from the settings so that a pass added later is slowed too.
-    slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
-    app = make_app(Overrides(clock=clock, wrap_database=wrap), **slow)
-    client = await aiohttp_client(app)
-    return client, wrapped[0]
+@pytest.fixture
+def serving(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> Serving:
+    return Serving(aiohttp_client, make_app, clock)
 
 
 @pytest.mark.both_backends
 async def test_creates_with_their_own_keys_are_not_serialized_behind_database_round_trips(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
+    serving: Serving,
 ) -> None:
     # given one company, and every database round trip 5 ms slower
-    client, db = await _served_on(
-        aiohttp_client, make_app, clock, lambda real: SlowDatabase(real, DELAY)
-    )
-    member = await sign_up(client)
+    client, db, member = await serving.on(lambda real: SlowDatabase(real, DELAY))
     assert (await client.get("/api/v1/auth/me", headers=member.headers)).status == 200
     db.writes.clear()
     db.reads.clear()
@@ -107,15 +88,10 @@ async def test_creates_with_their_own_keys_are_not_serialized_behind_database_ro
 
 @pytest.mark.both_backends
 async def test_checkouts_on_one_link_look_up_their_keys_side_by_side_and_share_commits(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
+    serving: Serving,
 ) -> None:
     # given every database round trip 5 ms slower, and a multi-use payment link
-    client, db = await _served_on(
-        aiohttp_client, make_app, clock, lambda real: SlowDatabase(real, DELAY)
-    )
-    member = await sign_up(client)
+    client, db, member = await serving.on(lambda real: SlowDatabase(real, DELAY))
     link = await create_payment(client, member, allowMultiplePayments=True)
     db.writes.clear()
     db.most_reads_in_flight = 0
@@ -164,11 +140,10 @@ async def test_one_key_sent_to_three_nodes_at_once_creates_one_payment(
 
 @pytest.mark.both_backends
 async def test_a_company_actor_lost_between_claim_and_commit_still_creates_one_payment(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+    serving: Serving,
 ) -> None:
     # given a create whose commit is held up, so its key stays in flight
-    client, db = await _served_on(aiohttp_client, make_app, clock, GatedDatabase)
-    member = await sign_up(client)
+    client, db, member = await serving.on(GatedDatabase)
     services = client.app[SERVICES]
     db.hold.clear()
     try:
@@ -188,18 +163,15 @@ async def test_a_company_actor_lost_between_claim_and_commit_still_creates_one_p
 
     # then both answer the same 201, and only one payment exists
     one, two = await first, await second
-    assert one.status == two.status == 201
-    assert await one.read() == await two.read()
-    assert two.headers.get("Idempotent-Replayed") == "true"
+    await assert_replayed(one, two)
     assert await _payment_count(db.real, member.company_id) == 1
 
 
 async def test_a_failed_stored_response_lookup_is_503_and_leaves_the_key_usable(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+    serving: Serving,
 ) -> None:
     # given a database whose idempotency lookups fail for a while
-    client, db = await _served_on(aiohttp_client, make_app, clock, GatedDatabase)
-    member = await sign_up(client)
+    client, db, member = await serving.on(GatedDatabase)
     db.fails = lambda sql: "idempotency_keys" in sql
     db.error = OSError("connection reset by peer")
 
@@ -214,8 +186,7 @@ async def test_a_failed_stored_response_lookup_is_503_and_leaves_the_key_usable(
 
     # then it is a 503 in the envelope, nothing was created, and once the database answers
     # again the same key runs the request exactly once
-    assert refused.status == 503
-    assert_envelope(await refused.json(), 503, "unavailable")
+    await assert_refused(refused, 503, "unavailable")
     assert await db.real.fetchval("SELECT COUNT(*) FROM invitations") == 0
     db.error = None
     created, replayed = await invite(), await invite()
@@ -244,14 +215,11 @@ async def _read_back(
 
 @pytest.mark.both_backends
 async def test_a_payment_read_after_its_writes_answers_from_memory_exactly_as_storage_would(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
+    serving: Serving,
 ) -> None:
     # given a node that owns every shard, and payments written through it in each way a
     # payment is written: created, cancelled, paid at checkout, and a multi-use link's child
-    client, db = await _served_on(aiohttp_client, make_app, clock, LostAcksDatabase)
-    member = await sign_up(client)
+    client, db, member = await serving.on(LostAcksDatabase)
     created = await create_payment(client, member, customerEmail="Buyer@Example.com")
     cancelled = await create_payment(client, member)
     cancel = f"/api/v1/merchant/payments/{cancelled['id']}/cancel"
@@ -279,13 +247,10 @@ async def test_a_payment_read_after_its_writes_answers_from_memory_exactly_as_st
 
 @pytest.mark.both_backends
 async def test_a_payment_whose_commit_went_unconfirmed_is_read_from_storage(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
+    serving: Serving,
 ) -> None:
     # given a payment read from memory, and a cancel that lands but whose confirmation is lost
-    client, db = await _served_on(aiohttp_client, make_app, clock, LostAcksDatabase)
-    member = await sign_up(client)
+    client, db, member = await serving.on(LostAcksDatabase)
     payment = await create_payment(client, member)
     assert (await _read_back(client, member, db, payment["id"]))[1] == []
     db.lose_acks = True

@@ -8,7 +8,15 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_envelope, create_payment, post_as, sign_up
+from tests.helpers import (
+    assert_envelope,
+    assert_refused,
+    create_payment,
+    pending_payment,
+    post_as,
+    post_payment,
+    sign_up,
+)
 
 
 async def test_success_body_has_ok_and_request_id_matching_the_header(
@@ -44,18 +52,14 @@ async def test_request_ids_differ_between_requests(client: TestClient[Any, Any])
 async def test_unknown_route_is_a_404_envelope(client: TestClient[Any, Any]) -> None:
     response = await client.get("/api/v1/no/such/route")
 
-    body = await response.json()
-    assert response.status == 404
-    assert_envelope(body, 404, "not_found")
+    body = await assert_refused(response, 404, "not_found")
     assert response.headers["X-Request-Id"] == body["requestId"]
 
 
 async def test_wrong_method_is_a_405_envelope_with_allow(client: TestClient[Any, Any]) -> None:
     response = await client.delete("/api/v1/auth/me")
 
-    body = await response.json()
-    assert response.status == 405
-    assert_envelope(body, 405, "method_not_allowed")
+    await assert_refused(response, 405, "method_not_allowed")
     assert "GET" in response.headers["Allow"]
 
 
@@ -66,8 +70,7 @@ async def test_body_over_one_mebibyte_is_a_413_envelope(client: TestClient[Any, 
         "/api/v1/auth/login", data=big, headers={"Content-Type": "application/json"}
     )
 
-    assert response.status == 413
-    assert_envelope(await response.json(), 413, "payload_too_large")
+    await assert_refused(response, 413, "payload_too_large")
 
 
 async def test_non_json_body_is_a_415_envelope(client: TestClient[Any, Any]) -> None:
@@ -75,8 +78,7 @@ async def test_non_json_body_is_a_415_envelope(client: TestClient[Any, Any]) -> 
         "/api/v1/auth/login", data="email=a@b.co", headers={"Content-Type": "text/plain"}
     )
 
-    assert response.status == 415
-    assert_envelope(await response.json(), 415, "unsupported_media_type")
+    await assert_refused(response, 415, "unsupported_media_type")
 
 
 async def test_malformed_json_is_a_400_invalid_json(client: TestClient[Any, Any]) -> None:
@@ -84,8 +86,7 @@ async def test_malformed_json_is_a_400_invalid_json(client: TestClient[Any, Any]
         "/api/v1/auth/login", data='{"email": ', headers={"Content-Type": "application/json"}
     )
 
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "invalid_json")
+    await assert_refused(response, 400, "invalid_json")
 
 
 async def test_validation_errors_name_each_field(client: TestClient[Any, Any]) -> None:
@@ -93,9 +94,7 @@ async def test_validation_errors_name_each_field(client: TestClient[Any, Any]) -
         "/api/v1/auth/signup", json={"companyName": "", "email": "not-an-email", "colour": "red"}
     )
 
-    body = await response.json()
-    assert response.status == 400
-    assert_envelope(body, 400, "validation_error")
+    body = await assert_refused(response, 400, "validation_error")
     fields = {e["field"]: e["message"] for e in body["errors"]}
     assert fields == {
         "colour": "is not a known field",
@@ -115,8 +114,7 @@ async def test_a_missing_required_field_is_reported(client: TestClient[Any, Any]
 async def test_a_body_that_is_not_an_object_is_rejected(client: TestClient[Any, Any]) -> None:
     response = await client.post("/api/v1/auth/login", json=["a@b.co"])
 
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "validation_error")
+    await assert_refused(response, 400, "validation_error")
 
 
 async def test_unknown_query_parameters_are_rejected(client: TestClient[Any, Any]) -> None:
@@ -138,11 +136,8 @@ async def test_an_unknown_field_close_to_a_known_one_names_it(
 ) -> None:
     member = await sign_up(client)
 
-    response = await post_as(
-        client,
-        member,
-        "/api/v1/merchant/payments",
-        {"amount_minor": "100", "amountMinor": "100", "currency": "USD", "descripton": "x"},
+    response = await post_payment(
+        client, member, amount_minor="100", amountMinor="100", descripton="x"
     )
 
     body = await response.json()
@@ -203,8 +198,7 @@ class TestVersions:
     async def test_an_unknown_version_is_a_400(self, client: TestClient[Any, Any]) -> None:
         response = await client.get("/api/v1/health/live", headers={"X-Api-Version": "v3"})
 
-        assert response.status == 400
-        assert_envelope(await response.json(), 400, "unsupported_version")
+        await assert_refused(response, 400, "unsupported_version")
 
     async def test_v1_lists_use_items_and_no_has_more(self, client: TestClient[Any, Any]) -> None:
         member = await sign_up(client)
@@ -283,8 +277,7 @@ class TestVersions:
 async def test_an_empty_object_is_taken_as_no_body_but_anything_else_is_refused(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    first = await create_payment(client, member)
+    member, first = await pending_payment(client)
     second = await create_payment(client, member)
 
     cancelled = await client.post(

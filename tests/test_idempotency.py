@@ -18,9 +18,9 @@ from tests.fakes import RecordingDatabase
 from tests.helpers import (
     TEST_CARD,
     Member,
-    add_member,
-    assert_envelope,
-    create_payment,
+    assert_refused,
+    owner_and_admin,
+    pending_payment,
     post_as,
     sign_in,
     sign_up,
@@ -91,8 +91,7 @@ async def test_same_key_with_a_different_request_is_422(client: TestClient[Any, 
         "/api/v1/merchant/payments", json={**BODY, "amountMinor": "9999"}, headers=headers
     )
 
-    assert response.status == 422
-    assert_envelope(await response.json(), 422, "idempotency_key_reuse")
+    await assert_refused(response, 422, "idempotency_key_reuse")
     assert await _count_payments(client, member.company_id) == 1
 
 
@@ -171,8 +170,7 @@ async def test_a_malformed_key_is_400(client: TestClient[Any, Any], key: str) ->
 
 
 async def test_cancel_with_a_key_replays_instead_of_409(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     headers = {**member.headers, "Idempotency-Key": "cancel-1"}
     path = f"/api/v1/merchant/payments/{payment['id']}/cancel"
 
@@ -186,8 +184,7 @@ async def test_cancel_with_a_key_replays_instead_of_409(client: TestClient[Any, 
 async def test_checkout_double_submit_with_one_key_charges_once(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    link = await create_payment(client, member, allowMultiplePayments=True)
+    member, link = await pending_payment(client, allowMultiplePayments=True)
     path = f"/api/v1/checkout/{link['reference']}/pay"
 
     responses = await asyncio.gather(
@@ -204,16 +201,25 @@ async def test_checkout_double_submit_with_one_key_charges_once(
     assert len((await listed.json())["data"]) == 1
 
 
+async def _used_a_day_ago(
+    client: TestClient[Any, Any], clock: Clock, key: str
+) -> tuple[Member, ClientResponse]:
+    """A new member who created a payment under `key` a day (and a second) ago, and the answer
+    they got then."""
+    member = await sign_up(client)
+    headers = {**member.headers, "Idempotency-Key": key}
+    first = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
+    clock.advance(hours=24, seconds=1)
+    return member, first
+
+
 async def test_keys_older_than_a_day_are_deleted_and_can_be_used_again(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
     from mps.actors.schedulers.housekeeping import Housekeeping
 
     # given a key used a day ago
-    member = await sign_up(client)
-    headers = {**member.headers, "Idempotency-Key": "old"}
-    first = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
-    clock.advance(hours=24, seconds=1)
+    member, first = await _used_a_day_ago(client, clock, "old")
 
     # when housekeeping runs
     services = client.app[SERVICES]
@@ -235,10 +241,7 @@ async def test_a_key_past_its_day_serves_a_new_request_before_housekeeping_delet
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
     # given a key used a day ago whose row housekeeping has not deleted yet
-    member = await sign_up(client)
-    headers = {**member.headers, "Idempotency-Key": "stale"}
-    first = await client.post("/api/v1/merchant/payments", json=BODY, headers=headers)
-    clock.advance(hours=24, seconds=1)
+    member, first = await _used_a_day_ago(client, clock, "stale")
     headers = {**(await sign_in(client, member)).headers, "Idempotency-Key": "stale"}
 
     # when a different request uses the key
@@ -344,8 +347,7 @@ async def _held_payout(
 ) -> tuple[Member, Member, str]:
     """An owner with 10,000 paid in, an admin, and the id of the request that holds the owner's
     payout of `amount` for `required` approvals (the threshold is 1,000)."""
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     await paid_payment(client, owner, "10000")
     policy = await client.put(
         "/api/v1/team/approvals/policies/payout.create",

@@ -28,8 +28,18 @@ from hypothesis import strategies as st
 
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, post_as, sign_up
-from tests.money import paid_payment, refund
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    answered,
+    assert_envelope,
+    assert_refused,
+    create_invoice,
+    create_payment,
+    created,
+    sign_up,
+)
+from tests.money import ACCOUNT, paid_payment, refund
 
 ROUTES = all_routes(development=True)
 QUERY_PARAMETERS = [(route, name) for route in ROUTES if route.query for name in route.query.fields]
@@ -192,61 +202,36 @@ async def world(
     client: TestClient[Any, Any] = await aiohttp_client(make_app(rate_limit_scale=0))
     member = await sign_up(client, "ann@example.com")
     # An endpoint nothing listens on: its deliveries exist, and keep failing.
-    response = await post_as(
+    endpoint = await created(
         client,
         member,
         "/api/v1/merchant/webhooks",
         {"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
     )
-    assert response.status == 201, await response.text()
-    endpoint = await response.json()
     payment = await create_payment(client, member, customerEmail="bob@example.com")
     paid = await paid_payment(client, member)
-    response = await refund(client, member, paid["id"], "100")
-    assert response.status == 201, await response.text()
-    refunded = await response.json()
-    response = await client.post(
-        "/api/v1/merchant/bank-accounts",
-        json={
-            "accountHolderName": "Ann",
-            "accountNumber": "000123456789",
-            "bankCode": "110000000",
-            "currency": "USD",
-            "country": "US",
-        },
-        headers=member.headers,
+    refunded = await answered(await refund(client, member, paid["id"], "100"))
+    account = await created(
+        client, member, "/api/v1/merchant/bank-accounts", {**ACCOUNT, "accountHolderName": "Ann"}
     )
-    assert response.status == 201, await response.text()
-    account = await response.json()
-    response = await post_as(
+    payout = await created(
         client,
         member,
         "/api/v1/merchant/payouts",
         {"amountMinor": "100", "currency": "USD", "bankAccountId": account["id"]},
     )
-    assert response.status == 201, await response.text()
-    payout = await response.json()
-    response = await post_as(
-        client,
-        member,
-        "/api/v1/merchant/invoices",
-        {"currency": "USD", "customerEmail": "bob@example.com", "amountMinor": "100"},
+    invoice = await create_invoice(
+        client, member, customerEmail="bob@example.com", amountMinor="100"
     )
-    assert response.status == 201, await response.text()
-    invoice = await response.json()
-    response = await post_as(
+    role = await created(
         client, member, "/api/v1/team/roles", {"name": "Edges", "scopes": ["payments:read"]}
     )
-    assert response.status == 201, await response.text()
-    role = await response.json()
-    response = await post_as(
+    invitation = await created(
         client,
         member,
         "/api/v1/team/invitations",
         {"email": "invitee@example.com", "roleId": "role_viewer"},
     )
-    assert response.status == 201, await response.text()
-    invitation = await response.json()
     mail = await client.get("/api/v1/dev/mailbox", params={"to": "invitee@example.com"})
     invite_token = (await mail.json())["data"][0]["link"].rsplit("/", 1)[1]
     response = await client.put(
@@ -255,24 +240,20 @@ async def world(
         headers=member.headers,
     )
     assert response.status == 200, await response.text()
-    response = await post_as(
+    held = await created(
         client,
         member,
         "/api/v1/merchant/payouts",
         {"amountMinor": "50", "currency": "USD", "bankAccountId": account["id"]},
+        202,
     )
-    assert response.status == 202, await response.text()
-    approval = (await response.json())["approvalRequest"]
-    response = await post_as(
+    approval = held["approvalRequest"]
+    card = await created(
         client, member, "/api/v1/merchant/company-cards", {"nickname": "Edges", "currency": "USD"}
     )
-    assert response.status == 201, await response.text()
-    card = await response.json()
-    response = await post_as(
+    key = await created(
         client, member, "/api/v1/merchant/api-keys", {"name": "edges", "scopes": ["payments:write"]}
     )
-    assert response.status == 201, await response.text()
-    key = await response.json()
     response = await client.get("/api/v1/merchant/customers", headers=member.headers)
     customer = (await response.json())["data"][0]
     upload = aiohttp.FormData()
@@ -281,8 +262,7 @@ async def world(
     response = await client.post(
         "/api/v1/merchant/kyc/documents", data=upload, headers=member.headers
     )
-    assert response.status == 201, await response.text()
-    document = await response.json()
+    document = await answered(response)
     deliveries_url = f"/api/v1/merchant/webhooks/{endpoint['id']}/deliveries"
     deliveries: list[dict[str, Any]] = []
     async with asyncio.timeout(10):
@@ -497,9 +477,7 @@ async def test_date_filters_are_refused_with_400_when_the_moment_does_not_exist(
         )
 
         # then that field is refused as a validation error
-        assert response.status == 400, (field, value)
-        body = await response.json()
-        assert_envelope(body, 400, "validation_error")
+        body = await assert_refused(response, 400, "validation_error")
         assert [e["field"] for e in body["errors"]] == [field], body
 
 

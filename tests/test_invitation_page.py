@@ -5,14 +5,13 @@ attributes, nothing loaded from elsewhere, no data pasted into the script)."""
 
 from __future__ import annotations
 
-import re
-from html.parser import HTMLParser
 from typing import Any
 
 import pytest
 
 from mps.domain.invitations import INVITATION_STATUSES
 from mps.http.pages.invitation import render_invitation_page
+from tests.markup import attributes, inside, parse
 
 NONCE = "n0nce-Abc_123"
 TOKEN = "tok_Abc-123_xyz"
@@ -33,75 +32,33 @@ def _render(view: dict[str, Any] | None, token: str | None = TOKEN) -> str:
     return render_invitation_page(view, token, NONCE)
 
 
-class _Tags(HTMLParser):
-    """Every start tag of a page with its attributes, and the text of each script."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-        self.scripts: list[str] = []
-        self._in_script = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-        self._in_script = tag == "script"
-
-    def handle_endtag(self, tag: str) -> None:
-        self._in_script = False
-
-    def handle_data(self, data: str) -> None:
-        if self._in_script:
-            self.scripts.append(data)
-
-
-def _parse(html: str) -> _Tags:
-    parser = _Tags()
-    parser.feed(html)
-    parser.close()
-    return parser
-
-
-def _attrs(html: str, element_id: str) -> dict[str, str | None]:
-    found = [attrs for _, attrs in _parse(html).tags if attrs.get("id") == element_id]
-    assert len(found) == 1, f"{len(found)} elements #{element_id}"
-    return found[0]
-
-
-def _by_id(html: str, element_id: str) -> str:
-    """The markup inside the element with that id (elements holding no nested element of the
-    same name)."""
-    match = re.search(rf'<(\w+)[^>]*\bid="{element_id}"[^>]*>(.*?)</\1>', html, re.DOTALL)
-    assert match is not None, f"no element #{element_id}"
-    return match[2]
-
-
 def test_pending_page_names_the_company_role_email_and_offers_both_answers() -> None:
     html = _render(_view())
 
     assert 'You\'re invited to join <span id="company">Blue Mug Coffee</span>' in html
-    assert _by_id(html, "company") == "Blue Mug Coffee"
-    assert _by_id(html, "role") == "Finance"
-    assert _by_id(html, "email") == "new@example.com"
-    assert _by_id(html, "status") == "Pending"
-    assert _attrs(html, "status")["data-status"] == "PENDING"
-    assert _by_id(html, "expires") == "This invitation expires on 12 Mar 2026."
-    assert _by_id(html, "accept") == "Accept invitation"
-    assert _by_id(html, "decline") == "Decline"
-    assert _attrs(html, "accept")["type"] == _attrs(html, "decline")["type"] == "button"
-    assert _attrs(html, "invitation")["data-token"] == TOKEN
+    assert inside(html, "company") == "Blue Mug Coffee"
+    assert inside(html, "role") == "Finance"
+    assert inside(html, "email") == "new@example.com"
+    assert inside(html, "status") == "Pending"
+    assert attributes(html, "status")["data-status"] == "PENDING"
+    assert inside(html, "expires") == "This invitation expires on 12 Mar 2026."
+    assert inside(html, "accept") == "Accept invitation"
+    assert inside(html, "decline") == "Decline"
+    assert attributes(html, "accept")["type"] == attributes(html, "decline")["type"] == "button"
+    assert attributes(html, "invitation")["data-token"] == TOKEN
     assert "<title>Join Blue Mug Coffee</title>" in html
 
 
 def test_pending_page_has_a_labelled_code_form_hidden_until_accepted() -> None:
     html = _render(_view())
 
-    form = _attrs(html, "code-form")
+    form = attributes(html, "code-form")
     assert "hidden" in form
-    code = _attrs(html, "code")
+    code = attributes(html, "code")
     assert code["name"] == "code" and code["inputmode"] == "numeric"
     assert code["autocomplete"] == "one-time-code" and "required" in code
     assert '<label for="code">6-digit sign-in code</label>' in html
-    assert _attrs(html, "verify")["type"] == "submit"
+    assert attributes(html, "verify")["type"] == "submit"
 
 
 def test_page_is_a_private_english_document_with_live_regions() -> None:
@@ -110,16 +67,16 @@ def test_page_is_a_private_english_document_with_live_regions() -> None:
     assert html.startswith('<!doctype html><html lang="en">')
     assert '<meta name="robots" content="noindex">' in html
     assert '<meta name="viewport" content="width=device-width,initial-scale=1">' in html
-    assert _attrs(html, "code-sent")["aria-live"] == "polite"
-    assert _attrs(html, "outcome")["aria-live"] == "polite"
-    assert _attrs(html, "outcome")["role"] == "status"
-    assert _attrs(html, "error")["role"] == "alert"
+    assert attributes(html, "code-sent")["aria-live"] == "polite"
+    assert attributes(html, "outcome")["aria-live"] == "polite"
+    assert attributes(html, "outcome")["role"] == "status"
+    assert attributes(html, "error")["role"] == "alert"
 
 
 def test_a_role_without_a_name_shows_its_id() -> None:
     html = _render(_view(role={"id": "role_custom_1", "name": None}))
 
-    assert _by_id(html, "role") == "role_custom_1"
+    assert inside(html, "role") == "role_custom_1"
 
 
 def test_page_escapes_a_hostile_company_email_and_role_name() -> None:
@@ -133,9 +90,9 @@ def test_page_escapes_a_hostile_company_email_and_role_name() -> None:
 
     assert "<img" not in html
     assert html.count("<script") == 1  # the page's own
-    assert _by_id(html, "company") == "&lt;img src=x onerror=alert(1)&gt;"
-    assert _by_id(html, "role") == "&lt;/dd&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
-    assert _by_id(html, "email") == "&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt;@example.com"
+    assert inside(html, "company") == "&lt;img src=x onerror=alert(1)&gt;"
+    assert inside(html, "role") == "&lt;/dd&gt;&lt;script&gt;alert(2)&lt;/script&gt;"
+    assert inside(html, "email") == "&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt;@example.com"
     assert "<title>Join &lt;img src=x onerror=alert(1)&gt;</title>" in html
 
 
@@ -144,13 +101,13 @@ def test_a_hostile_token_stays_inside_its_attribute() -> None:
     html = _render(_view(), token)
 
     assert html.count("<script") == 1
-    assert _attrs(html, "invitation")["data-token"] == token
+    assert attributes(html, "invitation")["data-token"] == token
     assert 'data-token="&quot;&gt;&lt;script&gt;alert(1)&lt;/script&gt;"' in html
 
 
 def test_no_value_is_pasted_into_the_script() -> None:
     view = _view(company={"name": "Zanzibar Tea"}, email="zed@example.com")
-    scripts = _parse(_render(view, "tok_zzz")).scripts
+    scripts = parse(_render(view, "tok_zzz")).scripts
 
     assert len(scripts) == 1
     for value in ("Zanzibar", "zed@example.com", "tok_zzz", "Finance"):
@@ -174,10 +131,10 @@ def test_an_answered_or_closed_invitation_says_so_and_offers_no_buttons(
 ) -> None:
     html = _render(_view(status=status))
 
-    assert _by_id(html, "status") == label
-    assert _attrs(html, "invitation")["data-status"] == status
-    assert sentence in _by_id(html, "closed")
-    assert _by_id(html, "company") == "Blue Mug Coffee"
+    assert inside(html, "status") == label
+    assert attributes(html, "invitation")["data-status"] == status
+    assert sentence in inside(html, "closed")
+    assert inside(html, "company") == "Blue Mug Coffee"
     assert "You're invited" not in html
     assert "<button" not in html and "<form" not in html and "<input" not in html
     assert "<script" not in html and "data-token" not in html and TOKEN not in html
@@ -186,7 +143,7 @@ def test_an_answered_or_closed_invitation_says_so_and_offers_no_buttons(
 def test_every_status_is_covered() -> None:
     for status in INVITATION_STATUSES:
         html = _render(_view(status=status))
-        assert _attrs(html, "status")["data-status"] == status
+        assert attributes(html, "status")["data-status"] == status
 
 
 def test_not_valid_page_reveals_nothing_of_any_invitation() -> None:
@@ -209,7 +166,7 @@ def test_every_script_and_style_carries_the_nonce_and_no_element_has_handlers() 
         _render(_view(status="EXPIRED")),
         _render(None),
     ):
-        tags = _parse(html).tags
+        tags = parse(html).tags
         styles = [attrs for tag, attrs in tags if tag == "style"]
         scripts = [attrs for tag, attrs in tags if tag == "script"]
         assert styles == [{"nonce": NONCE}]
@@ -222,7 +179,7 @@ def test_every_script_and_style_carries_the_nonce_and_no_element_has_handlers() 
             assert not [name for name in attrs if name.startswith("on")], tag
             assert "src" not in attrs and "href" not in attrs, tag
             assert tag not in ("link", "img", "iframe", "object", "base", "a"), tag
-    assert len([t for t, _ in _parse(_render(_view())).tags if t == "script"]) == 1
+    assert len([t for t, _ in parse(_render(_view())).tags if t == "script"]) == 1
 
 
 def test_a_nonce_is_escaped_as_an_attribute() -> None:

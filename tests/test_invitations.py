@@ -9,7 +9,16 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, add_member, assert_envelope, latest_code, post_as, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    assert_envelope,
+    assert_refused,
+    latest_code,
+    post_as,
+    sign_up,
+    two_companies,
+)
 from tests.log_guard import remember
 
 pytestmark = pytest.mark.both_backends
@@ -33,6 +42,13 @@ async def _token(client: TestClient[Any, Any], email: str = "new@example.com") -
     token = link.rsplit("/", 1)[1]
     remember(token)  # the run fails should the token ever reach the log
     return token
+
+
+async def _invited(client: TestClient[Any, Any]) -> tuple[Member, str]:
+    """A new company's owner, and the token of the invitation they sent new@example.com."""
+    owner = await sign_up(client)
+    await _invite(client, owner)
+    return owner, await _token(client)
 
 
 async def test_an_invitation_is_pending_and_its_token_travels_only_in_the_email(
@@ -59,9 +75,7 @@ async def test_an_invitation_is_pending_and_its_token_travels_only_in_the_email(
 async def test_accepting_adds_the_member_and_continues_with_a_code(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    await _invite(client, owner)
-    token = await _token(client)
+    owner, token = await _invited(client)
 
     accepted = await client.post(f"/api/v1/team/invitations/token/{token}/accept")
 
@@ -102,16 +116,13 @@ async def test_a_rejected_or_revoked_invitation_cannot_be_accepted(
     assert revoked.status == 200 and (await revoked.json())["status"] == "REVOKED"
     for token in (rejected_token, revoked_token):
         response = await client.post(f"/api/v1/team/invitations/token/{token}/accept")
-        assert response.status == 409
-        assert_envelope(await response.json(), 409, "invalid_state")
+        await assert_refused(response, 409, "invalid_state")
 
 
 async def test_an_invitation_expires_after_seven_days(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    owner = await sign_up(client)
-    await _invite(client, owner)
-    token = await _token(client)
+    _, token = await _invited(client)
 
     clock.advance(days=7, seconds=1)
 
@@ -134,19 +145,15 @@ async def test_invitations_respect_the_owner_rule_and_the_inviters_scopes(
     wider = await _invite(client, lead, role="role_finance")
     unknown = await _invite(client, owner, role="role_nothing")
 
-    assert as_owner.status == 409
-    assert_envelope(await as_owner.json(), 409, "owner_transfer_required")
-    assert wider.status == 403
-    assert_envelope(await wider.json(), 403, "insufficient_scope")
+    await assert_refused(as_owner, 409, "owner_transfer_required")
+    await assert_refused(wider, 403, "insufficient_scope")
     assert unknown.status == 400
 
 
 async def test_an_unknown_token_is_404_and_invitations_are_audited(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    await _invite(client, owner)
-    token = await _token(client)
+    owner, token = await _invited(client)
     await client.post(f"/api/v1/team/invitations/token/{token}/accept")
 
     unknown = await client.get("/api/v1/team/invitations/token/not-a-token")
@@ -158,8 +165,7 @@ async def test_an_unknown_token_is_404_and_invitations_are_audited(
 
 
 async def test_another_companys_invitations_are_not_visible(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    other = await sign_up(client, "other@example.com", "Other Ltd")
+    owner, other = await two_companies(client)
     invitation = await (await _invite(client, owner)).json()
 
     listed = await client.get("/api/v1/team/invitations", headers=other.headers)

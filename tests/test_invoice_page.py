@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from html.parser import HTMLParser
 
 from mps.domain.invoices import Invoice, LineItem
 from mps.http.pages.invoice import render_invoice_page
+from tests.markup import inside, parse
 
 NONCE = "n0nce-Abc_123"
 PDF_URL = "/api/v1/hosted/invoices/inv_1/pdf?token=t0k&x=1"
@@ -44,49 +44,23 @@ def _render(invoice: Invoice | None, merchant: str | None = "Blue Mug Studio") -
     return render_invoice_page(invoice, merchant, NONCE, PDF_URL)
 
 
-class _Tags(HTMLParser):
-    """Every start tag of a page, with its attributes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.tags: list[tuple[str, dict[str, str | None]]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append((tag, dict(attrs)))
-
-
-def _tags(html: str) -> list[tuple[str, dict[str, str | None]]]:
-    parser = _Tags()
-    parser.feed(html)
-    parser.close()
-    return parser.tags
-
-
-def _by_id(html: str, element_id: str) -> str:
-    """The text inside the element with that id (elements holding no nested element of the
-    same name)."""
-    match = re.search(rf'<(\w+)[^>]*\bid="{element_id}"[^>]*>(.*?)</\1>', html, re.DOTALL)
-    assert match is not None, f"no element #{element_id}"
-    return match[2]
-
-
 def test_page_shows_the_merchant_number_customer_items_and_total() -> None:
     html = _render(_invoice())
 
-    assert _by_id(html, "merchant") == "Blue Mug Studio"
-    assert _by_id(html, "invoice-number") == "INV-000042"
-    assert _by_id(html, "customer-name") == "Jane Doe"
-    assert _by_id(html, "customer-email") == "jane@example.com"
+    assert inside(html, "merchant") == "Blue Mug Studio"
+    assert inside(html, "invoice-number") == "INV-000042"
+    assert inside(html, "customer-name") == "Jane Doe"
+    assert inside(html, "customer-email") == "jane@example.com"
     for description in ("Discovery workshop", "Design hours", "Hosting", "Domain renewal"):
         assert f'<td class="description">{description}</td>' in html
     for amount in ("1,200.00", "95.00", "1,710.00", "19.50", "234.00", "36.50"):
         assert f'<td class="num">{amount}</td>' in html
     assert '<td class="num">18</td>' in html
-    assert _by_id(html, "total") == "3,184.50 USD"
-    assert _by_id(html, "amount-due") == "3,184.50 USD"
-    assert _by_id(html, "issue-date") == "5 Mar 2026"
-    assert _by_id(html, "due-date") == "4 Apr 2026"
-    assert "Thank you for your business." in _by_id(html, "memo")
+    assert inside(html, "total") == "3,184.50 USD"
+    assert inside(html, "amount-due") == "3,184.50 USD"
+    assert inside(html, "issue-date") == "5 Mar 2026"
+    assert inside(html, "due-date") == "4 Apr 2026"
+    assert "Thank you for your business." in inside(html, "memo")
     assert html.count('<tr class="item">') == 4
 
 
@@ -110,13 +84,13 @@ def test_single_total_invoice_shows_one_row_of_its_memo_or_amount_due() -> None:
     assert with_memo.count('<tr class="item">') == 1
     assert '<td class="description">March retainer</td><td class="num">1</td>' in with_memo
     assert '<td class="description">Amount due</td><td class="num">1</td>' in without
-    assert _by_id(without, "total") == "50.00 USD"
+    assert inside(without, "total") == "50.00 USD"
 
 
 def test_amounts_follow_the_currency_exponent() -> None:
     html = _render(_invoice(currency="JPY", amount_minor=1_500, items=None, memo=None))
 
-    assert _by_id(html, "total") == "1,500 JPY"
+    assert inside(html, "total") == "1,500 JPY"
 
 
 def test_page_escapes_a_hostile_description() -> None:
@@ -149,21 +123,21 @@ def test_sent_invoice_shows_its_due_date_as_its_status() -> None:
     html = _render(_invoice())
 
     assert 'id="status" data-status="SENT"' in html
-    assert _by_id(html, "status") == "Due 4 Apr 2026"
+    assert inside(html, "status") == "Due 4 Apr 2026"
 
 
 def test_sent_invoice_without_due_date_is_due_on_receipt() -> None:
     html = _render(_invoice(due_date=None))
 
-    assert _by_id(html, "status") == "Due on receipt"
-    assert _by_id(html, "due-date") == "On receipt"
+    assert inside(html, "status") == "Due on receipt"
+    assert inside(html, "due-date") == "On receipt"
 
 
 def test_paid_invoice_shows_when_it_was_paid() -> None:
     html = _render(_invoice(status="PAID", paid_at="2026-03-20T09:00:00.000Z"))
 
     assert 'data-status="PAID"' in html
-    assert _by_id(html, "status") == "Paid on 20 Mar 2026"
+    assert inside(html, "status") == "Paid on 20 Mar 2026"
     assert "Amount paid" in html
 
 
@@ -171,8 +145,8 @@ def test_void_invoice_shows_it_is_void_and_nothing_is_due() -> None:
     html = _render(_invoice(status="VOID", voided_at="2026-03-21T09:00:00.000Z"))
 
     assert 'data-status="VOID"' in html
-    assert _by_id(html, "status") == "Void"
-    assert "Nothing is due" in _by_id(html, "status-note")
+    assert inside(html, "status") == "Void"
+    assert "Nothing is due" in inside(html, "status-note")
     assert "Amount due" not in html
 
 
@@ -180,8 +154,8 @@ def test_overdue_invoice_shows_it_is_overdue_and_when_it_was_due() -> None:
     html = _render(_invoice(status="OVERDUE"))
 
     assert 'data-status="OVERDUE"' in html
-    assert _by_id(html, "status") == "Overdue"
-    assert _by_id(html, "status-note") == "Payment was due on 4 Apr 2026."
+    assert inside(html, "status") == "Overdue"
+    assert inside(html, "status-note") == "Payment was due on 4 Apr 2026."
 
 
 def test_pdf_link_is_present_and_escaped_as_an_attribute() -> None:
@@ -191,7 +165,7 @@ def test_pdf_link_is_present_and_escaped_as_an_attribute() -> None:
     assert '<a class="download" id="download-pdf" href="/pdf?token=a&quot;b&amp;c=&lt;d&gt;">' in (
         html
     )
-    links = [attrs for tag, attrs in _tags(html) if tag == "a"]
+    links = [attrs for tag, attrs in parse(html).tags if tag == "a"]
     assert links == [{"class": "download", "id": "download-pdf", "href": url}]
 
 
@@ -202,7 +176,7 @@ def test_page_without_a_pdf_url_has_no_download_link() -> None:
 
 
 def test_test_mode_invoice_says_so_and_live_one_does_not() -> None:
-    assert _by_id(_render(_invoice(mode="test")), "test-mode") == "Test mode"
+    assert inside(_render(_invoice(mode="test")), "test-mode") == "Test mode"
     assert "test-mode" not in _render(_invoice())
 
 
@@ -232,7 +206,7 @@ def test_page_has_no_script_at_all() -> None:
 
 def test_every_style_carries_the_nonce_and_no_element_has_handlers_or_style_attributes() -> None:
     for html in (_render(_invoice(mode="test")), _render(None)):
-        tags = _tags(html)
+        tags = parse(html).tags
         styles = [attrs for tag, attrs in tags if tag == "style"]
         assert styles == [{"nonce": NONCE}]
         assert html.count("<style") == 1

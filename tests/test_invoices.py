@@ -16,7 +16,18 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, post_as, sign_in, sign_up
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    assert_refused,
+    event_types,
+    live_session,
+    post_as,
+    read_object,
+    sign_in,
+    sign_up,
+    two_companies,
+)
 from tests.money import sandbox_key, services, simulate
 
 pytestmark = pytest.mark.both_backends
@@ -47,13 +58,6 @@ async def _action(
     )
 
 
-async def _get(client: TestClient[Any, Any], member: Member, invoice_id: str) -> dict[str, Any]:
-    response = await client.get(f"/api/v1/merchant/invoices/{invoice_id}", headers=member.headers)
-    assert response.status == 200, await response.text()
-    body: dict[str, Any] = await response.json()
-    return body
-
-
 async def test_invoice_is_created_sent_numbered_and_emailed_with_its_hosted_link(
     client: TestClient[Any, Any],
 ) -> None:
@@ -66,7 +70,7 @@ async def test_invoice_is_created_sent_numbered_and_emailed_with_its_hosted_link
     assert created["id"].startswith("inv_") and created["status"] == "SENT"
     assert created["invoiceNumber"] == "INV-000001"
     assert created["amountMinor"] == str(3 * 12500 + 2999) and created["currency"] == "USD"
-    got = await _get(client, member, created["id"])
+    got = await read_object(client, member, "invoices", created["id"])
     assert got["customer"] == {"email": "buyer@example.com", "name": "Ann Buyer"}
     assert [i["amountMinor"] for i in got["items"]] == ["37500", "2999"]
     assert got["dueDate"] == "2030-01-31" and got["memo"] == "Thank you"
@@ -86,7 +90,7 @@ async def test_single_total_invoice_takes_an_amount_instead_of_items(
     created = await _invoice(client, member, items=None, amountMinor="50000")
 
     assert created["amountMinor"] == "50000"
-    assert (await _get(client, member, created["id"]))["items"] is None
+    assert (await read_object(client, member, "invoices", created["id"]))["items"] is None
 
 
 @pytest.mark.parametrize(
@@ -127,8 +131,7 @@ async def test_numbers_count_up_skip_numbers_given_by_hand_and_refuse_duplicates
     third = await _invoice(client, member)
 
     assert first["invoiceNumber"] == "INV-000001" and own["invoiceNumber"] == "INV-000002"
-    assert duplicate.status == 409
-    assert_envelope(await duplicate.json(), 409, "duplicate")
+    await assert_refused(duplicate, 409, "duplicate")
     # INV-000002 is the merchant's own: the next automatic number is the one after it.
     assert third["invoiceNumber"] == "INV-000003"
 
@@ -177,8 +180,7 @@ async def test_a_paid_or_void_invoice_refuses_further_changes_with_409(
 
     response = await _action(client, member, invoice["id"], then)
 
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "invalid_state")
+    await assert_refused(response, 409, "invalid_state")
 
 
 async def test_every_change_is_on_the_timeline_with_who_made_it_and_sends_its_event(
@@ -200,8 +202,7 @@ async def test_every_change_is_on_the_timeline_with_who_made_it_and_sends_its_ev
         ("VOID", None),
     ]
     assert {e["actor"] for e in entries} == {member.user_id}
-    events = await client.get("/api/v1/merchant/events", headers=member.headers)
-    types = [e["type"] for e in (await events.json())["data"]]
+    types = await event_types(client, member)
     assert types.count("invoice.sent") == 2 and "invoice.voided" in types
     mail = await client.get("/api/v1/dev/mailbox", params={"to": "buyer@example.com"})
     assert len((await mail.json())["data"]) == 2
@@ -216,14 +217,13 @@ async def test_invoice_past_its_due_date_becomes_overdue_and_can_still_be_paid(
     overdue = services(client).invoice_overdue
 
     await overdue.run_once()
-    assert (await _get(client, member, invoice["id"]))["status"] == "SENT"
+    assert (await read_object(client, member, "invoices", invoice["id"]))["status"] == "SENT"
     clock.advance(days=3)
     await overdue.run_once()
     member = await sign_in(client, member)
 
-    assert (await _get(client, member, invoice["id"]))["status"] == "OVERDUE"
-    events = await client.get("/api/v1/merchant/events", headers=member.headers)
-    assert "invoice.overdue" in [e["type"] for e in (await events.json())["data"]]
+    assert (await read_object(client, member, "invoices", invoice["id"]))["status"] == "OVERDUE"
+    assert "invoice.overdue" in await event_types(client, member)
     paid = await _action(client, member, invoice["id"], "mark-paid")
     assert paid.status == 200 and (await paid.json())["status"] == "PAID"
 
@@ -245,10 +245,10 @@ async def test_invoice_that_fell_due_while_the_service_was_down_is_overdue_after
 
     # then its first passes find the invoice and make it overdue
     for _ in range(100):
-        if (await _get(second, member, invoice["id"]))["status"] == "OVERDUE":
+        if (await read_object(second, member, "invoices", invoice["id"]))["status"] == "OVERDUE":
             break
         await asyncio.sleep(0.05)
-    assert (await _get(second, member, invoice["id"]))["status"] == "OVERDUE"
+    assert (await read_object(second, member, "invoices", invoice["id"]))["status"] == "OVERDUE"
 
 
 async def test_sandbox_makes_an_invoice_overdue(client: TestClient[Any, Any]) -> None:
@@ -336,13 +336,9 @@ async def test_hosted_page_and_its_pdf_open_with_the_link_and_not_without(
 
 
 async def test_another_company_or_mode_sees_no_invoice(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    other = await sign_up(client, "other@example.com", "Other Ltd")
+    owner, other = await two_companies(client)
     invoice = await _invoice(client, owner)
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=owner.headers
-    )
-    live = Member((await switched.json())["sessionToken"], owner.company_id, owner.user_id, "")
+    live = await live_session(client, owner)
 
     for member in (other, live):
         path = f"/api/v1/merchant/invoices/{invoice['id']}"

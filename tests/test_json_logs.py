@@ -21,10 +21,8 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 
 from mps.http.access_log import BatchedAccessLog, access_log_fraction
 from mps.logs import JsonFormatter, RedactSecrets
+from tests.served import JWT, logged_by_run_py
 from tests.server import RUN_PY, RunningServer, server_environment
-
-ROOT = Path(__file__).resolve().parent.parent
-JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfMSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
@@ -36,22 +34,11 @@ def json_lines(text: str) -> list[dict[str, Any]]:
 
 
 def test_run_py_json_log_lines_parse_and_are_redacted() -> None:
-    # given run.py's logging set up for JSON (a production start without settings stops there)
-    probe = (
-        "import logging, sys; sys.path.insert(0, sys.argv[1]); import run; "
-        "run.main(['--mode', 'production']); "
+    # given run.py's logging set up for JSON, when a record carrying a token is logged
+    result = logged_by_run_py(
         f"logging.getLogger('probe').warning('verify with %s', '{JWT}', "
-        f"extra={{'attempt': 2, 'header': 'Bearer {JWT}'}})"
-    )
-
-    # when a record carrying a token is logged
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=server_environment({"MPS_LOG_FORMAT": "json"}),
+        f"extra={{'attempt': 2, 'header': 'Bearer {JWT}'}})",
+        {"MPS_LOG_FORMAT": "json"},
     )
 
     # then its line is one JSON object, with the token redacted in the message and the fields

@@ -44,9 +44,27 @@ async def _access(client: TestClient[Any, Any], owner: Member, on: bool) -> dict
     return body
 
 
+async def _owner_with_key(
+    client: TestClient[Any, Any], scopes: list[str] = SECRET_SCOPES, *, access: bool = True
+) -> tuple[Member, str, str]:
+    """A new company's owner, and the secret and id of a key of theirs; the company lets its
+    secret keys call the merchant routes unless `access` is False."""
+    owner = await sign_up(client)
+    key, key_id = await _key(client, owner, scopes)
+    if access:
+        await _access(client, owner, True)
+    return owner, key, key_id
+
+
 def _as(key: str) -> Member:
     """The key in the shape the request helpers take."""
     return Member(key, "", "", "")
+
+
+def _assert_refused(status: int, body: Any, expected: int, code: str | None = None) -> None:
+    """What `_call` answered is a refusal with `expected` (and `code`) in the error envelope."""
+    assert status == expected, body
+    assert_envelope(body, expected, code)
 
 
 async def _call(
@@ -61,8 +79,7 @@ async def _call(
 async def test_access_is_off_by_default_and_a_key_then_gets_session_required(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    key, _ = await _key(client, owner)
+    owner, key, _ = await _owner_with_key(client, access=False)
 
     settings = await client.get("/api/v1/merchant/settings", headers=owner.headers)
     status, body = await _call(
@@ -70,16 +87,14 @@ async def test_access_is_off_by_default_and_a_key_then_gets_session_required(
     )
 
     assert (await settings.json())["apiKeyAccess"] is False
-    assert status == 401
-    assert_envelope(body, 401, "session_required")
+    _assert_refused(status, body, 401, "session_required")
     assert "apiKeyAccess" in body["message"]
 
 
 async def test_turning_access_on_lets_a_cached_key_create_and_read_payments_at_once(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    key, _ = await _key(client, owner)
+    owner, key, _ = await _owner_with_key(client, access=False)
     refused, _ = await _call(client, key, "GET", "/merchant/payments")
 
     settings = await _access(client, owner, True)
@@ -98,9 +113,7 @@ async def test_turning_access_on_lets_a_cached_key_create_and_read_payments_at_o
 async def test_every_key_route_family_answers_a_secret_key_and_the_rest_stay_session_only(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    key, _ = await _key(client, owner)
-    await _access(client, owner, True)
+    _, key, _ = await _owner_with_key(client)
     paid = await create_payment(client, _as(key), amountMinor="5000")
     assert (await pay(client, paid["reference"])).status == 200
 
@@ -147,9 +160,7 @@ async def test_every_key_route_family_answers_a_secret_key_and_the_rest_stay_ses
 
 
 async def test_a_key_holds_only_its_own_scopes(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    key, _ = await _key(client, owner, ["payments:read"])
-    await _access(client, owner, True)
+    _, key, _ = await _owner_with_key(client, ["payments:read"])
 
     read, _ = await _call(client, key, "GET", "/merchant/payments")
     write, body = await _call(
@@ -215,8 +226,7 @@ async def test_turning_access_off_or_revoking_the_key_refuses_it_at_once(
 async def test_an_unknown_or_revoked_key_is_session_required_as_before(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    key, key_id = await _key(client, owner)
+    owner, key, key_id = await _owner_with_key(client, access=False)
     await client.post(f"/api/v1/merchant/api-keys/{key_id}/revoke", headers=owner.headers)
 
     answers = [
@@ -233,9 +243,7 @@ async def test_a_revoked_key_where_access_is_on_is_refused_for_the_key_not_the_s
     client: TestClient[Any, Any],
 ) -> None:
     # given a company that lets its secret keys call the merchant routes, and a revoked key
-    owner = await sign_up(client)
-    key, key_id = await _key(client, owner)
-    await _access(client, owner, True)
+    owner, key, key_id = await _owner_with_key(client)
     await client.post(f"/api/v1/merchant/api-keys/{key_id}/revoke", headers=owner.headers)
 
     # when the revoked key calls a merchant route, and again once access is off
@@ -247,23 +255,18 @@ async def test_a_revoked_key_where_access_is_on_is_refused_for_the_key_not_the_s
     )
 
     # then with access on the key is the problem; with it off, session_required says both
-    assert status_on == 401
-    assert_envelope(on, 401, "unauthenticated")
+    _assert_refused(status_on, on, 401, "unauthenticated")
     assert "revoked" in on["message"] and "session_required" not in on["message"]
-    assert status_off == 401
-    assert_envelope(off, 401, "session_required")
+    _assert_refused(status_off, off, 401, "session_required")
     assert "apiKeyAccess" in off["message"] and "revoked" in off["message"]
-    assert status_unknown == 401
-    assert_envelope(unknown, 401, "session_required")
+    _assert_refused(status_unknown, unknown, 401, "session_required")
     assert "not valid" in unknown["message"]
 
 
 async def test_key_calls_count_against_the_key_limit_and_appear_in_its_log(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    key, key_id = await _key(client, owner)
-    await _access(client, owner, True)
+    owner, key, key_id = await _owner_with_key(client)
 
     response = await client.get(
         "/api/v1/merchant/payments", headers={"Authorization": f"Bearer {key}"}
@@ -283,9 +286,7 @@ async def test_key_calls_count_against_the_key_limit_and_appear_in_its_log(
 
 
 async def test_changes_a_key_makes_are_recorded_as_the_key(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    key, key_id = await _key(client, owner)
-    await _access(client, owner, True)
+    owner, key, key_id = await _owner_with_key(client)
 
     status, account = await _call(client, key, "POST", "/merchant/bank-accounts", ACCOUNT)
     audit = await client.get("/api/v1/team/audit", headers=owner.headers)
@@ -302,9 +303,7 @@ async def test_changes_a_key_makes_are_recorded_as_the_key(client: TestClient[An
 
 
 async def test_a_key_names_the_member_of_a_member_card(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    key, _ = await _key(client, owner)
-    await _access(client, owner, True)
+    owner, key, _ = await _owner_with_key(client)
     card = {"cardholderName": "Ann Lee", "currency": "USD"}
 
     unnamed, body = await _call(client, key, "POST", "/merchant/cards", card)
@@ -312,8 +311,7 @@ async def test_a_key_names_the_member_of_a_member_card(client: TestClient[Any, A
         client, key, "POST", "/merchant/cards", {**card, "memberId": owner.user_id}
     )
 
-    assert unnamed == 400
-    assert_envelope(body, 400)
+    _assert_refused(unnamed, body, 400)
     assert body["errors"][0]["field"] == "memberId"
     assert named == 201, issued
 

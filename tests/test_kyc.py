@@ -23,10 +23,12 @@ from mps.operator import request_review, wait_for
 from mps.persistence.database import Database, open_database
 from tests.helpers import (
     Member,
-    add_member,
+    answered,
     assert_envelope,
     create_payment,
     eventually,
+    live_session,
+    owner_and_member,
     pay,
     post_as,
     sign_up,
@@ -81,18 +83,8 @@ async def upload(
 
 async def status_of(client: TestClient[Any, Any], member: Member) -> dict[str, Any]:
     response = await client.get("/api/v1/merchant/kyc", headers=member.headers)
-    assert response.status == 200, await response.text()
-    body: dict[str, Any] = await response.json()
+    body: dict[str, Any] = await answered(response, 200)
     return body
-
-
-async def live(client: TestClient[Any, Any], member: Member) -> Member:
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
-    )
-    assert switched.status == 200, await switched.text()
-    token = (await switched.json())["sessionToken"]
-    return Member(token, member.company_id, member.user_id, member.email)
 
 
 def stored_objects(client: TestClient[Any, Any]) -> list[Path]:
@@ -131,7 +123,7 @@ async def test_a_test_mode_identity_document_verifies_test_mode(
     [event] = (await events.json())["data"]
     assert event["data"]["object"]["status"] == "VERIFIED" and event["livemode"] is False
     # live mode is untouched by test mode's verification
-    assert (await status_of(client, await live(client, member)))["status"] == "UNVERIFIED"
+    assert (await status_of(client, await live_session(client, member)))["status"] == "UNVERIFIED"
 
 
 async def test_a_proof_of_address_alone_leaves_test_mode_pending(
@@ -304,8 +296,7 @@ async def test_documents_are_listed_retrieved_and_downloaded_byte_for_byte(
 async def test_a_download_is_audited_and_needs_settings_write(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
+    owner, viewer = await owner_and_member(client, "role_viewer", "viewer@example.com")
     _, document = await upload(client, owner, a_pdf())
 
     seen = await client.get(f"{DOCUMENTS}/{document['id']}", headers=viewer.headers)
@@ -336,7 +327,7 @@ async def test_another_company_sees_no_document_and_no_file(
     one = await client.get(f"{DOCUMENTS}/{document['id']}", headers=stranger.headers)
     file = await client.get(f"{DOCUMENTS}/{document['id']}/file", headers=stranger.headers)
     as_live = await client.get(
-        f"{DOCUMENTS}/{document['id']}", headers=(await live(client, owner)).headers
+        f"{DOCUMENTS}/{document['id']}", headers=(await live_session(client, owner)).headers
     )
 
     assert (await listed.json())["data"] == []
@@ -400,8 +391,7 @@ async def test_the_sandbox_forces_test_mode_either_way(client: TestClient[Any, A
     after_rejection = await status_of(client, member)
     verified = await simulate(client, key, "kyc.verified")
 
-    assert rejected.status == 200, await rejected.text()
-    body = await rejected.json()
+    body = await answered(rejected, 200)
     assert body["kind"] == "kyc.rejected" and body["event"]["type"] == "kyc.rejected"
     assert after_rejection["status"] == "REJECTED" and after_rejection["reason"]
     assert verified.status == 200 and (await status_of(client, member))["status"] == "VERIFIED"
@@ -420,7 +410,7 @@ async def test_live_mode_is_verified_only_by_the_operator_and_then_moves_money(
     client: TestClient[Any, Any], operator_db: Database
 ) -> None:
     owner = await sign_up(client)
-    live_owner = await live(client, owner)
+    live_owner = await live_session(client, owner)
     db = operator_db
 
     # nothing to review yet: the operator's request is refused with a reason
@@ -523,7 +513,7 @@ async def test_the_operator_command_reviews_a_running_service(
     client: TestClient[Any, Any], database_url: str
 ) -> None:
     owner = await sign_up(client)
-    live_owner = await live(client, owner)
+    live_owner = await live_session(client, owner)
     await upload(client, live_owner, a_pdf())
 
     pending = await asyncio.create_subprocess_exec(

@@ -7,7 +7,7 @@ refuses a refund that would take more than the payment has left (mps.persistence
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import replace
 from typing import Any
 
@@ -16,19 +16,26 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.actors.commits import undo_on_failure
-from mps.actors.payment import CreateRefund, PaymentActor
+from mps.actors.payment import PaymentActor
 from mps.actors.persistence import LateWrite, PersistenceActor
 from mps.actors.runtime import AsyncioActor, Detached, ask, stop
 from mps.bootstrap import Overrides
 from mps.domain.ids import new_id
 from mps.errors import Conflict, Unavailable
-from mps.persistence.database import Database, Fences, UnitOutcome
+from mps.persistence.database import Database
 from mps.persistence.refund_store import RefundExceedsPayment, pending_refunds, refund_insert
 from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
-from tests.fakes import WrappedDatabase, wait_until
+from tests.fakes import GatedDatabase, wait_until
 from tests.helpers import Member, sign_up
-from tests.money import balance, paid_payment, services
+from tests.money import (
+    balance,
+    owner_with_paid_payment,
+    paid_payment,
+    refund_by_actor,
+    services,
+    stored_refunds,
+)
 
 PATIENCE = 30.0
 
@@ -37,33 +44,17 @@ def _inserts_refund(unit: WriteUnit) -> bool:
     return any(st.sql.startswith("INSERT INTO refunds") for st in unit)
 
 
-class HoldsRefunds(WrappedDatabase):
-    """Batches holding a refund's insert wait while `hold` is clear; every other write passes
-    (the outbox relay's, say), so the batch held is the refund's and no other."""
-
-    def __init__(self, real: Database) -> None:
-        super().__init__(real)
-        self.hold = asyncio.Event()
-        self.hold.set()
-        self.held = 0
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        if not self.hold.is_set() and any(_inserts_refund(unit) for unit in units):
-            self.held += 1
-            await self.hold.wait()
-        return await self.real.write(units, fences)
-
-
 @pytest.fixture
 async def shop(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
-) -> AsyncIterator[tuple[TestClient[Any, Any], HoldsRefunds]]:
-    wrapped: list[HoldsRefunds] = []
+) -> AsyncIterator[tuple[TestClient[Any, Any], GatedDatabase]]:
+    wrapped: list[GatedDatabase] = []
 
     def wrap(real: Database) -> Database:
-        wrapped.append(HoldsRefunds(real))
+        # Only batches holding a refund's insert are held; every other write passes (the
+        # outbox relay's, say), so the batch held is the refund's and no other.
+        wrapped.append(GatedDatabase(real))
+        wrapped[-1].holds = lambda units: any(_inserts_refund(unit) for unit in units)
         return wrapped[-1]
 
     app = make_app(Overrides(clock=clock, wrap_database=wrap))
@@ -73,29 +64,13 @@ async def shop(
     wrapped[0].hold.set()
 
 
-async def _refund(
-    client: TestClient[Any, Any], member: Member, payment_id: str, amount: int
-) -> Any:
-    return await services(client).shards.ask_payment(
-        member.company_id, payment_id, CreateRefund("test", amount)
-    )
-
-
-async def _refunds(client: TestClient[Any, Any], payment_id: str) -> list[tuple[int, str]]:
-    rows = await services(client).database.fetch(
-        "SELECT amount_minor, status FROM refunds WHERE payment_id = $1 ORDER BY created_at, id",
-        payment_id,
-    )
-    return [(int(r["amount_minor"]), r["status"]) for r in rows]
-
-
 def _running(kind: type[AsyncioActor]) -> list[AsyncioActor]:
     return [actor for actor in AsyncioActor._running if isinstance(actor, kind)]
 
 
 @pytest.mark.both_backends
 async def test_a_payment_reloads_only_after_a_late_refund_write_has_ended_when_it_landed(
-    shop: tuple[TestClient[Any, Any], HoldsRefunds],
+    shop: tuple[TestClient[Any, Any], GatedDatabase],
 ) -> None:
     client, db = shop
     member = await sign_up(client)
@@ -107,12 +82,12 @@ async def test_a_payment_reloads_only_after_a_late_refund_write_has_ended_when_i
     # given a refund of 2000 whose write outlives the writer's deadline: answered 503
     db.hold.clear()
     with pytest.raises(Unavailable):
-        await asyncio.wait_for(_refund(client, member, payment_id, 2000), PATIENCE)
-    assert db.held == 1
+        await asyncio.wait_for(refund_by_actor(client, member, payment_id, 2000), PATIENCE)
+    assert db.waiting_writes == 1
     [stale] = _running(PaymentActor)
 
     # when another refund of 2000 arrives while that write is still running
-    second = asyncio.ensure_future(_refund(client, member, payment_id, 2000))
+    second = asyncio.ensure_future(refund_by_actor(client, member, payment_id, 2000))
     await wait_until(lambda: not stale.is_alive())
 
     # then the stale payment has stopped but not ended, so nothing reloaded: the refund waits
@@ -124,59 +99,67 @@ async def test_a_payment_reloads_only_after_a_late_refund_write_has_ended_when_i
     with pytest.raises(Conflict) as refused:
         await asyncio.wait_for(second, PATIENCE)
     assert refused.value.code == "refund_exceeds_remaining"
-    assert await _refunds(client, payment_id) == [(2000, "PENDING")]
+    assert await stored_refunds(client, payment_id) == [(2000, "PENDING")]
     assert await balance(client, member) == {"available": 500, "pending": 0, "reserved": 2000}
+
+
+async def _refunded(
+    client: TestClient[Any, Any], amount: int
+) -> tuple[Member, str, Callable[[int], Awaitable[Any]]]:
+    """A paid payment of 2500 with a refund of `amount` made through its actor: the payment's
+    member and id, and a step that writes another refund of it straight to storage (as if
+    another incarnation of the actor had decided it), a copy of the stored one but its amount."""
+    member, payment = await owner_with_paid_payment(client)
+    made = await asyncio.wait_for(refund_by_actor(client, member, payment["id"], amount), PATIENCE)
+    svc = services(client)
+    [stored] = await pending_refunds(svc.database, member.company_id, payment["id"])
+    assert stored.id == made.refund.id
+
+    async def write_beside(other: int) -> Any:
+        return await svc.actors.commit(
+            refund_insert(replace(stored, id=new_id("re"), amount_minor=other))
+        )
+
+    return member, payment["id"], write_beside
 
 
 @pytest.mark.both_backends
 async def test_storage_refuses_a_refund_insert_past_what_the_payment_has_left(
-    shop: tuple[TestClient[Any, Any], HoldsRefunds],
+    client: TestClient[Any, Any],
 ) -> None:
-    client, _db = shop
-    svc = services(client)
-    member = await sign_up(client)
-    payment_id = (await paid_payment(client, member, "2500"))["id"]
-    made = await asyncio.wait_for(_refund(client, member, payment_id, 2000), PATIENCE)
-    [stored] = await pending_refunds(svc.database, member.company_id, payment_id)
-    assert stored.id == made.refund.id
+    _member, payment_id, write_beside = await _refunded(client, 2000)
 
     # when a refund of 1000 is written with 500 left, then storage refuses it whole
-    over = replace(stored, id=new_id("re"), amount_minor=1000)
     with pytest.raises(RefundExceedsPayment):
-        await svc.actors.commit(refund_insert(over))
+        await write_beside(1000)
 
     # and one that fits what is left is written
-    await svc.actors.commit(refund_insert(replace(stored, id=new_id("re"), amount_minor=500)))
-    assert await _refunds(client, payment_id) == [(2000, "PENDING"), (500, "PENDING")]
+    await write_beside(500)
+    assert await stored_refunds(client, payment_id) == [(2000, "PENDING"), (500, "PENDING")]
 
 
 @pytest.mark.both_backends
 async def test_a_refund_storage_refuses_is_answered_409_and_the_payment_reloads(
-    shop: tuple[TestClient[Any, Any], HoldsRefunds],
+    client: TestClient[Any, Any],
 ) -> None:
-    client, _db = shop
-    svc = services(client)
-    member = await sign_up(client)
-    payment_id = (await paid_payment(client, member, "2500"))["id"]
-    made = await asyncio.wait_for(_refund(client, member, payment_id, 500), PATIENCE)
-    [stored] = await pending_refunds(svc.database, member.company_id, payment_id)
-    assert stored.id == made.refund.id
+    member, payment_id, write_beside = await _refunded(client, 500)
 
     # given storage holding a refund of 1500 the payment's actor never decided (memory behind)
-    behind = replace(stored, id=new_id("re"), amount_minor=1500)
-    await svc.actors.commit(refund_insert(behind))
+    await write_beside(1500)
 
     # when the actor lets through a refund of 1000 that storage has no room for
     with pytest.raises(Conflict) as refused:
-        await asyncio.wait_for(_refund(client, member, payment_id, 1000), PATIENCE)
+        await asyncio.wait_for(refund_by_actor(client, member, payment_id, 1000), PATIENCE)
 
     # then the refusal is the contract's 409, nothing was written, and the payment reloaded:
     # it now counts the stored 1500 and lets through exactly what is left
     assert refused.value.code == "refund_exceeds_remaining"
     with pytest.raises(Conflict):
-        await asyncio.wait_for(_refund(client, member, payment_id, 501), PATIENCE)
-    assert (await asyncio.wait_for(_refund(client, member, payment_id, 500), PATIENCE)).refund
-    assert await _refunds(client, payment_id) == [
+        await asyncio.wait_for(refund_by_actor(client, member, payment_id, 501), PATIENCE)
+    assert (
+        await asyncio.wait_for(refund_by_actor(client, member, payment_id, 500), PATIENCE)
+    ).refund
+    assert await stored_refunds(client, payment_id) == [
         (500, "PENDING"),
         (1500, "PENDING"),
         (500, "PENDING"),

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import logging
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,10 +15,8 @@ from mps.adapters.mail import DevMailbox, Mail
 from mps.auth.api_keys import generate_key
 from mps.logs import RedactSecrets, install_redaction, redact
 from tests.log_guard import leaks
-from tests.server import RunningServer, server_environment
-
-ROOT = Path(__file__).resolve().parent.parent
-JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1c3JfMSJ9.c2lnbmF0dXJlLXNpZ25hdHVyZQ"
+from tests.served import JWT, logged_by_run_py
+from tests.server import RunningServer
 
 
 def _record(msg: Any, *args: Any, **fields: Any) -> logging.LogRecord:
@@ -202,22 +199,8 @@ async def test_dev_mailbox_logs_that_a_mail_arrived_but_not_its_address_or_code(
 
 
 def test_run_py_installs_the_filter_on_the_logging_it_configures() -> None:
-    # given run.py's logging set up (a production start without settings stops right after)
-    probe = (
-        "import logging, sys; sys.path.insert(0, sys.argv[1]); import run; "
-        "run.main(['--mode', 'production']); "
-        f"logging.getLogger('probe').warning('verify with %s', '{JWT}')"
-    )
-
-    # when a record carrying a token is logged
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(ROOT)],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-        env=server_environment(),
-    )
+    # given run.py's logging set up, when a record carrying a token is logged
+    result = logged_by_run_py(f"logging.getLogger('probe').warning('verify with %s', '{JWT}')")
 
     # then the line is there, redacted
     assert "WARNING probe: verify with [jwt]" in result.stderr, result.stderr

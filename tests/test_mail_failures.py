@@ -14,7 +14,7 @@ from mps.adapters.mail import DevMailbox, Mail, MailFailed
 from mps.bootstrap import Overrides
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, post_as, sign_up
+from tests.helpers import Member, answered, assert_refused, create_invoice, post_as, sign_up
 
 LINE_BREAKS = ["Acme\r\nBcc: thief@example.net", "Acme\u2028Ltd", "Acme\x85Ltd", "Acme\nLtd"]
 
@@ -56,9 +56,7 @@ async def test_a_company_name_with_a_line_break_is_refused_in_settings(
     )
 
     # then
-    assert response.status == 400
-    body = await response.json()
-    assert_envelope(body, 400)
+    body = await assert_refused(response, 400)
     assert body["errors"][0]["field"] == "name"
 
 
@@ -104,16 +102,9 @@ async def test_an_invoice_whose_email_fails_is_created_once_and_says_so(
     mailbox.failing = True
 
     # when
-    created = await post_as(
-        client,
-        owner,
-        "/api/v1/merchant/invoices",
-        {"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"},
-    )
+    invoice = await create_invoice(client, owner)
 
     # then: 201 with the failure, one invoice, and it shows the failure when read again
-    assert created.status == 201, await created.text()
-    invoice = await created.json()
     assert invoice["status"] == "SENT"
     assert invoice["emailStatus"] == "FAILED"
     assert invoice["emailError"] == "the mail server could not be reached or took too long"
@@ -170,8 +161,7 @@ async def test_an_invitation_whose_email_fails_is_created_once_and_says_so(
     )
 
     # then
-    assert created.status == 201, await created.text()
-    invitation = await created.json()
+    invitation = await answered(created)
     assert invitation["status"] == "PENDING"
     assert invitation["emailStatus"] == "FAILED"
     assert invitation["emailError"]
@@ -196,8 +186,7 @@ async def test_a_sign_up_whose_code_cannot_be_mailed_answers_503_and_makes_nothi
     )
 
     # then
-    assert response.status == 503
-    assert_envelope(await response.json(), 503, "mail_failed")
+    await assert_refused(response, 503, "mail_failed")
     database = client.app[SERVICES].database
     assert await database.fetchval("SELECT COUNT(*) FROM companies") == 0
     assert await database.fetchval("SELECT COUNT(*) FROM users") == 0

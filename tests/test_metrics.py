@@ -29,7 +29,13 @@ from mps.persistence.statements import Row, insert
 from tests.cluster import LocalCluster, sign_up_on
 from tests.conftest import Clock
 from tests.fakes import WrappedDatabase, wait_until
-from tests.helpers import assert_envelope, create_payment, free_port, sign_up
+from tests.helpers import (
+    assert_refused,
+    create_payment,
+    free_port,
+    pending_payment,
+    sign_up,
+)
 from tests.server import RunningServer
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -74,8 +80,7 @@ async def test_a_request_is_counted_under_its_canonical_route_and_status(
     client: TestClient[Any, Any],
 ) -> None:
     # given a payment, read once by its id, and a path no route serves
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     read = await client.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     assert read.status == 200
     missing = await client.get(f"/api/v1/nothing/{payment['id']}")
@@ -281,8 +286,7 @@ async def test_metrics_is_404_to_a_host_that_is_not_loopback_in_development(
     direct = await client.get("/metrics", headers={"Host": "localhost:8080"})
 
     # then it gets the 404 of an unknown route; loopback gets the metrics
-    assert rebound.status == 404
-    assert_envelope(await rebound.json(), 404)
+    await assert_refused(rebound, 404)
     assert direct.status == 200
     assert "mps_http_requests_total" in await direct.text()
 
@@ -297,8 +301,7 @@ async def test_metrics_is_absent_from_the_production_app(
     response = await client.get("/metrics")
 
     # then
-    assert response.status == 404
-    assert_envelope(await response.json(), 404)
+    await assert_refused(response, 404)
 
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)

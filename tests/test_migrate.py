@@ -13,16 +13,11 @@ started on the same database serves what it wrote.
 
 from __future__ import annotations
 
-import io
-import shutil
 import subprocess
 import sys
-import tarfile
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
-from urllib.request import urlopen
 
 import aiohttp
 import asyncpg
@@ -34,9 +29,8 @@ from mps.persistence.migrations import load_migrations
 from tests.cluster import sign_up_on
 from tests.conftest import PG_URL
 from tests.helpers import free_port
-from tests.server import RUN_PY, RunningServer, server_environment
+from tests.server import RUN_PY, RunningServer, release_before, server_environment
 
-ROOT = RUN_PY.parent
 API = "/api/v1"
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
 SECRETS = {
@@ -168,69 +162,6 @@ async def test_every_migration_leaves_what_the_previous_version_reads_and_writes
 # --- the previous release beside the newest migration -----------------------------------------
 
 
-def _previous_release(folder: Path) -> Path:
-    """The project as it was just before the newest migration was added, unpacked in `folder`;
-    skips the test when the checkout has no history to take it from."""
-    newest = load_migrations()[-1]
-    path = f"mps/persistence/sql/{newest.version:04d}_{newest.name}.sql"
-    git = shutil.which("git")
-    if git is None or not (ROOT / ".git").exists():
-        pytest.skip("the previous release is taken from the project's git history")
-    added = subprocess.run(
-        [git, "log", "--diff-filter=A", "--format=%H", "--", path],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    if not added:
-        pytest.skip(f"{path} is not in the project's history yet (not committed)")
-    archive = subprocess.run(
-        [git, "archive", "--format=tar", f"{added[-1]}^"],
-        cwd=ROOT,
-        capture_output=True,
-        check=False,
-    )
-    if archive.returncode != 0:
-        pytest.skip("the commit before the newest migration is not in this clone (shallow?)")
-    with tarfile.open(fileobj=io.BytesIO(archive.stdout)) as tar:
-        tar.extractall(folder, filter="data")
-    return folder
-
-
-class _OldNode(RunningServer):
-    """run.py of the previous release, otherwise as RunningServer starts the current one."""
-
-    def __init__(self, tree: Path, folder: Path, env: dict[str, str]) -> None:
-        super().__init__(folder, env=env, ready_within=30.0)
-        self.tree = tree
-
-    def start(self) -> _OldNode:
-        self._log = self.log_path.open("ab")
-        self._process = subprocess.Popen(
-            [sys.executable, str(self.tree / "run.py")],
-            cwd=self.folder,
-            env=self._env,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-        )
-        deadline = time.monotonic() + 30.0
-        while not self._answers():
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                msg = f"the previous release did not start:\n{self.log_text()[-3000:]}"
-                raise AssertionError(msg)
-            time.sleep(0.1)
-        return self
-
-    def _answers(self) -> bool:
-        try:
-            with urlopen(f"{self.base_url}{API}/health/live", timeout=2) as response:
-                return bool(response.status == 200)
-        except OSError:
-            return False
-
-
 @pytest.fixture
 async def http() -> AsyncIterator[aiohttp.ClientSession]:
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as session:
@@ -239,7 +170,10 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
 
 @pytest.fixture
 def previous_release(tmp_path: Path) -> Path:
-    return _previous_release(tmp_path / "previous")
+    """The project as it was just before the newest migration was added."""
+    newest = load_migrations()[-1]
+    path = f"mps/persistence/sql/{newest.version:04d}_{newest.name}.sql"
+    return release_before(tmp_path / "previous", path, added=True)
 
 
 async def _create(http: aiohttp.ClientSession, base: str, headers: dict[str, str]) -> str:
@@ -263,7 +197,10 @@ async def test_the_previous_release_keeps_serving_after_the_newest_migration_and
     newest = load_migrations()[-1]
     for folder in ("old", "new"):
         (tmp_path / folder).mkdir()
-    with _OldNode(previous_release, tmp_path / "old", env) as old:
+    old_node = RunningServer(
+        tmp_path / "old", env=env, ready_within=30.0, run_py=previous_release / "run.py"
+    )
+    with old_node as old:
         # given the previous release serving, on the schema it migrated itself
         ann = await sign_up_on(http, old.base_url, "ann@example.com")
         first = await _create(http, old.base_url, ann.headers())

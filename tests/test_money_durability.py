@@ -3,19 +3,26 @@ then a restart on the same data, and every 201 is still there and the ledger sti
 
 from __future__ import annotations
 
-import http.client
 import random
-import threading
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.error import HTTPError
 
 import orjson
 
+from tests.money import ACCOUNT
+from tests.served import (
+    BALANCES,
+    Burst,
+    at_one_moment,
+    balance,
+    health_of,
+    paid_payment,
+    sign_up,
+)
 from tests.server import RunningServer
 
 # No rate limit: a burst of payouts is the point, and payouts are limited to 30 a minute.
@@ -32,98 +39,37 @@ PAYOUT_AMOUNT = 100
 SEED = 7
 KILL_AFTER = 100  # answers (201 or 409) before the SIGKILL, out of 180 requests
 THREADS = 16
-CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
-BANK_ACCOUNT = {
-    "accountHolderName": "Durable Ltd",
-    "accountNumber": "000123456789",
-    "bankCode": "110000000",
-    "currency": "USD",
-    "country": "US",
-}
-BALANCES = ("available", "pending", "reserved")
 
 
 @dataclass
-class Load:
-    """What the burst was told: the bodies acknowledged with 201 and the 409s' codes, per kind;
-    how many requests the kill cut off; and any other answer (none is expected)."""
+class Load(Burst):
+    """What the burst was told: the bodies acknowledged with 201 and the 409s' codes, per kind."""
 
-    killed: threading.Event = field(default_factory=threading.Event)
-    enough: threading.Event = field(default_factory=threading.Event)
     acknowledged: dict[str, list[dict[str, Any]]] = field(
         default_factory=lambda: {"refund": [], "payout": []}
     )
     refused: Counter[str] = field(default_factory=Counter)
-    lost: int = 0
-    unexpected: list[str] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def send(self, kind: str, request: Callable[[], Any]) -> None:
         if self.killed.is_set():
             return
-        try:
-            answer = request()
-        except HTTPError as exc:
-            body = exc.read()
-            with self._lock:
-                if exc.code == 409:
-                    self.refused[f"{kind} {orjson.loads(body)['code']}"] += 1
-                    self._answered()
-                else:
-                    self.unexpected.append(f"{kind}: {exc.code} {body[:300]!r}")
-            return
-        except (OSError, http.client.HTTPException) as exc:
-            with self._lock:
-                if self.killed.is_set():
-                    self.lost += 1
-                else:
-                    self.unexpected.append(f"{kind} before the kill: {exc!r}")
+        answer = self.call(kind, request)
+        if answer is None:
             return
         with self._lock:
             self.acknowledged[kind].append(answer)
             self._answered()
 
+    def refusal_expected(self, what: str, status: int, body: bytes) -> bool:
+        if status != 409:
+            return False
+        self.refused[f"{what} {orjson.loads(body)['code']}"] += 1
+        self._answered()
+        return True
+
     def _answered(self) -> None:
         if sum(len(a) for a in self.acknowledged.values()) + self.refused.total() >= KILL_AFTER:
             self.enough.set()
-
-
-def _sign_up(server: RunningServer) -> str:
-    signup = server.call(
-        "/api/v1/auth/signup", {"companyName": "Durable Ltd", "email": "m@example.com"}
-    )
-    mail = server.call("/api/v1/dev/mailbox?to=m@example.com")
-    session = server.call(
-        "/api/v1/auth/otp/verify", {"loginId": signup["loginId"], "code": mail["data"][0]["otp"]}
-    )
-    token: str = session["sessionToken"]
-    return token
-
-
-def _every(server: RunningServer, path: str, token: str) -> list[dict[str, Any]]:
-    """Every item of a list, following the cursor to its end."""
-    found: list[dict[str, Any]] = []
-    cursor: str | None = None
-    while True:
-        page = server.call(path + (f"&cursor={cursor}" if cursor else ""), token=token)
-        found += page["data"]
-        cursor = page["nextCursor"]
-        if cursor is None:
-            return found
-
-
-def _balance(server: RunningServer, token: str) -> dict[str, int]:
-    body = server.call("/api/v1/merchant/balance?currency=USD", token=token)
-    return {k: int(body[f"{k}Minor"]) for k in BALANCES}
-
-
-def _health(server: RunningServer) -> dict[str, Any]:
-    """/health's answer, from loopback so with its details, also when it is a 503."""
-    try:
-        body: dict[str, Any] = server.call("/api/v1/health")
-    except HTTPError as exc:
-        body = orjson.loads(exc.read())
-    return body
 
 
 @dataclass
@@ -134,42 +80,15 @@ class Books:
     payouts: list[dict[str, Any]]
 
 
-def _books(server: RunningServer, token: str) -> Books:
-    """The balance, the movements, the refunds and the payouts as of one moment: the refund
-    processor and the bank keep working after the restart, so the reads are repeated until the
-    balance is the same before and after them (reserved only falls and available only rises once
-    nothing new is created, so an unchanged balance means nothing moved in between)."""
-    for _ in range(50):
-        before = _balance(server, token)
-        books = Books(
-            before,
-            _every(server, "/api/v1/merchant/balance/transactions?limit=100&currency=USD", token),
-            _every(server, "/api/v1/merchant/refunds?limit=100", token),
-            _every(server, "/api/v1/merchant/payouts?limit=100", token),
-        )
-        if _balance(server, token) == before:
-            return books
-    raise AssertionError("the balance never held still for long enough to be read")
-
-
 def test_acknowledged_refunds_and_payouts_survive_sigkill_and_the_ledger_balances(
     tmp_path: Path,
 ) -> None:
-    load = Load()
     with RunningServer(tmp_path, env=ENV) as server:
         # given a merchant with ten paid payments of 5000 and a bank account
-        token = _sign_up(server)
-        payments = []
-        for _ in range(PAYMENTS):
-            payment = server.call(
-                "/api/v1/merchant/payments",
-                {"amountMinor": str(PAYMENT_AMOUNT), "currency": "USD"},
-                token=token,
-            )
-            server.call(f"/api/v1/checkout/{payment['reference']}/pay", {"card": CARD})
-            payments.append(payment["id"])
-        account = server.call("/api/v1/merchant/bank-accounts", BANK_ACCOUNT, token=token)
-        assert _balance(server, token) == {
+        token = sign_up(server)
+        payments = [paid_payment(server, token, PAYMENT_AMOUNT)["id"] for _ in range(PAYMENTS)]
+        account = server.call("/api/v1/merchant/bank-accounts", ACCOUNT, token=token)
+        assert balance(server, token) == {
             "available": PAYMENTS * PAYMENT_AMOUNT,
             "pending": 0,
             "reserved": 0,
@@ -194,6 +113,7 @@ def test_acknowledged_refunds_and_payouts_survive_sigkill_and_the_ledger_balance
         ]
         work += [("payout", payout)] * PAYOUTS
         random.Random(SEED).shuffle(work)
+        load = Load()
         with ThreadPoolExecutor(THREADS) as pool:
             futures = [pool.submit(load.send, kind, request) for kind, request in work]
             assert load.enough.wait(timeout=20), "too few answers to kill after"
@@ -209,8 +129,16 @@ def test_acknowledged_refunds_and_payouts_survive_sigkill_and_the_ledger_balance
 
     # then after a restart on the same data every acknowledged refund and payout is there
     with RunningServer(tmp_path, env=ENV, port=server.port) as restarted:
-        books = _books(restarted, token)
-        health = _health(restarted)
+        books = Books(
+            *at_one_moment(
+                restarted,
+                token,
+                "/api/v1/merchant/balance/transactions?limit=100&currency=USD",
+                "/api/v1/merchant/refunds?limit=100",
+                "/api/v1/merchant/payouts?limit=100",
+            )
+        )
+        health = health_of(restarted)
 
     refunds = {r["id"]: r for r in books.refunds}
     payouts = {p["id"]: p for p in books.payouts}

@@ -16,8 +16,8 @@ from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
 from tests.fakes import WrappedDatabase
-from tests.helpers import assert_envelope, post_as, sign_up
-from tests.money import balance, paid_payment, refund
+from tests.helpers import assert_refused, post_as
+from tests.money import balance, owner_with_paid_payment, paid_payment, refund
 
 pytestmark = pytest.mark.both_backends
 
@@ -54,8 +54,7 @@ async def test_refund_of_unknown_outcome_is_decided_again_from_storage(
 
     app = make_app(Overrides(clock=clock, wrap_database=wrap))
     client: TestClient[Any, Any] = await aiohttp_client(app)
-    member = await sign_up(client)
-    first = await paid_payment(client, member, "2500")
+    member, first = await owner_with_paid_payment(client, "2500")
     await paid_payment(client, member, "1000")
     response = await client.post(
         "/api/v1/merchant/bank-accounts",
@@ -75,17 +74,14 @@ async def test_refund_of_unknown_outcome_is_decided_again_from_storage(
     lost = await refund(client, member, first["id"], "2500")
 
     # then the client was told to retry, and every later decision counts what landed
-    assert lost.status == 503
-    assert_envelope(await lost.json(), 503)
+    await assert_refused(lost, 503)
     assert await balance(client, member) == {"available": 1000, "pending": 0, "reserved": 2500}
     again = await refund(client, member, first["id"], "1")
-    assert again.status == 409
-    assert_envelope(await again.json(), 409, "refund_exceeds_remaining")
+    await assert_refused(again, 409, "refund_exceeds_remaining")
     too_much = await post_as(
         client,
         member,
         "/api/v1/merchant/payouts",
         {"amountMinor": "1001", "currency": "USD", "bankAccountId": account["id"]},
     )
-    assert too_much.status == 409
-    assert_envelope(await too_much.json(), 409, "balance_insufficient")
+    await assert_refused(too_much, 409, "balance_insufficient")

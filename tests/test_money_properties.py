@@ -32,7 +32,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.conftest import Clock
-from tests.helpers import Member, create_payment, pay, sign_up
+from tests.helpers import Member, answered, create_payment, pay, sign_up
 from tests.money import (
     balance,
     every_item,
@@ -263,8 +263,7 @@ async def _check(run: Run, done: list[Operation]) -> None:
         response = await run.client.get(
             f"/api/v1/merchant/payments/{payment['id']}", headers=run.member.headers
         )
-        assert response.status == 200, await response.text()
-        stored = await response.json()
+        stored = await answered(response, 200)
         paid, refunded = int(stored["amountMinor"]), int(stored["amountRefundedMinor"])
         assert refunded <= paid, ("refunded beyond the payment", stored, done)
         held = sum(

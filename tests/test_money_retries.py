@@ -16,8 +16,8 @@ from mps.bootstrap import Overrides
 from mps.persistence.database import Database
 from tests.conftest import Clock
 from tests.fakes import SlowDatabase
-from tests.helpers import Member, create_payment, pay, sign_up
-from tests.money import ACCOUNT, balance, paid_payment
+from tests.helpers import Member, create_payment, pay
+from tests.money import ACCOUNT, balance, owner_with_paid_payment, paid_payment
 
 pytestmark = pytest.mark.both_backends
 
@@ -45,8 +45,7 @@ async def test_same_key_retries_of_money_commands_beside_checkouts_never_answer_
     client: TestClient[Any, Any] = await aiohttp_client(
         make_app(Overrides(clock=clock, wrap_database=slow))
     )
-    member = await sign_up(client)
-    refunded = await paid_payment(client, member, "5000")
+    member, refunded = await owner_with_paid_payment(client, "5000")
     await paid_payment(client, member, "20000")
     status, account = await _post(client, member, "/merchant/bank-accounts", "ba-1", **ACCOUNT)
     assert status == 201, account

@@ -9,8 +9,9 @@ its actor in one message and to replay its first answer byte for byte."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -18,35 +19,15 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.actors.directory import ActorDirectory
-from mps.bootstrap import Overrides
-from mps.config import Settings
 from mps.http.keys import SERVICES
-from mps.persistence.database import Database, Fences, UnitOutcome
-from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
-from tests.fakes import GatedDatabase, wait_until
-from tests.helpers import TEST_CARD, Member, add_member, create_payment, sign_up
+from tests.fakes import GatedDatabase, Serving, wait_until
+from tests.helpers import TEST_CARD, Member, add_member, assert_replayed, create_payment, sign_up
 from tests.money import ACCOUNT, paid_payment
 
 pytestmark = pytest.mark.both_backends
 
 BODY = {"amountMinor": "1500", "currency": "USD"}
-
-
-class FailingWritesDatabase(GatedDatabase):
-    """A gated database whose group commits fail, as an outage would, while `failing` is set."""
-
-    def __init__(self, real: Database) -> None:
-        super().__init__(real)
-        self.failing = False
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        if self.failing:
-            msg = "connection reset by peer"
-            raise OSError(msg)
-        return await super().write(units, fences)
 
 
 class ActorMail:
@@ -71,22 +52,11 @@ class ActorMail:
         directory.tell = counted_tell  # type: ignore[method-assign]
 
 
-async def _served_on(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-) -> tuple[TestClient[Any, Any], FailingWritesDatabase]:
-    wrapped: list[FailingWritesDatabase] = []
-
-    def wrap(real: Database) -> Database:
-        wrapped.append(FailingWritesDatabase(real))
-        return wrapped[0]
-
-    # The background passes would write on their own schedule; slowed, the writes seen are the
-    # requests' own.
-    slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
-    client = await aiohttp_client(make_app(Overrides(clock=clock, wrap_database=wrap), **slow))
-    return client, wrapped[0]
+@pytest.fixture
+def serving(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> Serving:
+    return Serving(aiohttp_client, make_app, clock)
 
 
 def _mail_of(client: TestClient[Any, Any], member: Member) -> ActorMail:
@@ -108,6 +78,41 @@ async def _create(
     return await client.post("/api/v1/merchant/payments", json=body, headers=headers)
 
 
+async def _watched_payment(
+    client: TestClient[Any, Any], member: Member
+) -> tuple[dict[str, Any], ActorMail]:
+    """A pending payment of `member`'s (so their company's actor is active), and the mail of
+    that actor from here on."""
+    payment = await create_payment(client, member)
+    return payment, _mail_of(client, member)
+
+
+@dataclass
+class InFlight:
+    """A company whose actor is active, and a keyed create of theirs (key "k") whose commit
+    the writer holds."""
+
+    client: TestClient[Any, Any]
+    db: GatedDatabase
+    member: Member
+    mail: ActorMail
+    first: asyncio.Future[Any]
+
+
+@asynccontextmanager
+async def _create_in_flight(serving: Serving) -> AsyncIterator[InFlight]:
+    """A keyed create held at the writer until the block ends (then the writer goes on)."""
+    client, db, member = await serving.on(GatedDatabase)
+    _, mail = await _watched_payment(client, member)
+    db.hold.clear()
+    try:
+        first = asyncio.ensure_future(_create(client, member, "k"))
+        await wait_until(lambda: db.waiting_writes == 1)
+        yield InFlight(client, db, member, mail, first)
+    finally:
+        db.hold.set()
+
+
 async def _payments(client: TestClient[Any, Any], member: Member) -> int:
     count: int = await client.app[SERVICES].database.fetchval(
         "SELECT COUNT(*) FROM payments WHERE company_id = $1", member.company_id
@@ -120,8 +125,7 @@ async def test_a_keyed_create_sends_its_company_actor_one_message(
 ) -> None:
     # given a company whose actor is active
     member = await sign_up(client)
-    await create_payment(client, member)
-    mail = _mail_of(client, member)
+    _, mail = await _watched_payment(client, member)
 
     # when a payment is created under an Idempotency-Key, then created again under it
     created = await _create(client, member, "one-hop")
@@ -129,25 +133,17 @@ async def test_a_keyed_create_sends_its_company_actor_one_message(
     replayed = await _create(client, member, "one-hop")
 
     # then the create was one message, the claim inside it, and the repeat replays it exactly
-    assert created.status == replayed.status == 201
     assert first == ["CreatePayment"]
-    assert await created.read() == await replayed.read()
-    assert replayed.headers.get("Idempotent-Replayed") == "true"
+    await assert_replayed(created, replayed)
     assert await _payments(client, member) == 2
 
 
 async def test_a_duplicate_in_flight_waits_for_the_first_and_replays_its_response(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+    serving: Serving,
 ) -> None:
     # given a keyed create whose commit is held up
-    client, db = await _served_on(aiohttp_client, make_app, clock)
-    member = await sign_up(client)
-    await create_payment(client, member)
-    mail = _mail_of(client, member)
-    db.hold.clear()
-    try:
-        first = asyncio.ensure_future(_create(client, member, "k"))
-        await wait_until(lambda: db.waiting_writes == 1)
+    async with _create_in_flight(serving) as held:
+        client, db, member, mail = held.client, held.db, held.member, held.mail
 
         # when the same request arrives meanwhile
         second = asyncio.ensure_future(_create(client, member, "k"))
@@ -156,60 +152,45 @@ async def test_a_duplicate_in_flight_waits_for_the_first_and_replays_its_respons
         # then the actor decided nothing for it: no second unit reached the writer, and it waits
         assert db.waiting_writes == 1
         assert not second.done()
-    finally:
-        db.hold.set()
 
     # and once the first commits, the second replays its answer byte for byte
-    one, two = await first, await second
-    assert one.status == two.status == 201
-    assert await one.read() == await two.read()
-    assert two.headers.get("Idempotent-Replayed") == "true"
+    one, two = await held.first, await second
+    await assert_replayed(one, two)
     assert await _payments(client, member) == 2
     assert "ClaimKey" not in mail.messages
     assert "ReleaseKey" not in mail.messages
 
 
 async def test_a_different_request_waiting_on_a_key_in_flight_is_422_once_the_first_commits(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+    serving: Serving,
 ) -> None:
     # given a keyed create whose commit is held up
-    client, db = await _served_on(aiohttp_client, make_app, clock)
-    member = await sign_up(client)
-    await create_payment(client, member)
-    mail = _mail_of(client, member)
-    db.hold.clear()
-    try:
-        first = asyncio.ensure_future(_create(client, member, "k"))
-        await wait_until(lambda: db.waiting_writes == 1)
-
+    async with _create_in_flight(serving) as held:
         # when another request arrives under the same key, and is told to wait
         other = asyncio.ensure_future(
-            _create(client, member, "k", {"amountMinor": "99", "currency": "USD"})
+            _create(held.client, held.member, "k", {"amountMinor": "99", "currency": "USD"})
         )
-        await wait_until(lambda: mail.messages.count("CreatePayment") == 2)
+        await wait_until(lambda: held.mail.messages.count("CreatePayment") == 2)
         assert not other.done()
-    finally:
-        db.hold.set()
 
     # then the first is created and the other refused, creating nothing
-    assert (await first).status == 201
+    assert (await held.first).status == 201
     refused = await other
     assert refused.status == 422
     assert (await refused.json())["code"] == "idempotency_key_reuse"
-    assert await _payments(client, member) == 2
+    assert await _payments(held.client, held.member) == 2
 
 
 async def test_a_key_whose_unit_failed_is_released_by_the_actor_and_serves_the_retry(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+    serving: Serving,
 ) -> None:
     # given a company whose database refuses writes for a while
-    client, db = await _served_on(aiohttp_client, make_app, clock)
-    member = await sign_up(client)
-    db.failing = True
+    client, db, member = await serving.on(GatedDatabase)
+    db.write_error = OSError("connection reset by peer")
 
     # when a keyed create fails at its commit, and is retried once the database is back
     failed = await _create(client, member, "k")
-    db.failing = False
+    db.write_error = None
     retried = await asyncio.wait_for(_create(client, member, "k"), 5)
 
     # then the failure was a 503 with Retry-After, and the retry ran at once and created one
@@ -225,8 +206,7 @@ async def test_a_keyed_cancel_claims_its_key_in_the_payment_actor_without_the_co
 ) -> None:
     # given a pending payment
     member = await sign_up(client)
-    payment = await create_payment(client, member)
-    mail = _mail_of(client, member)
+    payment, mail = await _watched_payment(client, member)
 
     # when it is cancelled twice under one key, at once
     headers = {**member.headers, "Idempotency-Key": "cancel-1"}
@@ -250,8 +230,7 @@ async def test_a_route_with_effects_before_its_command_still_claims_its_key_apar
 ) -> None:
     # given a payment link
     member = await sign_up(client)
-    payment = await create_payment(client, member)
-    mail = _mail_of(client, member)
+    payment, mail = await _watched_payment(client, member)
 
     # when it is paid at checkout (the card processor is called before anything commits) under
     # a key
@@ -298,22 +277,23 @@ async def _card(
     return card_id
 
 
-async def _api_key_create(client: TestClient[Any, Any], member: Member) -> Keyed:
-    return Keyed("/merchant/api-keys", {"name": "server", "scopes": ["payments:read"]})
+def _sent(path: str, body: dict[str, Any]) -> Callable[..., Any]:
+    """The setup of a keyed POST of `body` to `path`, which needs nothing made first."""
+
+    async def setup(client: TestClient[Any, Any], member: Member) -> Keyed:
+        return Keyed(path, body)
+
+    return setup
 
 
-async def _api_key_revoke(client: TestClient[Any, Any], member: Member) -> Keyed:
-    body = {"name": "server", "scopes": ["payments:read"]}
-    key = await _made(client, member, "/merchant/api-keys", body)
-    return Keyed(f"/merchant/api-keys/{key['id']}/revoke")
+def _on_new(path: str, body: dict[str, Any], action: str) -> Callable[..., Any]:
+    """The setup of a keyed POST of `action` on a new object, made from `body` at `path`."""
 
+    async def setup(client: TestClient[Any, Any], member: Member) -> Keyed:
+        made = await _made(client, member, path, body)
+        return Keyed(f"{path}/{made['id']}/{action}")
 
-async def _card_issue(client: TestClient[Any, Any], member: Member) -> Keyed:
-    return Keyed("/merchant/cards", {"cardholderName": "Ann Lee", "currency": "USD"})
-
-
-async def _company_card_issue(client: TestClient[Any, Any], member: Member) -> Keyed:
-    return Keyed("/merchant/company-cards", {"nickname": "ops", "currency": "USD"})
+    return setup
 
 
 def _card_change(action: str, *before: str) -> Callable[..., Any]:
@@ -341,26 +321,6 @@ async def _card_withdraw(client: TestClient[Any, Any], member: Member) -> Keyed:
     return Keyed(f"/merchant/cards/{card_id}/withdraw", {"amountMinor": "1000"}, card_id)
 
 
-async def _role_create(client: TestClient[Any, Any], member: Member) -> Keyed:
-    return Keyed("/team/roles", {"name": "Support", "scopes": ["payments:read"]})
-
-
-async def _invitation_revoke(client: TestClient[Any, Any], member: Member) -> Keyed:
-    body = {"email": "new@example.com", "roleId": "role_admin"}
-    invitation = await _made(client, member, "/team/invitations", body)
-    return Keyed(f"/team/invitations/{invitation['id']}/revoke")
-
-
-async def _webhook_create(client: TestClient[Any, Any], member: Member) -> Keyed:
-    return Keyed("/merchant/webhooks", {"url": "http://127.0.0.1:9/hooks", "events": ["*"]})
-
-
-async def _webhook_rotate(client: TestClient[Any, Any], member: Member) -> Keyed:
-    body = {"url": "http://127.0.0.1:9/hooks", "events": ["*"]}
-    endpoint = await _made(client, member, "/merchant/webhooks", body)
-    return Keyed(f"/merchant/webhooks/{endpoint['id']}/rotate-secret")
-
-
 async def _approval_cancel(client: TestClient[Any, Any], member: Member) -> Keyed:
     await paid_payment(client, member, "10000")
     account = await _made(client, member, "/merchant/bank-accounts", ACCOUNT)
@@ -374,22 +334,38 @@ async def _approval_cancel(client: TestClient[Any, Any], member: Member) -> Keye
     return Keyed(f"/team/approvals/requests/{held['approvalRequest']['id']}/cancel")
 
 
-# (setup, the command the request's actor gets, whether that actor is the card's)
+API_KEY = {"name": "server", "scopes": ["payments:read"]}
+INVITATION = {"email": "new@example.com", "roleId": "role_admin"}
+WEBHOOK = {"url": "http://127.0.0.1:9/hooks", "events": ["*"]}
+
+# (setup, the command the request's actor gets)
 ROUTES_THAT_COMMIT_THEIR_KEY = {
-    "api-key-create": (_api_key_create, "CreateApiKey"),
-    "api-key-revoke": (_api_key_revoke, "RevokeApiKey"),
-    "card-issue": (_card_issue, "IssueCard"),
-    "company-card-issue": (_company_card_issue, "IssueCard"),
+    "api-key-create": (_sent("/merchant/api-keys", API_KEY), "CreateApiKey"),
+    "api-key-revoke": (_on_new("/merchant/api-keys", API_KEY, "revoke"), "RevokeApiKey"),
+    "card-issue": (
+        _sent("/merchant/cards", {"cardholderName": "Ann Lee", "currency": "USD"}),
+        "IssueCard",
+    ),
+    "company-card-issue": (
+        _sent("/merchant/company-cards", {"nickname": "ops", "currency": "USD"}),
+        "IssueCard",
+    ),
     "card-freeze": (_card_change("freeze"), "ChangeCard"),
     "card-unfreeze": (_card_change("unfreeze", "freeze"), "ChangeCard"),
     "card-terminate": (_card_change("terminate"), "ChangeCard"),
     "card-fund": (_card_fund("/merchant/cards"), "FundCard"),
     "company-card-fund": (_card_fund("/merchant/company-cards"), "FundCard"),
     "card-withdraw": (_card_withdraw, "WithdrawFromCard"),
-    "role-create": (_role_create, "CreateRole"),
-    "invitation-revoke": (_invitation_revoke, "DecideInvitation"),
-    "webhook-create": (_webhook_create, "CreateEndpoint"),
-    "webhook-rotate": (_webhook_rotate, "RotateEndpointSecret"),
+    "role-create": (
+        _sent("/team/roles", {"name": "Support", "scopes": ["payments:read"]}),
+        "CreateRole",
+    ),
+    "invitation-revoke": (_on_new("/team/invitations", INVITATION, "revoke"), "DecideInvitation"),
+    "webhook-create": (_sent("/merchant/webhooks", WEBHOOK), "CreateEndpoint"),
+    "webhook-rotate": (
+        _on_new("/merchant/webhooks", WEBHOOK, "rotate-secret"),
+        "RotateEndpointSecret",
+    ),
     "approval-cancel": (_approval_cancel, "CancelApproval"),
 }
 
@@ -422,19 +398,16 @@ async def test_a_route_that_commits_its_key_reaches_its_actor_once_and_replays_b
         assert cards == [command]
         assert "ClaimKey" not in companies
         assert "ReleaseKey" not in companies
-    assert again.status == first.status
-    assert await again.read() == await first.read()
-    assert again.headers.get("Idempotent-Replayed") == "true"
+    await assert_replayed(first, again, first.status)
     assert first.headers.get("Idempotent-Replayed") is None
 
 
 async def test_an_ownership_transfer_repeated_while_in_flight_reaches_the_company_once_and_replays(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+    serving: Serving,
 ) -> None:
     # given an owner and an admin, and a transfer whose commit is held up (the owner's repeat
     # must arrive before the transfer makes them an admin, whom the route refuses)
-    client, db = await _served_on(aiohttp_client, make_app, clock)
-    owner = await sign_up(client)
+    client, db, owner = await serving.on(GatedDatabase)
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
     mail = _mail_of(client, owner)
     headers = {**owner.headers, "Idempotency-Key": "transfer-1"}
@@ -456,7 +429,5 @@ async def test_an_ownership_transfer_repeated_while_in_flight_reaches_the_compan
     # then the transfer was one message, and the repeat replays its answer byte for byte
     one, two = await first, await second
     assert sent == ["TransferOwnership"]
-    assert one.status == two.status == 200, await one.text()
-    assert await one.read() == await two.read()
-    assert two.headers.get("Idempotent-Replayed") == "true"
+    await assert_replayed(one, two, 200)
     assert "ClaimKey" not in mail.messages

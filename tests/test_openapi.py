@@ -12,7 +12,14 @@ from aiohttp.test_utils import TestClient
 from openapi_spec_validator import validate
 
 from mps.http.keys import ROUTE_TABLE
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, sign_up
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    answered,
+    assert_refused,
+    create_payment,
+    sign_up,
+)
 from tests.money import ACCOUNT
 
 
@@ -42,8 +49,7 @@ async def test_openapi_document_is_valid_and_covers_every_route(
 async def test_openapi_document_needs_a_session(client: TestClient[Any, Any]) -> None:
     anonymous = await client.get("/api/v1/developer/openapi.json")
 
-    assert anonymous.status == 401
-    assert_envelope(await anonymous.json(), 401)
+    await assert_refused(anonymous, 401)
 
 
 async def test_api_explorer_is_served_in_development(client: TestClient[Any, Any]) -> None:
@@ -61,8 +67,7 @@ async def _document(client: TestClient[Any, Any]) -> tuple[Member, dict[str, Any
     """A new member, and the OpenAPI document they download."""
     member = await sign_up(client)
     response = await client.get("/api/v1/developer/openapi.json", headers=member.headers)
-    assert response.status == 200, await response.text()
-    document: dict[str, Any] = await response.json()
+    document: dict[str, Any] = await answered(response, 200)
     return member, document
 
 

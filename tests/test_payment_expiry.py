@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
 from tests.conftest import Clock
-from tests.helpers import Member, create_payment, eventually, pay, sign_up
+from tests.helpers import Member, create_payment, eventually, pay, pending_payment, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -53,8 +53,7 @@ async def _status_soon(
 
 async def test_a_pending_payment_expires_after_expires_at(serve: Serve, clock: Clock) -> None:
     client = await serve(0.05)
-    member = await sign_up(client)
-    payment = await create_payment(client, member, expiresInSec=60)
+    member, payment = await pending_payment(client, expiresInSec=60)
     untouched = await create_payment(client, member, expiresInSec=600)
 
     clock.advance(seconds=61)
@@ -70,8 +69,7 @@ async def test_checkout_after_expires_at_loses_to_expiry_even_before_the_sweep(
 ) -> None:
     # the sweep runs rarely here, so only the actor's own check can refuse the late checkout
     client = await serve(3600)
-    member = await sign_up(client)
-    payment = await create_payment(client, member, expiresInSec=60)
+    member, payment = await pending_payment(client, expiresInSec=60)
 
     clock.advance(seconds=60)
     response = await pay(client, payment["reference"])
@@ -85,8 +83,7 @@ async def test_payments_that_expired_while_the_service_was_down_expire_on_start(
 ) -> None:
     # given a payment created before a shutdown
     first = await serve(3600)
-    member = await sign_up(first)
-    payment = await create_payment(first, member, expiresInSec=60)
+    member, payment = await pending_payment(first, expiresInSec=60)
     await first.close()
 
     # when the service starts again after its expiry passed
@@ -103,8 +100,7 @@ async def test_no_expiry_payments_never_expire(serve: Serve, clock: Clock) -> No
     # given a payment without expiry, one that expires in a minute to show the pass looks, and
     # an app whose own expiry loop, after its first pass, sleeps for an hour
     client = await serve(3600)
-    member = await sign_up(client)
-    payment = await create_payment(client, member, noExpiry=True)
+    member, payment = await pending_payment(client, noExpiry=True)
     expiring = await create_payment(client, member, expiresInSec=60)
     services = client.app[SERVICES]
     expiry = PaymentExpiry(services.database, services.shards, clock, interval=3600)

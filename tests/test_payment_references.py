@@ -9,7 +9,6 @@ without patching anything.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -17,14 +16,12 @@ from typing import Any
 import orjson
 import pytest
 
-from mps.actors.company import CompanyActor, CreateCompany, CreatePayment
+from mps.actors.company import CompanyActor, CreatePayment
 from mps.actors.context import ActorContext
-from mps.actors.payment import Checkout, Outcome, PaymentActor
-from mps.actors.persistence import PersistenceActor
+from mps.actors.payment import Checkout, Outcome
 from mps.actors.references import REFERENCE_ATTEMPTS
 from mps.actors.runtime import ActorRef, ask, stop
-from mps.adapters.processor import CardInput, SimulatorProcessor
-from mps.auth.keyring import Keyring
+from mps.adapters.processor import SimulatorProcessor
 from mps.domain.clock import Clock, iso
 from mps.domain.ids import payment_reference
 from mps.domain.payments import NewPayment
@@ -33,19 +30,14 @@ from mps.persistence.database import Database
 from mps.persistence.payment_store import ReferenceTaken
 from mps.persistence.queries.idempotency import store_response
 from mps.persistence.statements import Statement
+from tests.actors import CARD, PUBLIC_URL, actor_context, company_actor, payment_actor
 
 pytestmark = pytest.mark.both_backends
 
 COMPANY = "co_references"
-PUBLIC_URL = "http://127.0.0.1:8080"
-KEYRING = Keyring(
-    session_secret=b"references-session-secret-0123456789ab",
-    encryption_key=b"references-encryption-key-0123456789ab",
-)
 TAKEN = "PAY-TAKEN00001"
 FRESH = "PAY-FRESH00001"
 LATER = "9999-12-31T23:59:59.999Z"
-CARD = CardInput("4242424242424242", 12, 2099, "123")
 
 
 class ScriptedReferences:
@@ -91,9 +83,8 @@ class StoresReference:
 
 @pytest.fixture
 async def context(database: Database, clock: Clock) -> AsyncIterator[ActorContext]:
-    writer: ActorRef[PersistenceActor] = PersistenceActor.start(database)
-    yield ActorContext(database, writer, clock)
-    await stop(writer)
+    async with actor_context(database, clock) as context:
+        yield context
 
 
 @pytest.fixture
@@ -102,10 +93,8 @@ async def company(
 ) -> AsyncIterator[tuple[ActorRef[CompanyActor], ScriptedReferences]]:
     """A created company whose actor draws from a script; its first payment will get TAKEN."""
     references = ScriptedReferences(TAKEN)
-    ref = CompanyActor.start(COMPANY, context, KEYRING, PUBLIC_URL, references=references)
-    await ask(ref, CreateCompany("References Ltd", "owner@example.com", None))
-    yield ref, references
-    await stop(ref)
+    async with company_actor(context, COMPANY, "References Ltd", references=references) as ref:
+        yield ref, references
 
 
 async def stored_references(database: Database) -> list[str]:
@@ -196,15 +185,11 @@ async def test_payment_create_fails_after_a_bounded_number_of_taken_references(
 
 
 async def test_payment_create_is_not_retried_when_its_idempotency_key_was_stored_first(
-    database: Database,
-    clock: Clock,
-    company: tuple[ActorRef[CompanyActor], ScriptedReferences],
-    context: ActorContext,
+    company: tuple[ActorRef[CompanyActor], ScriptedReferences], context: ActorContext
 ) -> None:
     # given a key that holds a live response already (another request committed under it)
     ref, references = company
-    record = StoresReference("key-2", iso(clock()))
-    await context.commit(*store_response(_stored_row("key-2", iso(clock()))))
+    record = await _stored_first(context, "key-2")
     references.scripted = [FRESH]
 
     # when
@@ -213,22 +198,18 @@ async def test_payment_create_is_not_retried_when_its_idempotency_key_was_stored
 
     # then no other reference was drawn, and nothing of the request was stored
     assert references.draws == 1
-    assert await stored_references(database) == []
+    assert await stored_references(context.database) == []
 
 
 async def test_a_taken_reference_is_retried_before_an_idempotency_key_stored_first_refuses(
-    database: Database,
-    clock: Clock,
-    company: tuple[ActorRef[CompanyActor], ScriptedReferences],
-    context: ActorContext,
+    company: tuple[ActorRef[CompanyActor], ScriptedReferences], context: ActorContext
 ) -> None:
     # given a payment holding TAKEN, and the request's key holding a live response already
     ref, references = company
     await ask(ref, CreatePayment("test", NewPayment(100, "USD")))
-    await context.commit(*store_response(_stored_row("key-3", iso(clock()))))
+    record = await _stored_first(context, "key-3")
     references.scripted = [TAKEN, FRESH]
     draws_before = references.draws
-    record = StoresReference("key-3", iso(clock()))
 
     # when: the reference collides first; the retry then meets the key's row
     with pytest.raises(KeyAlreadyStored):
@@ -236,13 +217,11 @@ async def test_a_taken_reference_is_retried_before_an_idempotency_key_stored_fir
 
     # then the key's refusal ended it at once: one more draw, no payment under either reference
     assert references.draws - draws_before == 2
-    assert await stored_references(database) == [TAKEN]
+    assert await stored_references(context.database) == [TAKEN]
 
 
 async def test_checkout_of_a_multi_use_link_gives_the_child_a_fresh_reference_when_taken(
-    database: Database,
-    context: ActorContext,
-    company: tuple[ActorRef[CompanyActor], ScriptedReferences],
+    context: ActorContext, company: tuple[ActorRef[CompanyActor], ScriptedReferences]
 ) -> None:
     # given a multi-use link holding TAKEN, and a payment actor that draws TAKEN for its child
     ref, _ = company
@@ -251,16 +230,8 @@ async def test_checkout_of_a_multi_use_link_gives_the_child_a_fresh_reference_wh
     )
     assert link.payment.reference == TAKEN
     references = ScriptedReferences(TAKEN, FRESH)
-    processors: dict[str, Any] = {"test": SimulatorProcessor(), "live": None}
-    payment = PaymentActor.start(
-        link.payment.id,
-        COMPANY,
-        context,
-        KEYRING,
-        processors,
-        PUBLIC_URL,
-        functools.partial(ask, ref),
-        references=references,
+    payment = payment_actor(
+        ref, COMPANY, link.payment.id, context, SimulatorProcessor(), references=references
     )
 
     try:
@@ -274,13 +245,15 @@ async def test_checkout_of_a_multi_use_link_gives_the_child_a_fresh_reference_wh
     assert child.payment.status == "PAID"
     assert child.payment.link_payment_id == link.payment.id
     assert {e["data"]["object"]["reference"] for e in child.events} == {FRESH}
-    assert await stored_references(database) == [TAKEN, FRESH]
+    assert await stored_references(context.database) == [TAKEN, FRESH]
     assert references.draws == 2
 
 
-def _stored_row(key: str, now: str) -> dict[str, Any]:
-    """A live response stored under `key` by some earlier request."""
-    return {
+async def _stored_first(context: ActorContext, key: str) -> StoresReference:
+    """A request's record for `key`, under which some earlier request stored a live response
+    already."""
+    now = iso(context.clock())
+    row = {
         "company_id": COMPANY,
         "idem_key": key,
         "fingerprint": "fp",
@@ -290,3 +263,5 @@ def _stored_row(key: str, now: str) -> dict[str, Any]:
         "created_at": now,
         "expires_at": LATER,
     }
+    await context.commit(*store_response(row))
+    return StoresReference(key, now)

@@ -7,7 +7,7 @@ reload; one actor's units commit in the order they were decided."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -18,20 +18,19 @@ from mps.actors.attempts import SettleAttempts
 from mps.actors.card import AuthorizeCard, WithdrawFromCard
 from mps.actors.commits import UnitChain
 from mps.actors.invoice import MarkInvoicePaid, VoidInvoice
-from mps.actors.payment import Cancel, CreateRefund, RefundOutcome
+from mps.actors.payment import Cancel, RefundOutcome
 from mps.adapters.processor import Authorization
 from mps.bootstrap import Overrides
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import Conflict, Unavailable
 from mps.persistence.attempt_store import StoredAttempt, attempt_insert
-from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
-from mps.persistence.statements import Statement, WriteUnit
-from mps.services import Services
+from mps.persistence.database import Database, IntegrityConflict
+from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
-from tests.fakes import GatedDatabase, wait_until
-from tests.helpers import Member, create_payment, sign_up
-from tests.money import balance, paid_payment, services
+from tests.fakes import RefusingDatabase, wait_until
+from tests.helpers import Member, pending_payment, sign_up
+from tests.money import balance, paid_payment, refund_by_actor, services, stored_refunds
 from tests.processors import TestProcessor
 
 pytestmark = pytest.mark.both_backends
@@ -39,37 +38,8 @@ pytestmark = pytest.mark.both_backends
 PATIENCE = 30.0
 
 
-class HeldDatabase(GatedDatabase):
-    """A gated database (writes wait while `hold` is clear) that records each unit it wrote, in
-    order; makes the first unit matching `refuse` fail on a constraint after its own statements
-    ran (refused whole, as a same-key retry's is); and lets the first batch holding a unit
-    matching `lose_ack` land, then fails it as if its acknowledgement were lost."""
-
-    def __init__(self, real: Database) -> None:
-        super().__init__(real)
-        self.refuse: Callable[[WriteUnit], bool] = lambda _unit: False
-        self.lose_ack: Callable[[WriteUnit], bool] = lambda _unit: False
-        self.written: list[WriteUnit] = []
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        broken = Statement("INSERT INTO companies (id) VALUES (NULL)")
-        for index, unit in enumerate(units):
-            if self.refuse(unit):
-                self.refuse = lambda _unit: False
-                units = [*units[:index], (*unit, broken), *units[index + 1 :]]
-                break
-        outcomes = await super().write(units, fences)
-        self.written += [
-            unit
-            for unit, outcome in zip(units, outcomes, strict=True)
-            if not isinstance(outcome, BaseException)
-        ]
-        if any(self.lose_ack(unit) for unit in units):
-            self.lose_ack = lambda _unit: False
-            raise ConnectionResetError("the connection dropped before the commit was confirmed")
-        return outcomes
+class HeldDatabase(RefusingDatabase):
+    """A refusing database (tests/fakes.py) that also tells the refunds it wrote."""
 
     def refund_amounts(self) -> list[int]:
         """The amounts of the refunds written, in the order their units committed."""
@@ -130,24 +100,22 @@ async def shop(
     processor.recall_gate.set()
 
 
-async def _refund(shop: TestClient[Any, Any], member: Member, payment_id: str, amount: int) -> Any:
-    return await services(shop).shards.ask_payment(
-        member.company_id, payment_id, CreateRefund("test", amount)
-    )
+async def _refunds_in_full(shop: TestClient[Any, Any], member: Member, payment_id: str) -> None:
+    """Refund the whole 2500 of the payment, which must be accepted and reserve all of it."""
+    made = await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2500), PATIENCE)
+    assert made.refund.amount_minor == 2500
+    assert await balance(shop, member) == {"available": 0, "pending": 0, "reserved": 2500}
+
+
+async def _ask_card(shop: TestClient[Any, Any], member: Member, card_id: str, message: Any) -> Any:
+    """The card actor's answer to `message`, asked in the caller's own task."""
+    return await services(shop).shards.ask_card(member.company_id, card_id, message)
 
 
 async def _paid(shop: TestClient[Any, Any], amount: str = "2500") -> tuple[Member, str]:
     member = await sign_up(shop)
     payment = await paid_payment(shop, member, amount)
     return member, payment["id"]
-
-
-async def _refunds(services: Services, payment_id: str) -> list[tuple[int, str]]:
-    rows = await services.database.fetch(
-        "SELECT amount_minor, status FROM refunds WHERE payment_id = $1 ORDER BY created_at, id",
-        payment_id,
-    )
-    return [(int(r["amount_minor"]), r["status"]) for r in rows]
 
 
 async def test_a_unit_chain_sends_each_unit_only_once_the_one_before_it_has_ended() -> None:
@@ -190,10 +158,10 @@ async def test_a_payment_decides_its_next_refund_against_one_whose_commit_is_hel
     db.hold.clear()
 
     # when a refund of 1000 is asked for, and then one of 2000 and one of 1500
-    first = asyncio.ensure_future(_refund(shop, member, payment_id, 1000))
+    first = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 1000))
     with pytest.raises(Conflict):
-        await asyncio.wait_for(_refund(shop, member, payment_id, 2000), PATIENCE)
-    third = asyncio.ensure_future(_refund(shop, member, payment_id, 1500))
+        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2000), PATIENCE)
+    third = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 1500))
 
     # then the 2000 was refused (1000 reserved of 2500) while the first still waited for the
     # writer; once it goes on, both refunds commit, the first one first
@@ -217,15 +185,13 @@ async def test_a_refund_refused_at_the_writer_gives_its_reservation_back_and_mov
 
     # when the whole amount is refunded
     with pytest.raises(IntegrityConflict):
-        await asyncio.wait_for(_refund(shop, member, payment_id, 2500), PATIENCE)
+        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2500), PATIENCE)
 
     # then nothing is reserved or stored, and the whole amount can be refunded again (the
     # payment gave its reservation back; the books, theirs)
-    assert await _refunds(services(shop), payment_id) == []
+    assert await stored_refunds(shop, payment_id) == []
     assert await balance(shop, member) == {"available": 2500, "pending": 0, "reserved": 0}
-    made = await asyncio.wait_for(_refund(shop, member, payment_id, 2500), PATIENCE)
-    assert made.refund.amount_minor == 2500
-    assert await balance(shop, member) == {"available": 0, "pending": 0, "reserved": 2500}
+    await _refunds_in_full(shop, member, payment_id)
 
 
 async def test_a_refund_decided_on_top_of_a_refused_one_is_never_written(
@@ -239,8 +205,8 @@ async def test_a_refund_decided_on_top_of_a_refused_one_is_never_written(
 
     # when a refund of 1000 is decided, then one of 500 on top of its reservation, and the
     # writer goes on
-    first = asyncio.ensure_future(_refund(shop, member, payment_id, 1000))
-    second = asyncio.ensure_future(_refund(shop, member, payment_id, 500))
+    first = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 1000))
+    second = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 500))
     await wait_until(lambda: db.waiting_writes > 0, PATIENCE)
     db.hold.set()
     answers = await asyncio.wait_for(
@@ -251,10 +217,8 @@ async def test_a_refund_decided_on_top_of_a_refused_one_is_never_written(
     # is told to retry and was never written, and the reloaded payment refunds in full
     assert isinstance(answers[0], IntegrityConflict), answers
     assert isinstance(answers[1], Unavailable) and answers[1].retry_after == 1, answers
-    assert await _refunds(services(shop), payment_id) == []
-    made = await asyncio.wait_for(_refund(shop, member, payment_id, 2500), PATIENCE)
-    assert made.refund.amount_minor == 2500
-    assert await balance(shop, member) == {"available": 0, "pending": 0, "reserved": 2500}
+    assert await stored_refunds(shop, payment_id) == []
+    await _refunds_in_full(shop, member, payment_id)
 
 
 async def test_a_payment_reloads_after_a_refund_of_unknown_outcome_and_counts_what_landed(
@@ -265,27 +229,27 @@ async def test_a_payment_reloads_after_a_refund_of_unknown_outcome_and_counts_wh
     db = held[0]
     db.lose_ack = _inserts_refund
     with pytest.raises(Unavailable):
-        await asyncio.wait_for(_refund(shop, member, payment_id, 2000), PATIENCE)
+        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2000), PATIENCE)
 
     # when more is refunded than what storage leaves, then what it leaves
     with pytest.raises(Conflict):
-        await asyncio.wait_for(_refund(shop, member, payment_id, 1000), PATIENCE)
+        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 1000), PATIENCE)
 
     async def rest() -> Any:
         # The company's books reload once the commit they lost has ended: until then 503.
         for _ in range(100):
             try:
-                return await _refund(shop, member, payment_id, 500)
+                return await refund_by_actor(shop, member, payment_id, 500)
             except Unavailable:
                 await asyncio.sleep(0.05)
-        return await _refund(shop, member, payment_id, 500)
+        return await refund_by_actor(shop, member, payment_id, 500)
 
     made = await asyncio.wait_for(rest(), PATIENCE)
 
     # then the payment had reloaded what landed: the 2000 counts, the 500 fits, and the books
     # agree to the cent
     assert made.refund.amount_minor == 500
-    assert await _refunds(services(shop), payment_id) == [(2000, "PENDING"), (500, "PENDING")]
+    assert await stored_refunds(shop, payment_id) == [(2000, "PENDING"), (500, "PENDING")]
     assert await balance(shop, member) == {"available": 0, "pending": 0, "reserved": 2500}
 
 
@@ -294,8 +258,7 @@ async def test_a_payment_takes_messages_while_the_processor_is_recalled_after_ac
 ) -> None:
     # given a PENDING payment with an attempt a fault left IN_FLIGHT, and a processor whose
     # recall is held
-    member = await sign_up(shop)
-    payment = await create_payment(shop, member, amountMinor="2500")
+    member, payment = await pending_payment(shop, amountMinor="2500")
     found = services(shop)
     attempt = StoredAttempt(
         id=new_id("att"), company_id=member.company_id, payment_id=payment["id"],
@@ -328,33 +291,32 @@ async def test_a_payment_takes_messages_while_the_processor_is_recalled_after_ac
     assert held[0].waiting_writes == 0
 
 
-async def _card(shop: TestClient[Any, Any], member: Member) -> str:
+async def _card(shop: TestClient[Any, Any]) -> tuple[Member, str]:
+    """A new member, and a card of theirs holding 3000 (funded from a paid payment)."""
+    member = await sign_up(shop)
     await paid_payment(shop, member, "10000")
     body = {"cardholderName": "Ann Lee", "currency": "USD", "initialFundingMinor": "3000"}
     response = await shop.post("/api/v1/merchant/cards", json=body, headers=member.headers)
     assert response.status == 201, await response.text()
     card_id: str = (await response.json())["id"]
-    return card_id
+    return member, card_id
 
 
 async def test_a_card_decides_its_next_message_against_an_authorization_whose_commit_is_held(
     shop: TestClient[Any, Any], held: list[HeldDatabase]
 ) -> None:
     # given a card holding 3000, and a writer that holds every commit
-    member = await sign_up(shop)
-    card_id = await _card(shop, member)
-    found = services(shop)
+    member, card_id = await _card(shop)
     db = held[0]
     db.hold.clear()
 
     # when 2000 is authorized, and then 2000 withdrawn
     spent = asyncio.ensure_future(
-        found.shards.ask_card(member.company_id, card_id, AuthorizeCard("test", 2000, "USD"))
+        _ask_card(shop, member, card_id, AuthorizeCard("test", 2000, "USD"))
     )
     with pytest.raises(Conflict) as refused:
         await asyncio.wait_for(
-            found.shards.ask_card(member.company_id, card_id, WithdrawFromCard("test", 2000)),
-            PATIENCE,
+            _ask_card(shop, member, card_id, WithdrawFromCard("test", 2000)), PATIENCE
         )
 
     # then the withdrawal is refused against the 1000 left while the authorization still
@@ -371,9 +333,7 @@ async def test_a_card_authorization_refused_at_the_writer_gives_the_balance_back
     shop: TestClient[Any, Any], held: list[HeldDatabase]
 ) -> None:
     # given a card holding 3000 whose next authorization's unit the writer refuses
-    member = await sign_up(shop)
-    card_id = await _card(shop, member)
-    found = services(shop)
+    member, card_id = await _card(shop)
     db = held[0]
     db.refuse = lambda unit: any(
         st.sql.startswith("INSERT INTO card_authorizations") for st in unit
@@ -382,14 +342,12 @@ async def test_a_card_authorization_refused_at_the_writer_gives_the_balance_back
     # when 3000 is authorized
     with pytest.raises(IntegrityConflict):
         await asyncio.wait_for(
-            found.shards.ask_card(member.company_id, card_id, AuthorizeCard("test", 3000, "USD")),
-            PATIENCE,
+            _ask_card(shop, member, card_id, AuthorizeCard("test", 3000, "USD")), PATIENCE
         )
 
     # then the card holds 3000 still: the whole of it can be withdrawn
     outcome = await asyncio.wait_for(
-        found.shards.ask_card(member.company_id, card_id, WithdrawFromCard("test", 3000)),
-        PATIENCE,
+        _ask_card(shop, member, card_id, WithdrawFromCard("test", 3000)), PATIENCE
     )
     assert outcome.balance == 0
 

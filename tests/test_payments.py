@@ -7,7 +7,15 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_envelope, create_payment, pay, sign_up
+from tests.helpers import (
+    assert_envelope,
+    assert_refused,
+    create_payment,
+    pay,
+    pending_payment,
+    sign_up,
+    two_companies,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -138,17 +146,14 @@ async def test_invalid_create_is_400_naming_the_field_and_creates_nothing(
 
     response = await client.post("/api/v1/merchant/payments", json=body, headers=member.headers)
 
-    result = await response.json()
-    assert response.status == 400, result
-    assert_envelope(result, 400, "validation_error")
+    result = await assert_refused(response, 400, "validation_error")
     assert field in [e["field"] for e in result["errors"]]
     listed = await client.get("/api/v1/merchant/payments", headers=member.headers)
     assert (await listed.json())["data"] == []
 
 
 async def test_cancel_moves_pending_to_cancelled(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     response = await client.post(
         f"/api/v1/merchant/payments/{payment['id']}/cancel", headers=member.headers
@@ -162,17 +167,14 @@ async def test_cancel_moves_pending_to_cancelled(client: TestClient[Any, Any]) -
 async def test_cancel_of_a_non_pending_payment_is_409_naming_the_state(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     assert (await pay(client, payment["reference"])).status == 200
 
     response = await client.post(
         f"/api/v1/merchant/payments/{payment['id']}/cancel", headers=member.headers
     )
 
-    body = await response.json()
-    assert response.status == 409
-    assert_envelope(body, 409, "invalid_state")
+    body = await assert_refused(response, 409, "invalid_state")
     assert "PAID" in body["message"]
 
 
@@ -180,8 +182,7 @@ async def test_another_company_gets_404_and_never_sees_the_payment(
     client: TestClient[Any, Any],
 ) -> None:
     # given
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     payment = await create_payment(client, owner)
 
     # when
@@ -202,8 +203,7 @@ async def test_another_company_gets_404_and_never_sees_the_payment(
 
 
 async def test_live_mode_cannot_see_test_payments(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     switched = await client.post(
         "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
     )
@@ -215,13 +215,11 @@ async def test_live_mode_cannot_see_test_payments(client: TestClient[Any, Any]) 
     )
 
     assert got.status == 404
-    assert created.status == 403
-    assert_envelope(await created.json(), 403, "account_not_verified")
+    await assert_refused(created, 403, "account_not_verified")
 
 
 async def test_list_filters_by_status_currency_and_email(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    usd = await create_payment(client, member, customerEmail="a@example.com")
+    member, usd = await pending_payment(client, customerEmail="a@example.com")
     eur = await create_payment(client, member, currency="EUR")
     await pay(client, eur["reference"])
 
@@ -280,8 +278,7 @@ async def test_cursor_paging_over_a_growing_list_returns_no_duplicate(
 
 
 async def test_stats_are_per_currency_and_never_blended(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    paid = await create_payment(client, member, amountMinor="1000")
+    member, paid = await pending_payment(client, amountMinor="1000")
     await pay(client, paid["reference"])
     await create_payment(client, member, amountMinor="300")
     jpy = await create_payment(client, member, amountMinor="500", currency="JPY")

@@ -13,8 +13,28 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import Member, assert_envelope, post_as, sign_in, sign_up
-from tests.money import ACCOUNT, balance, movements, paid_payment, sandbox_key, services, simulate
+from tests.helpers import (
+    Member,
+    answered,
+    assert_refused,
+    event_types,
+    live_session,
+    post_as,
+    read_object,
+    sign_in,
+    sign_up,
+    two_companies,
+)
+from tests.money import (
+    ACCOUNT,
+    balance,
+    bank_steps,
+    movements,
+    paid_payment,
+    sandbox_key,
+    services,
+    simulate,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -23,9 +43,15 @@ async def _account(client: TestClient[Any, Any], member: Member, **changes: Any)
     response = await client.post(
         "/api/v1/merchant/bank-accounts", json={**ACCOUNT, **changes}, headers=member.headers
     )
-    assert response.status == 201, await response.text()
-    body: dict[str, Any] = await response.json()
+    body: dict[str, Any] = await answered(response)
     return body
+
+
+async def _funded(client: TestClient[Any, Any], **account: Any) -> tuple[Member, dict[str, Any]]:
+    """A new member holding 5000 available, and a bank account of theirs (of `account`)."""
+    member = await sign_up(client)
+    await paid_payment(client, member, "5000")
+    return member, await _account(client, member, **account)
 
 
 async def _payout(
@@ -37,19 +63,6 @@ async def _payout(
         "/api/v1/merchant/payouts",
         {"amountMinor": amount, "currency": "USD", "bankAccountId": account_id, **extra},
     )
-
-
-async def _get(client: TestClient[Any, Any], member: Member, payout_id: str) -> dict[str, Any]:
-    response = await client.get(f"/api/v1/merchant/payouts/{payout_id}", headers=member.headers)
-    assert response.status == 200, await response.text()
-    body: dict[str, Any] = await response.json()
-    return body
-
-
-async def _bank_steps(client: TestClient[Any, Any], clock: Clock) -> None:
-    """Let the simulated bank take every step that is due, after its delays."""
-    clock.advance(seconds=10)
-    await services(client).money.advance_payouts()
 
 
 async def test_bank_account_is_masked_encrypted_and_announced_to_the_owners(
@@ -95,9 +108,7 @@ async def test_bank_accounts_are_listed_retrieved_and_deleted(client: TestClient
 async def test_payout_reserves_available_funds_and_travels_to_paid(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    await paid_payment(client, member, "5000")
-    account = await _account(client, member)
+    member, account = await _funded(client)
 
     response = await _payout(client, member, account["id"], "3000", description="weekly")
 
@@ -107,17 +118,16 @@ async def test_payout_reserves_available_funds_and_travels_to_paid(
     assert payout["bankAccountId"] == account["id"] and payout["description"] == "weekly"
     assert await balance(client, member) == {"available": 2000, "pending": 0, "reserved": 3000}
 
-    await _bank_steps(client, clock)
-    in_transit = await _get(client, member, payout["id"])
+    await bank_steps(client, clock)
+    in_transit = await read_object(client, member, "payouts", payout["id"])
     assert in_transit["status"] == "IN_TRANSIT" and in_transit["arrivalAt"]
 
-    await _bank_steps(client, clock)
-    assert (await _get(client, member, payout["id"]))["status"] == "PAID"
+    await bank_steps(client, clock)
+    assert (await read_object(client, member, "payouts", payout["id"]))["status"] == "PAID"
     assert await balance(client, member) == {"available": 2000, "pending": 0, "reserved": 0}
     paid = (await movements(client, member, type="payout"))[0]
     assert paid["amountMinor"] == "-3000" and paid["sourceId"] == payout["id"]
-    events = await client.get("/api/v1/merchant/events", headers=member.headers)
-    types = [e["type"] for e in (await events.json())["data"]]
+    types = await event_types(client, member)
     assert "payout.created" in types and "payout.paid" in types
 
 
@@ -134,8 +144,7 @@ async def test_payout_beyond_available_is_409_and_pending_funds_do_not_count(
 
     response = await _payout(client, member, account["id"], "1001")
 
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "balance_insufficient")
+    await assert_refused(response, 409, "balance_insufficient")
     assert await balance(client, member) == {"available": 1000, "pending": 5000, "reserved": 0}
     assert (await _payout(client, member, account["id"], "1000")).status == 201
 
@@ -143,24 +152,20 @@ async def test_payout_beyond_available_is_409_and_pending_funds_do_not_count(
 async def test_cancel_while_pending_returns_the_funds_and_later_is_409(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    await paid_payment(client, member, "5000")
-    account = await _account(client, member)
+    member, account = await _funded(client)
     first = await (await _payout(client, member, account["id"], "1000")).json()
     second = await (await _payout(client, member, account["id"], "2000")).json()
 
     cancelled = await client.post(
         f"/api/v1/merchant/payouts/{first['id']}/cancel", headers=member.headers
     )
-    await _bank_steps(client, clock)
+    await bank_steps(client, clock)
     late = await client.post(
         f"/api/v1/merchant/payouts/{second['id']}/cancel", headers=member.headers
     )
 
     assert cancelled.status == 200 and (await cancelled.json())["status"] == "CANCELLED"
-    assert late.status == 409
-    body = await late.json()
-    assert_envelope(body, 409, "invalid_state")
+    body = await assert_refused(late, 409, "invalid_state")
     assert "IN_TRANSIT" in body["message"]
     assert await balance(client, member) == {"available": 3000, "pending": 0, "reserved": 2000}
 
@@ -168,15 +173,13 @@ async def test_cancel_while_pending_returns_the_funds_and_later_is_409(
 async def test_payout_to_a_failing_account_comes_back_with_its_funds(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    await paid_payment(client, member, "5000")
-    account = await _account(client, member, accountNumber="000111111116")
+    member, account = await _funded(client, accountNumber="000111111116")
     payout = await (await _payout(client, member, account["id"], "4000")).json()
 
-    await _bank_steps(client, clock)
-    await _bank_steps(client, clock)
+    await bank_steps(client, clock)
+    await bank_steps(client, clock)
 
-    failed = await _get(client, member, payout["id"])
+    failed = await read_object(client, member, "payouts", payout["id"])
     assert failed["status"] == "FAILED" and failed["failureReason"] == "no_account"
     assert await balance(client, member) == {"available": 5000, "pending": 0, "reserved": 0}
 
@@ -204,9 +207,7 @@ async def test_concurrent_payouts_never_exceed_available(
 ) -> None:
     # 100 payouts in one burst is the point here: no rate limit.
     client: TestClient[Any, Any] = await aiohttp_client(make_app(rate_limit_scale=0))
-    member = await sign_up(client)
-    await paid_payment(client, member, "5000")
-    account = await _account(client, member)
+    member, account = await _funded(client)
 
     responses = await asyncio.gather(
         *(_payout(client, member, account["id"], "100") for _ in range(100))
@@ -233,14 +234,11 @@ async def test_payouts_are_refused_while_the_balance_is_negative(
     response = await _payout(client, member, account["id"], "1")
 
     assert await balance(client, member) == {"available": -2000, "pending": 3000, "reserved": 0}
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "balance_insufficient")
+    await assert_refused(response, 409, "balance_insufficient")
 
 
 async def test_bad_payout_input_is_400_and_reserves_nothing(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    await paid_payment(client, member, "5000")
-    euro = await _account(client, member, currency="EUR", country="DE")
+    member, euro = await _funded(client, currency="EUR", country="DE")
 
     wrong_currency = await _payout(client, member, euro["id"], "100")
     unknown = await _payout(client, member, "ba_nothing", "100")
@@ -249,47 +247,38 @@ async def test_bad_payout_input_is_400_and_reserves_nothing(client: TestClient[A
     )
 
     for response in (wrong_currency, unknown, bad_account):
-        assert response.status == 400
-        assert_envelope(await response.json(), 400, "validation_error")
+        await assert_refused(response, 400, "validation_error")
     assert await balance(client, member) == {"available": 5000, "pending": 0, "reserved": 0}
 
 
 async def test_bank_account_with_an_open_payout_cannot_be_deleted(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    await paid_payment(client, member, "5000")
-    account = await _account(client, member)
+    member, account = await _funded(client)
     await _payout(client, member, account["id"], "100")
 
     response = await client.delete(
         f"/api/v1/merchant/bank-accounts/{account['id']}", headers=member.headers
     )
 
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "invalid_state")
+    await assert_refused(response, 409, "invalid_state")
 
 
 async def test_live_payouts_need_a_verified_account(client: TestClient[Any, Any]) -> None:
     member = await sign_up(client)
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
-    )
-    live = Member((await switched.json())["sessionToken"], member.company_id, member.user_id, "")
+    live = await live_session(client, member)
 
     response = await client.post(
         "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=live.headers
     )
 
-    assert response.status == 403
-    assert_envelope(await response.json(), 403, "account_not_verified")
+    await assert_refused(response, 403, "account_not_verified")
 
 
 async def test_another_companys_payouts_and_accounts_are_not_found(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    other = await sign_up(client, "other@example.com", "Other Ltd")
+    owner, other = await two_companies(client)
     await paid_payment(client, owner, "5000")
     account = await _account(client, owner)
     payout = await (await _payout(client, owner, account["id"], "100")).json()

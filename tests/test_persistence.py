@@ -92,6 +92,18 @@ async def user_ids(database: Database) -> list[str]:
     return [r["id"] for r in await database.fetch("SELECT id FROM users ORDER BY id")]
 
 
+async def assert_only_the_middle_unit_refused(
+    database: Database, outcomes: list[Any], error: type[Exception]
+) -> None:
+    """Of three units written together over an existing usr_a (one inserting usr_b, a middle
+    one reusing usr_a, one inserting usr_d), the middle one failed with `error` and wrote
+    nothing, and the others committed."""
+    assert isinstance(outcomes[1], error)
+    assert not isinstance(outcomes[0], BaseException)
+    assert not isinstance(outcomes[2], BaseException)
+    assert await user_ids(database) == ["usr_a", "usr_b", "usr_d"]
+
+
 class BreakingDatabase(WrappedDatabase):
     """A real database whose next group commit fails part-way, as a lost connection would.
 
@@ -239,10 +251,7 @@ async def test_write_rolls_back_only_the_conflicting_unit_when_a_primary_key_is_
     outcomes = await database.write(units)
 
     # then
-    assert isinstance(outcomes[1], IntegrityConflict)
-    assert not isinstance(outcomes[0], BaseException)
-    assert not isinstance(outcomes[2], BaseException)
-    assert await user_ids(database) == ["usr_a", "usr_b", "usr_d"]
+    await assert_only_the_middle_unit_refused(database, outcomes, IntegrityConflict)
 
 
 async def test_write_returns_the_rows_of_each_statement_when_they_use_returning(
@@ -510,10 +519,7 @@ async def test_a_unit_breaking_a_constraint_inside_a_grouped_statement_fails_alo
     outcomes = await database.write(units)
 
     # then only that unit is refused, with the guard's own error
-    assert isinstance(outcomes[1], KeyAlreadyStored)
-    assert not isinstance(outcomes[0], BaseException)
-    assert not isinstance(outcomes[2], BaseException)
-    assert await user_ids(database) == ["usr_a", "usr_b", "usr_d"]
+    await assert_only_the_middle_unit_refused(database, outcomes, KeyAlreadyStored)
 
 
 async def test_writers_are_answered_503_when_their_group_commit_outlasts_the_deadline(

@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.errors import RateLimited
 from mps.limits import Limit, RateLimiter
-from tests.helpers import assert_envelope, sign_up
+from tests.helpers import assert_refused, sign_up
 
 
 def remaining(limiter: RateLimiter, limit: Limit, key: str) -> int:
@@ -120,6 +120,5 @@ async def test_api_key_creation_is_limited_to_ten_a_minute_per_user(
     assert statuses == [201] * 10
     assert ok.headers["RateLimit-Policy"] == '"api-key-create";q=10;w=60'
     assert ok.headers["RateLimit"].startswith('"api-key-create";r=0;')
-    assert refused.status == 429
-    assert_envelope(await refused.json(), 429, "rate_limited")
+    await assert_refused(refused, 429, "rate_limited")
     assert 1 <= int(refused.headers["Retry-After"]) <= 60

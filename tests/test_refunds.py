@@ -14,14 +14,24 @@ from aiohttp.test_utils import TestClient
 from mps.bootstrap import Overrides
 from mps.domain.clock import utcnow
 from tests.conftest import Clock
-from tests.helpers import assert_envelope, create_payment, sign_up
+from tests.helpers import (
+    Member,
+    answered,
+    assert_envelope,
+    assert_refused,
+    pending_payment,
+    read_object,
+    sign_up,
+    two_companies,
+)
 from tests.money import (
     balance,
     movements,
+    owner_with_paid_payment,
     paid_payment,
+    process_refunds,
     refund,
     sandbox_key,
-    services,
     simulate,
     until,
 )
@@ -29,30 +39,20 @@ from tests.money import (
 pytestmark = pytest.mark.both_backends
 
 
-async def _payment(client: TestClient[Any, Any], member: Any, payment_id: str) -> dict[str, Any]:
-    response = await client.get(f"/api/v1/merchant/payments/{payment_id}", headers=member.headers)
-    body: dict[str, Any] = await response.json()
-    return body
-
-
-async def _refund(client: TestClient[Any, Any], member: Any, refund_id: str) -> dict[str, Any]:
-    response = await client.get(f"/api/v1/merchant/refunds/{refund_id}", headers=member.headers)
-    assert response.status == 200, await response.text()
-    body: dict[str, Any] = await response.json()
-    return body
-
-
-async def _process(client: TestClient[Any, Any], clock: Clock) -> None:
-    """Let the processor answer every refund that is due, now."""
-    clock.advance(seconds=5)
-    await services(client).money.process_refunds()
+async def _completed(
+    client: TestClient[Any, Any], clock: Clock, member: Member, payment_id: str, amount: str
+) -> dict[str, Any]:
+    """Refund `amount` of the payment and let the processor complete it; the payment after."""
+    made = await answered(await refund(client, member, payment_id, amount))
+    await process_refunds(client, clock)
+    assert (await read_object(client, member, "refunds", made["id"]))["status"] == "COMPLETED"
+    return await read_object(client, member, "payments", payment_id)
 
 
 async def test_refund_is_created_pending_and_reserves_its_amount(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
+    member, payment = await owner_with_paid_payment(client, "2500")
 
     response = await refund(client, member, payment["id"], "1000", reason="damaged")
 
@@ -62,28 +62,21 @@ async def test_refund_is_created_pending_and_reserves_its_amount(
     assert body["paymentId"] == payment["id"] and body["amountMinor"] == "1000"
     assert body["reason"] == "damaged" and body["createdAt"].endswith("Z")
     assert await balance(client, member) == {"available": 1500, "pending": 0, "reserved": 1000}
-    assert (await _refund(client, member, body["id"]))["status"] == "PENDING"
+    assert (await read_object(client, member, "refunds", body["id"]))["status"] == "PENDING"
 
 
 async def test_completed_refund_moves_the_payment_and_spends_the_reservation(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
-    first = await (await refund(client, member, payment["id"], "1000")).json()
+    member, payment = await owner_with_paid_payment(client, "2500")
 
-    await _process(client, clock)
+    after = await _completed(client, clock, member, payment["id"], "1000")
 
-    assert (await _refund(client, member, first["id"]))["status"] == "COMPLETED"
-    after = await _payment(client, member, payment["id"])
     assert after["status"] == "PARTIAL_REFUND" and after["amountRefundedMinor"] == "1000"
     assert await balance(client, member) == {"available": 1500, "pending": 0, "reserved": 0}
 
-    second = await (await refund(client, member, payment["id"], "1500")).json()
-    await _process(client, clock)
+    after = await _completed(client, clock, member, payment["id"], "1500")
 
-    assert (await _refund(client, member, second["id"]))["status"] == "COMPLETED"
-    after = await _payment(client, member, payment["id"])
     assert after["status"] == "REFUNDED" and after["amountRefundedMinor"] == "2500"
     assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 0}
 
@@ -92,26 +85,26 @@ async def test_refund_completes_within_two_seconds_in_test_mode(
     aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
 ) -> None:
     client: TestClient[Any, Any] = await aiohttp_client(make_app(Overrides(clock=utcnow)))
-    member = await sign_up(client)
-    payment = await paid_payment(client, member)
+    member, payment = await owner_with_paid_payment(client)
     created = await (await refund(client, member, payment["id"], "2500")).json()
     started = asyncio.get_running_loop().time()
 
     async def completed() -> bool:
-        return (await _refund(client, member, created["id"]))["status"] == "COMPLETED"
+        return (await read_object(client, member, "refunds", created["id"]))[
+            "status"
+        ] == "COMPLETED"
 
     await until(completed, within=2.0)
     assert asyncio.get_running_loop().time() - started <= 2.0
-    assert (await _payment(client, member, payment["id"]))["status"] == "REFUNDED"
+    assert (await read_object(client, member, "payments", payment["id"]))["status"] == "REFUNDED"
 
 
 async def test_refund_events_are_written_with_the_changes(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
+    member, payment = await owner_with_paid_payment(client, "2500")
     created = await (await refund(client, member, payment["id"], "500")).json()
-    await _process(client, clock)
+    await process_refunds(client, clock)
 
     response = await client.get("/api/v1/merchant/events", headers=member.headers)
     events = [(e["type"], e["data"]["object"]["id"]) for e in (await response.json())["data"]]
@@ -124,28 +117,23 @@ async def test_refund_events_are_written_with_the_changes(
 async def test_refund_of_an_unpaid_payment_is_409_invalid_state(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     response = await refund(client, member, payment["id"], "100")
 
-    assert response.status == 409
-    body = await response.json()
-    assert_envelope(body, 409, "invalid_state")
+    body = await assert_refused(response, 409, "invalid_state")
     assert "PENDING" in body["message"]
 
 
 async def test_refund_beyond_what_remains_is_409_counting_pending_refunds(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
+    member, payment = await owner_with_paid_payment(client, "2500")
     assert (await refund(client, member, payment["id"], "2000")).status == 201
 
     response = await refund(client, member, payment["id"], "501")
 
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "refund_exceeds_remaining")
+    await assert_refused(response, 409, "refund_exceeds_remaining")
     assert (await refund(client, member, payment["id"], "500")).status == 201
     assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 2500}
 
@@ -154,8 +142,7 @@ async def test_a_refund_refusal_states_what_remains_in_major_units_of_its_curren
     client: TestClient[Any, Any],
 ) -> None:
     # given a USD payment with 10.00 left and a JPY payment with 1,000 left
-    member = await sign_up(client)
-    usd = await paid_payment(client, member, "2500")
+    member, usd = await owner_with_paid_payment(client, "2500")
     assert (await refund(client, member, usd["id"], "1500")).status == 201
     jpy = await paid_payment(client, member, "1000", "JPY")
 
@@ -186,8 +173,8 @@ async def test_rejected_refund_releases_the_reservation_and_leaves_the_payment(
     body = await response.json()
     assert response.status == 200, body
     assert body["object"]["status"] == "REJECTED" and body["event"]["type"] == "refund.rejected"
-    assert (await _refund(client, member, created["id"]))["failureReason"]
-    assert (await _payment(client, member, payment["id"]))["status"] == "PAID"
+    assert (await read_object(client, member, "refunds", created["id"]))["failureReason"]
+    assert (await read_object(client, member, "payments", payment["id"]))["status"] == "PAID"
     assert await balance(client, member) == {"available": 2500, "pending": 0, "reserved": 0}
     # What a rejected refund held is refundable again.
     assert (await refund(client, member, payment["id"], "2500")).status == 201
@@ -204,16 +191,14 @@ async def test_sandbox_completes_a_refund_once(client: TestClient[Any, Any]) -> 
 
     assert first.status == 200
     assert (await first.json())["event"]["type"] == "refund.completed"
-    assert again.status == 409
-    assert_envelope(await again.json(), 409, "invalid_state")
-    assert (await _payment(client, member, payment["id"]))["status"] == "REFUNDED"
+    await assert_refused(again, 409, "invalid_state")
+    assert (await read_object(client, member, "payments", payment["id"]))["status"] == "REFUNDED"
 
 
 async def test_concurrent_refunds_of_one_payment_never_exceed_it(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "5000")
+    member, payment = await owner_with_paid_payment(client, "5000")
 
     responses = await asyncio.gather(
         *(refund(client, member, payment["id"], "100") for _ in range(100))
@@ -227,8 +212,7 @@ async def test_concurrent_refunds_of_one_payment_never_exceed_it(
 async def test_refunds_are_listed_newest_first_and_filtered(
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
-    member = await sign_up(client)
-    one = await paid_payment(client, member, "2500")
+    member, one = await owner_with_paid_payment(client, "2500")
     two = await paid_payment(client, member, "2500")
     a = await (await refund(client, member, one["id"], "100")).json()
     b = await (await refund(client, member, two["id"], "200")).json()
@@ -249,8 +233,7 @@ async def test_refunds_are_listed_newest_first_and_filtered(
 async def test_another_companys_payment_and_refund_are_not_found(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    other = await sign_up(client, "other@example.com", "Other Ltd")
+    owner, other = await two_companies(client)
     payment = await paid_payment(client, owner)
     created = await (await refund(client, owner, payment["id"], "100")).json()
 
@@ -264,8 +247,7 @@ async def test_another_companys_payment_and_refund_are_not_found(
 
 
 async def test_bad_refund_input_is_400_and_changes_nothing(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member)
+    member, payment = await owner_with_paid_payment(client)
 
     for body in (
         {"paymentId": payment["id"], "amountMinor": "0"},
@@ -283,8 +265,7 @@ async def test_bad_refund_input_is_400_and_changes_nothing(client: TestClient[An
 async def test_refund_with_a_repeated_idempotency_key_is_made_once(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await paid_payment(client, member, "2500")
+    member, payment = await owner_with_paid_payment(client, "2500")
     headers = {**member.headers, "Idempotency-Key": "refund-1"}
     body = {"paymentId": payment["id"], "amountMinor": "1000"}
 

@@ -7,7 +7,14 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import (
+    Member,
+    assert_refused,
+    create_payment,
+    pay,
+    pending_payment,
+    sign_up,
+)
 
 
 async def _key(client: TestClient[Any, Any], member: Member, **body: Any) -> dict[str, str]:
@@ -80,8 +87,7 @@ async def test_live_key_is_refused(client: TestClient[Any, Any]) -> None:
 
     response = await _simulate(client, key, "payment.completed", paymentId=payment["id"])
 
-    assert response.status == 403
-    assert_envelope(await response.json(), 403, "test_key_required")
+    await assert_refused(response, 403, "test_key_required")
 
 
 async def test_key_without_the_objects_write_scope_is_refused(
@@ -93,8 +99,7 @@ async def test_key_without_the_objects_write_scope_is_refused(
 
     response = await _simulate(client, key, "payment.completed", paymentId=payment["id"])
 
-    assert response.status == 403
-    assert_envelope(await response.json(), 403, "insufficient_scope")
+    await assert_refused(response, 403, "insufficient_scope")
 
 
 async def test_session_token_is_refused(client: TestClient[Any, Any]) -> None:
@@ -102,8 +107,7 @@ async def test_session_token_is_refused(client: TestClient[Any, Any]) -> None:
 
     response = await _simulate(client, member.headers, "payment.completed", paymentId="pay_x")
 
-    assert response.status == 401
-    assert_envelope(await response.json(), 401, "api_key_required")
+    await assert_refused(response, 401, "api_key_required")
 
 
 async def test_another_companys_payment_is_not_found(client: TestClient[Any, Any]) -> None:
@@ -118,8 +122,7 @@ async def test_another_companys_payment_is_not_found(client: TestClient[Any, Any
 
 
 async def test_ten_declines_lock_checkout_for_an_hour(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
     for _ in range(10):
         assert (await pay(client, payment["reference"], "4000000000000002")).status == 402
 

@@ -15,7 +15,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import create_payment, sign_up
+from tests.helpers import pending_payment
 
 
 def _policy(response: Any) -> dict[str, list[str]]:
@@ -76,8 +76,7 @@ async def test_api_answers_carry_the_safety_headers_and_no_server_version(
 async def test_checkout_page_policy_names_a_fresh_nonce_its_script_and_style_carry(
     client: TestClient[Any, Any],
 ) -> None:
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    _, payment = await pending_payment(client)
 
     first = await client.get(f"/pay/{payment['reference']}")
     second = await client.get(f"/pay/{payment['reference']}")

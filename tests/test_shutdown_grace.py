@@ -7,7 +7,9 @@ ending), never on a clock: the grace is long, and a second SIGTERM ends it when 
 
 from __future__ import annotations
 
+import re
 import signal
+import socket
 import time
 from pathlib import Path
 from urllib.error import HTTPError
@@ -63,6 +65,44 @@ def test_a_node_serves_through_its_grace_period_with_readiness_503_after_sigterm
         server.process.send_signal(signal.SIGTERM)
         assert server.process.wait(timeout=WITHIN) == 0
     assert "serving 600 s more" in server.log_text()
+
+
+def _answer_on(kept: socket.socket) -> bytes:
+    """GET /health/live on `kept` (HTTP/1.1, so kept alive unless told otherwise); the head of
+    the answer, its body read."""
+    kept.sendall(b"GET /api/v1/health/live HTTP/1.1\r\nHost: node\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data:
+        data += kept.recv(4096)
+    head, _, body = data.partition(b"\r\n\r\n")
+    length = int(re.search(rb"(?im)^content-length: *(\d+)", head).group(1))  # type: ignore[union-attr]
+    while len(body) < length:
+        body += kept.recv(4096)
+    return head.lower()
+
+
+def test_a_stopping_node_closes_each_kept_alive_connection_as_it_answers_on_it(
+    tmp_path: Path,
+) -> None:
+    # given a node, and a connection kept alive to it as a balancer keeps one
+    with RunningServer(tmp_path, env={"MPS_SHUTDOWN_GRACE": "600"}) as server:
+        _until_readiness(server, 200)
+        with socket.create_connection(("127.0.0.1", server.port), timeout=5) as kept:
+            assert b"connection: close" not in _answer_on(kept)
+
+            # when it is told to stop
+            server.process.send_signal(signal.SIGTERM)
+            _until_readiness(server, 503)
+
+            # then the next answer on that connection is served, says Connection: close, and
+            # the node ends the connection after it (a recv that timed out would fail here)
+            head = _answer_on(kept)
+            assert head.startswith(b"http/1.1 200"), head
+            assert b"connection: close" in head
+            assert kept.recv(1) == b""
+
+        server.process.send_signal(signal.SIGTERM)
+        assert server.process.wait(timeout=WITHIN) == 0
 
 
 def test_a_node_stops_on_its_own_once_its_grace_period_ends(tmp_path: Path) -> None:

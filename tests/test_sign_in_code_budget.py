@@ -11,12 +11,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from tests.helpers import add_member, assert_envelope, latest_code, post_as, sign_up
 
 PRODUCTION_LIKE = {"rate_limit_scale": 0.1}
+
+
+@pytest.fixture
+async def client(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+) -> TestClient[Any, Any]:
+    """The app with production's sign-in budgets (see above)."""
+    production_like: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
+    return production_like
 
 
 async def _mails(client: TestClient[Any, Any], email: str) -> list[dict[str, Any]]:
@@ -26,10 +36,9 @@ async def _mails(client: TestClient[Any, Any], email: str) -> list[dict[str, Any
 
 
 async def test_logins_for_one_email_stop_mailing_codes_once_its_budget_is_spent(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given: a member whose sign-up mailed one code, and nine logins that mailed nine more
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     await sign_up(client, "owner@example.com")
     for _ in range(9):
         response = await client.post("/api/v1/auth/login", json={"email": "owner@example.com"})
@@ -46,10 +55,9 @@ async def test_logins_for_one_email_stop_mailing_codes_once_its_budget_is_spent(
 
 
 async def test_a_code_request_is_refused_when_logins_spent_the_emails_budget(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given: the budget spent by a sign-up and logins
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     await sign_up(client, "owner@example.com")
     logins = []
     for _ in range(9):
@@ -65,10 +73,9 @@ async def test_a_code_request_is_refused_when_logins_spent_the_emails_budget(
 
 
 async def test_logins_for_an_unknown_email_spend_its_budget_too_so_a_429_reveals_nothing(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given: ten logins for an address with no account
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     for _ in range(10):
         response = await client.post("/api/v1/auth/login", json={"email": "nobody@example.com"})
         assert response.status == 200
@@ -81,10 +88,9 @@ async def test_logins_for_an_unknown_email_spend_its_budget_too_so_a_429_reveals
 
 
 async def test_accepting_an_invitation_is_refused_before_joining_when_the_budget_is_spent(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given: an invitation to someone whose address has had ten logins already
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     owner = await sign_up(client, "owner@example.com")
     invited = await post_as(
         client,
@@ -108,10 +114,9 @@ async def test_accepting_an_invitation_is_refused_before_joining_when_the_budget
 
 
 async def test_sign_up_counts_against_the_same_budget(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given: ten logins for an address
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     for _ in range(10):
         await client.post("/api/v1/auth/login", json={"email": "late@example.com"})
 
@@ -126,11 +131,10 @@ async def test_sign_up_counts_against_the_same_budget(
 
 
 async def test_wrong_codes_count_per_email_across_logins(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given: a member (whose sign-up spent one try), and six logins with two wrong codes each:
     # twelve more tries, each login well within its own five
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     member = await sign_up(client, "owner@example.com")
     statuses = []
     for _ in range(6):
@@ -157,10 +161,9 @@ async def test_wrong_codes_count_per_email_across_logins(
 
 
 async def test_a_member_added_by_the_team_signs_in_within_the_budget(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    client: TestClient[Any, Any],
 ) -> None:
     # given / when: the ordinary flow, well inside every budget
-    client: TestClient[Any, Any] = await aiohttp_client(make_app(**PRODUCTION_LIKE))
     owner = await sign_up(client, "owner@example.com")
     member = await add_member(client, owner, "viewer@example.com", "role_viewer")
 

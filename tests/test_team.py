@@ -12,7 +12,17 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.persistence.statements import Statement
-from tests.helpers import Member, add_member, assert_envelope, create_payment, post_as, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    assert_envelope,
+    assert_refused,
+    create_payment,
+    owner_and_member,
+    post_as,
+    sign_up,
+    two_companies,
+)
 from tests.log_guard import remember
 from tests.money import services
 
@@ -56,8 +66,7 @@ async def test_roles_list_the_built_in_ones_and_the_companys_own(
 async def test_a_role_change_takes_effect_on_the_next_request(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    member = await add_member(client, owner, "ann@example.com", "role_viewer")
+    owner, member = await owner_and_member(client, "role_viewer", "ann@example.com")
     assert (await create_payment_status(client, member)) == 403
 
     response = await _call(
@@ -103,8 +112,7 @@ async def test_a_role_held_by_a_member_cannot_be_deleted(client: TestClient[Any,
     freed = await _call(client, owner, "DELETE", f"/team/roles/{role['id']}")
     builtin = await _call(client, owner, "DELETE", "/team/roles/role_viewer")
 
-    assert held.status == 409
-    assert_envelope(await held.json(), 409, "role_in_use")
+    await assert_refused(held, 409, "role_in_use")
     assert freed.status == 200 and (await freed.json())["deleted"] is True
     assert builtin.status == 409
 
@@ -152,8 +160,7 @@ async def test_role_names_are_unique_and_scopes_known(client: TestClient[Any, An
 async def test_the_last_owner_can_be_neither_demoted_nor_removed(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "ann@example.com", "role_admin")
+    owner, admin = await owner_and_member(client, "role_admin", "ann@example.com")
 
     demoted = await _call(
         client, admin, "PATCH", f"/team/members/{owner.user_id}", roleId="role_viewer"
@@ -164,13 +171,11 @@ async def test_the_last_owner_can_be_neither_demoted_nor_removed(
     )
 
     for response in (demoted, removed, self_demoted):
-        assert response.status == 409
-        assert_envelope(await response.json(), 409, "last_owner")
+        await assert_refused(response, 409, "last_owner")
 
 
 async def test_the_owner_role_is_given_only_by_a_transfer(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "ann@example.com", "role_admin")
+    owner, admin = await owner_and_member(client, "role_admin", "ann@example.com")
 
     granted = await _call(
         client, owner, "PATCH", f"/team/members/{admin.user_id}", roleId="role_owner"
@@ -180,8 +185,7 @@ async def test_the_owner_role_is_given_only_by_a_transfer(client: TestClient[Any
         client, owner, "POST", "/team/transfer-ownership", userId=admin.user_id
     )
 
-    assert granted.status == 409
-    assert_envelope(await granted.json(), 409, "owner_transfer_required")
+    await assert_refused(granted, 409, "owner_transfer_required")
     assert by_admin.status == 403
     body = await transferred.json()
     assert transferred.status == 200, body
@@ -210,8 +214,7 @@ async def test_nobody_grants_a_role_beyond_their_own_scopes(client: TestClient[A
 
 
 async def test_a_removed_member_loses_their_session_at_once(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    member = await add_member(client, owner, "ann@example.com", "role_finance")
+    owner, member = await owner_and_member(client, "role_finance", "ann@example.com")
     assert (await _call(client, member, "GET", "/merchant/payments")).status == 200
 
     removed = await _call(client, owner, "DELETE", f"/team/members/{member.user_id}")
@@ -226,8 +229,7 @@ async def test_member_rows_carry_an_id_that_the_member_routes_take(
     client: TestClient[Any, Any],
 ) -> None:
     # given a team of two
-    owner = await sign_up(client)
-    member = await add_member(client, owner, "ann@example.com", "role_finance")
+    owner, member = await owner_and_member(client, "role_finance", "ann@example.com")
 
     # when the members are listed, and one is changed by the row's id
     listed = await (await _call(client, owner, "GET", "/team/members")).json()
@@ -243,8 +245,7 @@ async def test_member_rows_carry_an_id_that_the_member_routes_take(
 
 
 async def test_team_routes_need_their_scopes(client: TestClient[Any, Any]) -> None:
-    owner = await sign_up(client)
-    viewer = await add_member(client, owner, "ann@example.com", "role_viewer")
+    _, viewer = await owner_and_member(client, "role_viewer", "ann@example.com")
 
     read = await _call(client, viewer, "GET", "/team/members")
     write = await _call(client, viewer, "POST", "/team/roles", name="X", scopes=[])
@@ -257,8 +258,7 @@ async def test_team_routes_need_their_scopes(client: TestClient[Any, Any]) -> No
 async def test_changes_are_audited_with_actor_ip_and_request_id(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    member = await add_member(client, owner, "ann@example.com", "role_viewer")
+    owner, member = await owner_and_member(client, "role_viewer", "ann@example.com")
     changed = await _call(
         client, owner, "PATCH", f"/team/members/{member.user_id}", roleId="role_finance"
     )
@@ -328,8 +328,7 @@ async def test_the_export_streams_every_entry_as_jsonl_or_csv(
 async def test_another_companys_team_and_trail_are_not_visible(
     client: TestClient[Any, Any],
 ) -> None:
-    owner = await sign_up(client)
-    other = await sign_up(client, "other@example.com", "Other Ltd")
+    owner, other = await two_companies(client)
     role = await _role(client, owner, "Support", "payments:read")
 
     listed = await (await _call(client, other, "GET", "/team/roles")).json()
@@ -359,5 +358,4 @@ async def test_a_manager_cannot_demote_or_remove_a_member_who_outranks_them(
     removed = await _call(client, manager, "DELETE", f"/team/members/{admin.user_id}")
 
     for response in (demoted, removed):
-        assert response.status == 403
-        assert_envelope(await response.json(), 403, "insufficient_scope")
+        await assert_refused(response, 403, "insufficient_scope")

@@ -89,6 +89,19 @@ class Hooked:
         assert row is not None
         return row
 
+    async def stale_copy(self, change: str) -> tuple[dict[str, Any], Row, Any]:
+        """A new endpoint, a copy of its row read as a route reads it, and what another
+        request answered when it then changed the endpoint: its `change` is "rotate" (the
+        rotation's answer) or "move" (to a new URL, which is what is returned)."""
+        endpoint = await self.endpoint()
+        copy = await self.copy(endpoint["id"])
+        if change == "rotate":
+            path = f"/merchant/webhooks/{endpoint['id']}/rotate-secret"
+            return endpoint, copy, await self.call("POST", path)
+        moved = self.receiver.url("/moved")
+        await self.call("PATCH", f"/merchant/webhooks/{endpoint['id']}", {"url": moved})
+        return endpoint, copy, moved
+
     async def ask(self, message: Any) -> Any:
         return await self.services.shards.ask_company(self.member.company_id, message)
 
@@ -193,9 +206,7 @@ async def test_rotation_keeps_the_secret_stored_at_commit_when_its_copy_is_stale
     hooked: Hooked,
 ) -> None:
     # given an endpoint read, then rotated by another request before this one's turn
-    endpoint = await hooked.endpoint()
-    copy = await hooked.copy(endpoint["id"])
-    other = await hooked.call("POST", f"/merchant/webhooks/{endpoint['id']}/rotate-secret")
+    endpoint, copy, other = await hooked.stale_copy("rotate")
 
     # when the company actor rotates from the copy read before
     _row, secret = await hooked.ask(RotateEndpointSecret(copy))
@@ -214,10 +225,7 @@ async def test_update_answers_with_the_row_as_committed_when_its_copy_is_stale(
     hooked: Hooked,
 ) -> None:
     # given an endpoint read, then given a new URL by another request
-    endpoint = await hooked.endpoint()
-    copy = await hooked.copy(endpoint["id"])
-    moved = hooked.receiver.url("/moved")
-    await hooked.call("PATCH", f"/merchant/webhooks/{endpoint['id']}", {"url": moved})
+    endpoint, copy, moved = await hooked.stale_copy("move")
 
     # when the company actor changes its events from the copy read before
     row = await hooked.ask(UpdateEndpoint(copy, {"events": ("payment.created", "invoice.*")}))
@@ -233,9 +241,7 @@ async def test_update_answers_with_the_rotation_it_did_not_read_when_a_rotation_
     hooked: Hooked,
 ) -> None:
     # given an endpoint read, then rotated by another request
-    endpoint = await hooked.endpoint()
-    copy = await hooked.copy(endpoint["id"])
-    rotated = await hooked.call("POST", f"/merchant/webhooks/{endpoint['id']}/rotate-secret")
+    endpoint, copy, rotated = await hooked.stale_copy("rotate")
 
     # when the company actor changes its description from the copy read before
     row = await hooked.ask(UpdateEndpoint(copy, {"description": "orders"}))
@@ -250,10 +256,7 @@ async def test_delete_answers_with_the_row_as_deleted_when_its_copy_is_stale(
     hooked: Hooked,
 ) -> None:
     # given an endpoint read, then given a new URL by another request
-    endpoint = await hooked.endpoint()
-    copy = await hooked.copy(endpoint["id"])
-    moved = hooked.receiver.url("/moved")
-    await hooked.call("PATCH", f"/merchant/webhooks/{endpoint['id']}", {"url": moved})
+    endpoint, copy, moved = await hooked.stale_copy("move")
 
     # when the company actor deletes it from the copy read before
     row = await hooked.ask(DeleteEndpoint(copy))

@@ -36,8 +36,9 @@ from tests.conftest import Clock
 from tests.fakes import wait_until
 from tests.helpers import (
     Member,
-    assert_envelope,
+    assert_refused,
     create_payment,
+    created,
     eventually,
     sign_in,
     sign_up,
@@ -55,14 +56,19 @@ class Hooked:
     member: Member
     receiver: Receiver
 
-    async def endpoint(self, path: str = "/hooks", events: list[str] | None = None) -> Any:
-        response = await self.client.post(
-            "/api/v1/merchant/webhooks",
-            json={"url": self.receiver.url(path), "events": events or ["*"]},
-            headers=self.member.headers,
-        )
-        assert response.status == 201, await response.text()
-        return await response.json()
+    async def endpoint(
+        self,
+        path: str = "/hooks",
+        events: list[str] | None = None,
+        answers: list[Any] | None = None,
+    ) -> Any:
+        """A new endpoint at the receiver's `path`, for `events` (all unless given); the
+        receiver gives `answers` in turn from now on, if given."""
+        body = {"url": self.receiver.url(path), "events": events or ["*"]}
+        endpoint = await created(self.client, self.member, "/api/v1/merchant/webhooks", body)
+        if answers is not None:
+            self.receiver.answers = answers
+        return endpoint
 
     async def get(self, path: str) -> Any:
         response = await self.client.get(f"/api/v1{path}", headers=self.member.headers)
@@ -169,9 +175,7 @@ async def test_endpoint_is_refused_with_400_when_its_url_or_events_are_wrong(
     response = await hooked.post("/merchant/webhooks", body)
 
     # then it is refused, saying which, and nothing was created
-    payload = await response.json()
-    assert response.status == 400
-    assert_envelope(payload, 400, "validation_error")
+    payload = await assert_refused(response, 400, "validation_error")
     assert field in [e["field"] for e in payload["errors"]]
     assert (await hooked.get("/merchant/webhooks"))["data"] == []
 
@@ -346,8 +350,7 @@ async def test_rotated_secret_signs_beside_the_old_one_during_the_overlap(hooked
 
 async def test_delivery_is_retried_until_the_receiver_recovers(hooked: Hooked) -> None:
     # given an endpoint whose receiver fails twice, then recovers
-    endpoint = await hooked.endpoint()
-    hooked.receiver.answers = [500, 500]
+    endpoint = await hooked.endpoint(answers=[500, 500])
 
     # when an event is delivered
     await create_payment(hooked.client, hooked.member)
@@ -449,8 +452,7 @@ async def test_receivers_retry_after_is_honoured_when_longer_than_the_schedule(
 ) -> None:
     # given a receiver that is throttling: 429 with Retry-After of 1 s, far past the scaled
     # schedule's first wait (6 ms)
-    endpoint = await hooked.endpoint()
-    hooked.receiver.answers = [Reply(429, {"Retry-After": "1"})]
+    endpoint = await hooked.endpoint(answers=[Reply(429, {"Retry-After": "1"})])
 
     # when an event is delivered
     await create_payment(hooked.client, hooked.member)
@@ -465,8 +467,7 @@ async def test_receiver_can_stop_the_retries_of_a_delivery_with_the_abort_header
     hooked: Hooked,
 ) -> None:
     # given a receiver that refuses one delivery for good, and every attempt message watched
-    endpoint = await hooked.endpoint()
-    hooked.receiver.answers = [Reply(400, {"webhook-delivery": "abort"})]
+    endpoint = await hooked.endpoint(answers=[Reply(400, {"webhook-delivery": "abort"})])
     seen = await hooked.attempt_messages()
 
     # when an event is delivered
@@ -529,8 +530,7 @@ async def test_replay_of_a_delivery_sends_its_event_again_as_a_new_delivery(
     hooked: Hooked,
 ) -> None:
     # given a delivery that died (410 would disable; 400 with abort ends it)
-    endpoint = await hooked.endpoint()
-    hooked.receiver.answers = [Reply(400, {"webhook-delivery": "abort"})]
+    endpoint = await hooked.endpoint(answers=[Reply(400, {"webhook-delivery": "abort"})])
     await create_payment(hooked.client, hooked.member)
     [dead] = await hooked.settled(endpoint["id"], 1)
 
@@ -573,8 +573,7 @@ async def test_replay_of_an_event_delivers_it_to_every_endpoint_subscribed_now(
 
 async def test_recover_resends_only_the_deliveries_that_did_not_succeed(hooked: Hooked) -> None:
     # given an endpoint that took two events and refused one for good
-    endpoint = await hooked.endpoint()
-    hooked.receiver.answers = [200, Reply(400, {"webhook-delivery": "abort"}), 200]
+    endpoint = await hooked.endpoint(answers=[200, Reply(400, {"webhook-delivery": "abort"}), 200])
     for _ in range(3):
         await create_payment(hooked.client, hooked.member)
         await hooked.settled(endpoint["id"], len(hooked.receiver.received))

@@ -19,19 +19,18 @@ back as a follow-up `FundCard` that passes no gate.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from mps.actors.commits import UnitChain, follow_up
+from mps.actors.chained import AskCompany, ChainedActor, in_mode, through_gate
 from mps.actors.company.approvals import RequestApproval
 from mps.actors.company.ledger import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
-from mps.actors.runtime import AsyncioActor, Detached, Reload
+from mps.actors.runtime import AsyncioActor, Detached
 from mps.domain import issuing as rules
-from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.company import ModeSettings
@@ -39,9 +38,10 @@ from mps.domain.ids import new_id
 from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Books, Movement
 from mps.domain.money import format_money
-from mps.errors import Conflict, NotFound
+from mps.errors import Conflict
 from mps.persistence import card_store as store
 from mps.persistence.approval_store import NotApproved
+from mps.persistence.outbox import event_writes
 from mps.persistence.statements import Statement
 from mps.representations.cards import card_json
 
@@ -54,8 +54,6 @@ __all__ = [
     "UpdateCardControls",
     "WithdrawFromCard",
 ]
-
-AskCompany = Callable[[Any], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,7 @@ _EVENTS = {"freeze": "card.frozen", "unfreeze": "card.unfrozen", "terminate": "c
 _WINDOW = timedelta(days=32)
 
 
-class CardActor(AsyncioActor):
+class CardActor(ChainedActor):
     # An approved funding run a second time is refused whole by its request's guard.
     expected_errors = (*AsyncioActor.expected_errors, NotApproved)
 
@@ -137,9 +135,6 @@ class CardActor(AsyncioActor):
         # (time, amount) of approvals in the last month, and the total of every approval.
         self.recent: list[tuple[str, int]] = []
         self.spent_ever = 0
-        self._stale = False
-        # The units its turns handed over, committed one after another (mps.actors.commits).
-        self._units = UnitChain(stale=self._mark_stale)
 
     def __str__(self) -> str:
         return f"CardActor({self.card_id})"
@@ -154,14 +149,10 @@ class CardActor(AsyncioActor):
         self.recent = await store.spent_since(db, self.card_id, self.context.clock() - _WINDOW)
 
     def _require(self, mode: str | None) -> Card:
-        if self.card is None or (mode is not None and self.card.mode != mode):
-            raise NotFound("No such card")
-        return self.card
+        return in_mode(self.card, mode, "No such card")
 
     async def receive(self, message: Any) -> Any:
-        if self._stale:
-            msg = "a commit of unknown outcome"
-            raise Reload(msg)
+        self._refuse_when_stale()
         match message:
             case AuthorizeCard():
                 return self._authorize(message)
@@ -263,7 +254,7 @@ class CardActor(AsyncioActor):
                 card.mode, "card.fund", card.currency, command.amount_minor, payload,
                 command.requested_by, command.audit, command.idempotency,
             )  # fmt: skip
-            return Detached(self._through_gate(gate, replace(command, requested_by=None)))
+            return Detached(through_gate(self.company, self.actor_ref, gate, command))
         stamp = iso(self.context.clock())
         amount = command.amount_minor
         after_balance = self.balance + amount
@@ -281,17 +272,6 @@ class CardActor(AsyncioActor):
             self.balance -= amount
 
         return self._book(fund, [*events, *_idem(command.idempotency, outcome)], outcome, undo)
-
-    async def _through_gate(
-        self, gate: RequestApproval, approved: FundCard
-    ) -> CardOutcome | ApprovalRequest:
-        """Detached work: the company's approval gate; the PENDING request it made, or, when
-        none is needed, the funding made by the follow-up turn."""
-        approval: ApprovalRequest | None = await self.company(gate)
-        if approval is not None:
-            return approval
-        made: CardOutcome | ApprovalRequest = await follow_up(self.actor_ref, approved)
-        return made
 
     def _withdraw(self, command: WithdrawFromCard) -> Detached:
         card = self._require(command.mode)
@@ -340,7 +320,7 @@ class CardActor(AsyncioActor):
         idempotency: IdempotencyRecord | None,
     ) -> Detached:
         balance = 0 if after.status == "TERMINATED" else self.balance
-        events, bodies = store.card_events(after, event_types, card_json(after, balance))
+        events, bodies = event_writes(after, event_types, card_json(after, balance))
         outcome = CardOutcome(after, balance, bodies)
         statements = [store.card_update(before, after), *events, *_idem(idempotency, outcome)]
         held = self.balance
@@ -390,10 +370,6 @@ class CardActor(AsyncioActor):
 
         return Detached(self._units.submit(send, undo=undo))
 
-    def _mark_stale(self) -> None:
-        # A commit of unknown outcome: the next message goes to a fresh incarnation.
-        self._stale = True
-
 
 def _idem(record: IdempotencyRecord | None, outcome: CardOutcome) -> list[Statement]:
     return record.statements(outcome) if record is not None else []
@@ -406,4 +382,4 @@ def card_events_at(
     did not change), carrying what happened under `authorization` or `funding`."""
     key = "authorization" if event_type.startswith("card.authorization") else "funding"
     obj = {**card_json(card, balance), key: extra}
-    return store.card_events(card, (event_type,), obj, at=stamp)
+    return event_writes(card, (event_type,), obj, at=stamp)

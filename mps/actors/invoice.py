@@ -17,13 +17,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from mps.actors.commits import UnitChain
+from mps.actors.chained import ChainedActor, in_mode
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
-from mps.actors.runtime import AsyncioActor, Detached, Reload
+from mps.actors.runtime import Detached
 from mps.domain import invoices as rules
 from mps.domain.invoices import Invoice
-from mps.errors import NotFound
 from mps.persistence.invoice_store import invoice_changes, load_invoice
 from mps.representations.invoices import invoice_json
 
@@ -78,7 +77,7 @@ class MarkInvoiceOverdue:
     idempotency: IdempotencyRecord | None = None
 
 
-class InvoiceActor(AsyncioActor):
+class InvoiceActor(ChainedActor):
     def __init__(
         self,
         invoice_id: str,
@@ -92,10 +91,6 @@ class InvoiceActor(AsyncioActor):
         self.context = context
         self.hosted_url = hosted_url
         self.invoice: Invoice | None = None
-        # A commit of unknown outcome: the next message goes to a fresh incarnation.
-        self._stale = False
-        # The units its turns handed over, committed one after another (mps.actors.commits).
-        self._units = UnitChain(stale=self._mark_stale)
 
     def __str__(self) -> str:
         return f"InvoiceActor({self.invoice_id})"
@@ -104,15 +99,10 @@ class InvoiceActor(AsyncioActor):
         self.invoice = await load_invoice(self.context.database, self.company_id, self.invoice_id)
 
     def _require(self, mode: str | None) -> Invoice:
-        # Another mode's invoice is as invisible as another company's.
-        if self.invoice is None or (mode is not None and self.invoice.mode != mode):
-            raise NotFound("No such invoice")
-        return self.invoice
+        return in_mode(self.invoice, mode, "No such invoice")
 
     async def receive(self, message: Any) -> Any:
-        if self._stale:
-            msg = "a commit of unknown outcome"
-            raise Reload(msg)
+        self._refuse_when_stale()
         now = self.context.clock()
         match message:
             case MarkInvoicePaid(mode=mode):
@@ -157,7 +147,3 @@ class InvoiceActor(AsyncioActor):
             self.invoice = before
 
         return Detached(self._units.submit(send, undo=undo))
-
-    def _mark_stale(self) -> None:
-        # A commit of unknown outcome: the next message goes to a fresh incarnation.
-        self._stale = True

@@ -32,6 +32,7 @@ import asyncio
 import contextlib
 import logging
 
+from mps.actors.background import BackgroundLoop
 from mps.actors.context import ActorContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -47,7 +48,7 @@ MAX_ROWS = 1000
 CAPACITY = 50_000
 
 
-class KeyUsage:
+class KeyUsage(BackgroundLoop):
     """Owned by the composition root: `start` after the writer is up, `close` before it stops.
     Every method runs on the event loop; `record` never awaits."""
 
@@ -66,7 +67,6 @@ class KeyUsage:
         self._rows: list[KeyLogRow] = []
         self._last_used: dict[str, str] = {}  # key id -> latest use not yet written
         self._full = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self.dropped = 0
         self._dropped_reported = 0
 
@@ -128,16 +128,10 @@ class KeyUsage:
                 logger.warning("%d API-key request log rows may not have been written", lost)
                 raise
 
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="KeyUsage")
-
     async def close(self) -> None:
         """Stop the loop and write what is left. A flush cut short by the cancel still lands:
         its commit is queued at the writer, which finishes its queue before it stops."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await super().close()
         try:
             await self.flush()
         except Exception:

@@ -23,6 +23,7 @@ from mps.cluster.membership import Membership
 from mps.cluster.peers import NotRun, PeerClient, PeerKey
 from mps.cluster.queues import FAILED, HTTP, STARTED, shard_queue
 from mps.cluster.timings import ClusterTimings
+from mps.cluster.versions import UnspokenVersion, Versions
 from mps.domain.ids import random_base62
 from mps.errors import Unavailable
 
@@ -68,6 +69,10 @@ class Asks:
     peers: PeerClient
     peer_address: str | None
     peer_port: int | None
+    # The peer protocol versions this node speaks, and the peers (with their versions) and frame
+    # versions already named in a WARNING for sharing none with it.
+    protocol: Versions
+    _unspoken: set[tuple[str, Versions]]
     connected: bool
     asked: int
     _peer_local: str | None
@@ -114,7 +119,11 @@ class Asks:
         queue when none does (the shard is between owners, its owner drains) or the node named
         did not run it (the shard moved on since; it refused our signature; it could not be
         reached). The queue then brings it to whoever owns the shard, once it does: a request
-        never runs on a node that does not own its shard, and is never sent on a second hop."""
+        never runs on a node that does not own its shard, and is never sent on a second hop.
+
+        Written in the highest peer protocol version this node and the owner both speak, read
+        from the owner's heartbeat; to an owner that shares none (mps.cluster.versions) nothing
+        is sent, and the client gets 503 with Retry-After."""
         deadline = time.monotonic() + self.timings.forward_within
         passed = replace(
             passed, deadline_ms=int((time.time() + self.timings.forward_within) * 1000)
@@ -139,16 +148,33 @@ class Asks:
         within = deadline - started
         owner = self.membership.owner_of(index, started)
         if owner is not None and owner.peer is not None:
+            version = self.protocol.agree(owner.protocol)
+            if version is None:
+                # Neither the peer listener nor the queue (whose consumer is that owner) would
+                # carry a frame the owner can read: nothing is sent, so a retry is safe.
+                self.warn_unspoken(owner.node, owner.peer, owner.protocol)
+                msg = (
+                    "the node that serves this account runs a release this node cannot pass "
+                    "requests to; retry"
+                )
+                raise Unavailable(msg)
             try:
-                return await self._run_on_peer(owner.node, index, owner.peer, passed, within)
+                return await self._run_on_peer(
+                    owner.node, index, owner.peer, passed, within, version
+                )
             except NotRun as exc:
                 logger.info("passing a request through the broker: %s", exc)
             within = deadline - time.monotonic()
             if within <= 0:
                 msg = "the node that serves this account did not answer in time; retry"
                 raise Unavailable(msg)
+        # Whoever the broker makes the shard's consumer reads it: the version every node heard
+        # speaks (during a roll, the older release's).
+        version = self.membership.common_version(self.protocol, time.monotonic())
         try:
-            answer = await self.ask(index, HTTP, passed.encode(), within)
+            answer = await self.ask(
+                index, HTTP, passed.encode(version or self.protocol.high), within
+            )
         except OwnerLost:
             msg = f"the node that served this account lost it while running it; {MAY_HAVE_RUN}"
             raise Unavailable(msg) from None
@@ -158,7 +184,7 @@ class Asks:
         return Answer.decode(answer)
 
     async def _run_on_peer(
-        self, node: str, index: int, address: str, passed: Passed, within: float
+        self, node: str, index: int, address: str, passed: Passed, within: float, version: int
     ) -> Answer:
         """`peers.run`, cut short with `Unavailable` when another node takes shard `index`
         meanwhile (`_fail_orphans`): a hung owner's kernel still takes the request, and nothing
@@ -171,10 +197,10 @@ class Asks:
         its owner be lost; the cancellation is told apart from any other by `_cut`."""
         task = asyncio.current_task()
         if task is None:  # pragma: no cover - always called from a request's task
-            return await self.peers.run(address, passed, within=within)
+            return await self.peers.run(address, passed, within=within, version=version)
         self._on_peers[task] = (node, index)
         try:
-            return await self.peers.run(address, passed, within=within)
+            return await self.peers.run(address, passed, within=within, version=version)
         except asyncio.CancelledError:
             if task not in self._cut:
                 raise
@@ -184,6 +210,36 @@ class Asks:
         finally:
             self._on_peers.pop(task, None)
             self._cut.discard(task)
+
+    def warn_unspoken(self, node: str, peer: str | None, versions: Versions) -> None:
+        """Say once per peer and versions that it shares no peer protocol version with this
+        node: requests for its shards are answered 503 until one of the two is upgraded."""
+        if (node, versions) in self._unspoken:
+            return
+        self._unspoken.add((node, versions))
+        logger.warning(
+            "peer node %s at %s speaks peer protocol version %s and this node %s: with no "
+            "version in common, requests for its shards are answered 503 until one of them "
+            "runs a release that shares one (a release and the next always do)",
+            node,
+            peer or "(no peer listener)",
+            versions,
+            self.protocol,
+        )
+
+    def warn_unreadable(self, version: int | None) -> None:
+        """Say once per version that a frame came through the broker in a version this node
+        does not speak (its asker runs a release two or more apart)."""
+        heard = ("(through the broker)", Versions(version or 0, version or 0))
+        if heard in self._unspoken:
+            return
+        self._unspoken.add(heard)
+        logger.warning(
+            "a request through the broker (a passed request, a lease) is in peer protocol "
+            "version %s, which this node (speaking %s) cannot read: not run",
+            version,
+            self.protocol,
+        )
 
     async def ask(self, index: int, kind: str, body: bytes, within: float) -> bytes:
         """Send a request of `kind` to the owner of shard `index`; its answer's body. Raises
@@ -307,6 +363,11 @@ class Asks:
             return
         try:
             answer = await service(message.body)
+        except UnspokenVersion:
+            # Said once already (warn_unreadable); answered at once, so the asker falls back
+            # now instead of at its deadline.
+            await self._reply(message, b"", kind=FAILED)
+            return
         except Exception:
             logger.exception("a %s request to this node failed", message.type)
             return
@@ -332,6 +393,18 @@ class Asks:
         within = (deadline / 1000 if isinstance(deadline, int) else 0) - time.time()
         if within <= 0 or message.reply_to is None:
             return  # the asker gave up already
+        try:
+            passed, version = Passed.read(message.body)
+        except Exception:
+            # Whatever the frame's fault, the asker is told at once rather than left waiting.
+            logger.exception("a request passed to this node could not be read")
+            await self._reply(message, b"", kind=FAILED)
+            return
+        if version is None or not self.protocol.accepts(version):
+            # Written for nodes of another release: not run, and the asker answers 503.
+            self.warn_unreadable(version)
+            await self._reply(message, b"", kind=FAILED)
+            return
         # Tell the asker who runs it: should this node die, the asker stops waiting for it.
         await self._reply(message, self.node_id.encode(), kind=STARTED)
         try:
@@ -341,7 +414,7 @@ class Asks:
             # Through this node's own peer listener, as any passed request: its HTTP stack runs
             # it, and refuses it (not run) if the shard moved away meanwhile.
             answer = await self.peers.run(
-                self._peer_local, Passed.decode(message.body), within=within
+                self._peer_local, passed, within=within, version=self.protocol.high
             )
         except NotRun as exc:
             logger.info("a request passed to this node did not run: %s", exc)
@@ -351,4 +424,5 @@ class Asks:
             logger.exception("a request passed to this node failed")
             await self._reply(message, b"", kind=FAILED)
             return
-        await self._reply(message, answer.encode())
+        # In the version asked, which the asker reads.
+        await self._reply(message, answer.encode(version))

@@ -8,8 +8,11 @@ answer back whole (status, headers, body). The client therefore gets the owner's
 byte.
 
 Through the broker both travel as one binary frame: a 4-byte length, a small JSON head, then the
-body as is. The owner trusts the forwarded client address and request id only from a request
-that arrived on its peer listener signed with the cluster's secret (`mps.http.forwarded`).
+body as is. The head's `"v"` is the frame's peer protocol version (mps.cluster.versions; a head
+without one is version 1, as the release before versions wrote it); an answer is written in the
+version of the request it answers. The owner trusts the forwarded client address and request id
+only from a request that arrived on its peer listener signed with the cluster's secret
+(`mps.http.forwarded`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Any
 
 import orjson
 from aiohttp import hdrs
+
+from mps.cluster.versions import CURRENT, VERSION, frame_version
 
 __all__ = [
     "FORWARDED_FOR",
@@ -68,6 +73,7 @@ _NOT_COPIED = frozenset(
         DEADLINE,
         PEER_ANSWER,
         NOT_RUN,
+        VERSION,
     )
 )
 _LENGTH = struct.Struct(">I")
@@ -108,8 +114,9 @@ class Passed:
     # When the asking node gives up on it (Unix time, whole milliseconds); None: no deadline.
     deadline_ms: int | None = None
 
-    def encode(self) -> bytes:
+    def encode(self, version: int = CURRENT) -> bytes:
         head = {
+            "v": version,
             "m": self.method,
             "p": self.path,
             "h": self.headers,
@@ -121,8 +128,15 @@ class Passed:
 
     @classmethod
     def decode(cls, data: bytes) -> Passed:
+        return cls.read(data)[0]
+
+    @classmethod
+    def read(cls, data: bytes) -> tuple[Passed, int | None]:
+        """The request a frame holds, and the version it is written in (None: the head names
+        something that is not a version). Every version so far lays the head out alike, so the
+        request is read whatever the version; the caller refuses one it does not speak."""
         head, body = _unframe(data)
-        return cls(
+        passed = cls(
             method=str(head["m"]),
             path=str(head["p"]),
             headers=[(str(k), str(v)) for k, v in head["h"]],
@@ -131,6 +145,7 @@ class Passed:
             request_id=str(head["r"]),
             deadline_ms=int(head["d"]) if isinstance(head.get("d"), int) else None,
         )
+        return passed, frame_version(head)
 
 
 @dataclass(frozen=True)
@@ -141,8 +156,8 @@ class Answer:
     headers: list[tuple[str, str]]
     body: bytes
 
-    def encode(self) -> bytes:
-        return _frame({"s": self.status, "h": self.headers}, self.body)
+    def encode(self, version: int = CURRENT) -> bytes:
+        return _frame({"v": version, "s": self.status, "h": self.headers}, self.body)
 
     @classmethod
     def decode(cls, data: bytes) -> Answer:

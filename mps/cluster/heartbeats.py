@@ -19,6 +19,7 @@ from mps.actors.shards import ShardRouter
 from mps.cluster.membership import Heartbeat, Membership
 from mps.cluster.queues import HEARTBEAT_KEY, PROBE, shard_queue
 from mps.cluster.timings import ClusterTimings
+from mps.cluster.versions import Versions
 
 # The node's log, whichever part of it writes.
 logger = logging.getLogger("mps.cluster.node")
@@ -37,6 +38,10 @@ class Heartbeats:
     timings: ClusterTimings
     membership: Membership
     peer_address: str | None
+    # The peer protocol versions this node speaks (mps.cluster.versions), and the nodes (with
+    # the versions they spoke) already named in a WARNING for sharing none with it.
+    protocol: Versions
+    _unspoken: set[tuple[str, Versions]]
     draining: bool
     connected: bool
     round_trip: float | None
@@ -52,6 +57,8 @@ class Heartbeats:
         def _fail_orphans(self, now: float) -> None: ...
 
         async def _hand_over(self, index: int, *, again: bool) -> None: ...
+
+        def warn_unspoken(self, node: str, peer: str | None, versions: Versions) -> None: ...
 
     async def _beat(self) -> None:
         while True:
@@ -69,7 +76,11 @@ class Heartbeats:
         if self._exchange is None or not self.connected:
             return
         beat = Heartbeat(
-            self.node_id, frozenset(self.router.owned), self.draining, peer=self.peer_address
+            self.node_id,
+            frozenset(self.router.owned),
+            self.draining,
+            peer=self.peer_address,
+            protocol=self.protocol,
         )
         started = time.monotonic()
         await self._exchange.publish(
@@ -90,6 +101,8 @@ class Heartbeats:
             self.heard_self_at = now
             return
         before = self.membership.saw(beat)
+        if self.protocol.agree(beat.protocol) is None:
+            self.warn_unspoken(beat.node, beat.peer, beat.protocol)
         if before is not None and before.draining:
             # It left cleanly (a restart, an upgrade) and is back: nothing was lost.
             logger.info("peer node %s at %s rejoined the cluster", beat.node, beat.peer)

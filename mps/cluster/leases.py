@@ -5,6 +5,10 @@ through the shard's queue, as they pass requests on.
 When the owner cannot be asked (the broker is away, the shard is moving), a node still must not
 let a user past the limit: it then grants from a ledger of its own, holding the key to its part
 of the limit (the limit divided by the nodes it knows of), so the nodes together stay within it.
+
+A lease's request and answer name their peer protocol version (`"v"`, mps.cluster.versions; none
+is version 1). An owner that does not speak the request's version grants nothing and answers
+nothing: the asker falls back to its own part, as when the owner cannot be asked.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import time
 import orjson
 
 from mps.cluster.node import ClusterNode
+from mps.cluster.versions import UnspokenVersion, frame_version
 from mps.domain.shards import shard_of
 from mps.errors import Unavailable
 from mps.limits import Grant, Limit, QuotaLedger
@@ -40,8 +45,11 @@ class ClusterAuthority:
         index = shard_of(key, self._node.router.shard_count)
         if self._node.router.owns_shard(index):
             return self._ledger.grant(limit, key, want, self._nodes())
+        now = time.monotonic()
+        version = self._node.membership.common_version(self._node.protocol, now)
         request = orjson.dumps(
             {
+                "v": version or self._node.protocol.high,
                 "limit": {"name": limit.name, "limit": limit.limit, "period": limit.period},
                 "key": key,
                 "want": want,
@@ -62,11 +70,17 @@ class ClusterAuthority:
 
     async def _serve(self, body: bytes) -> bytes:
         request = orjson.loads(body)
+        version = frame_version(request)
+        if not self._node.protocol.accepts(version):
+            self._node.warn_unreadable(version)
+            msg = f"a lease request in peer protocol version {version}, which this node cannot read"
+            raise UnspokenVersion(msg)
         spec = request["limit"]
         limit = Limit(str(spec["name"]), int(spec["limit"]), float(spec["period"]))
         grant = self._ledger.grant(limit, str(request["key"]), int(request["want"]), self._nodes())
         return orjson.dumps(
             {
+                "v": version,
                 "granted": grant.granted,
                 "remaining": grant.remaining,
                 "reset_in": grant.reset_in,

@@ -11,6 +11,12 @@ itself (the broker does); a wrong view only delays balancing, sends a needless p
 request to a node that no longer owns its shard, which does not run it (the asker then passes it
 through the broker).
 
+A heartbeat also says which peer protocol versions its node speaks (mps.cluster.versions): a
+node passes requests to another at the highest version both speak, read from here, and to none
+that shares no version with it. The heartbeat's own fields (node, owned, draining, peer) keep
+their meaning in every version, so that nodes of any two releases still see each other's shards
+and balance them.
+
 A node that stops beating for `timeout` is taken for gone (`departures` reports it once, with
 its last heartbeat: its peer listener and the shards it claimed), and one heard again after that
 for back (`saw` says so): the node logs both (mps.cluster.heartbeats), at WARNING unless the node
@@ -21,6 +27,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+
+from mps.cluster.versions import V1, Versions
 
 __all__ = ["Heartbeat", "Membership"]
 
@@ -33,6 +41,8 @@ class Heartbeat:
     seen_at: float = 0.0
     # Where the node's peer listener is ("host:port"); None until it listens.
     peer: str | None = None
+    # The peer protocol versions the node speaks; a heartbeat without them is version 1's.
+    protocol: Versions = V1
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -40,6 +50,7 @@ class Heartbeat:
             "owned": sorted(self.owned),
             "draining": self.draining,
             "peer": self.peer,
+            "protocol": self.protocol.to_json(),
         }
 
     @classmethod
@@ -51,6 +62,7 @@ class Heartbeat:
             draining=bool(data.get("draining")),
             seen_at=seen_at,
             peer=str(data["peer"]) if data.get("peer") else None,
+            protocol=Versions.from_json(data.get("protocol")),
         )
 
 
@@ -124,6 +136,15 @@ class Membership:
             ):
                 return heartbeat
         return None
+
+    def common_version(self, mine: Versions, now: float) -> int | None:
+        """The highest version this node (speaking `mine`) and every other node heard from
+        within `timeout` speak: what a frame whose reader is not known in advance (one sent
+        through a shard's queue) is written in. None when there is none."""
+        low, high = mine.low, mine.high
+        for heartbeat in self.others(now):
+            low, high = max(low, heartbeat.protocol.low), min(high, heartbeat.protocol.high)
+        return high if high >= low else None
 
     def claimed_by_another(self, index: int, node: str, now: float) -> bool:
         """Whether a node other than `node`, heard from within `timeout` and not draining,

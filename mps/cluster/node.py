@@ -64,6 +64,7 @@ from mps.cluster.ownership import Ownership, TakeShard
 from mps.cluster.peers import PeerClient, PeerKey
 from mps.cluster.queues import HEARTBEAT_KEY, HTTP, cluster_exchange, delete_cluster, shard_queue
 from mps.cluster.timings import ClusterTimings
+from mps.cluster.versions import SPOKEN, Versions
 from mps.errors import ShardMoved, Unavailable
 
 __all__ = [
@@ -106,6 +107,11 @@ class ClusterNode(Ownership, Heartbeats, Asks):
         self.timings = timings or ClusterTimings()
         # Passes requests straight to their owners; signs and checks with the cluster's secret.
         self.peers = PeerClient(PeerKey(secret))
+        # The peer protocol versions this node speaks (this release's; a test may make a node
+        # speak others, as a release to come would), and the peers already warned about for
+        # sharing none with it (mps.cluster.versions).
+        self.protocol: Versions = SPOKEN
+        self._unspoken: set[tuple[str, Versions]] = set()
         # This node's peer listener: as other nodes reach it (in heartbeats), and as it reaches
         # itself (to run what the broker brings).
         self.peer_address: str | None = None

@@ -16,6 +16,12 @@ Both sides prove they hold the cluster's secret (`MPS_CLUSTER_SECRET`):
 - the owner signs its answer: `X-Mps-Peer-Answer` over the request's signature, the status and
   whether it ran the request. An answer without it is not believed (503 to the client).
 
+Each request names the peer protocol version it is written in (`X-Mps-Peer-Version`, agreed
+from the owner's heartbeat: mps.cluster.versions), and the answer the same; a request without
+one is version 1, which a node of the release before versions sends. A node refuses (403, nothing
+run) a request in a version it does not speak. Version 1's signatures do not cover the version:
+a later version that needs them to says so in its own MAC.
+
 The body and the other headers are not signed: whoever can change bytes between two nodes can
 also read the sessions and cards they carry, which only a private network (or TLS under it)
 protects. The signatures keep anyone who can merely connect to a peer listener from having a
@@ -24,9 +30,9 @@ request served as passed (its rate limits skipped, its client address and reques
 What can happen to a request passed on, and what the asker does:
 
 - the owner answers: its answer, byte for byte;
-- the owner did not run it (the shard moved away; it refused our signature; the connection
-  could not be opened, so nothing was sent): `NotRun`, and the asker passes it through the
-  broker instead (mps.cluster.node), which reaches whoever owns the shard now;
+- the owner did not run it (the shard moved away; it refused our signature or our version; the
+  connection could not be opened, so nothing was sent): `NotRun`, and the asker passes it
+  through the broker instead (mps.cluster.node), which reaches whoever owns the shard now;
 - the connection drops once the request is sent, or no answer comes in time: `Unavailable`
   (503, Retry-After). The request may or may not have run; an Idempotency-Key retry is answered
   once either way.
@@ -55,6 +61,7 @@ from mps.cluster.forwarding import (
     Passed,
     copied,
 )
+from mps.cluster.versions import CURRENT, VERSION
 from mps.errors import Unavailable
 
 __all__ = [
@@ -62,6 +69,7 @@ __all__ = [
     "REFUSED",
     "SHARD_MOVED",
     "SIGNED_WITHIN",
+    "UNSPOKEN",
     "NotRun",
     "PeerClient",
     "PeerKey",
@@ -70,9 +78,10 @@ __all__ = [
 # A signed request is accepted this long either side of its time: the nodes' clocks must agree
 # to within it (NTP), and a captured request can be replayed to nobody after it.
 SIGNED_WITHIN = 30.0
-# Values of NOT_RUN: the owner refused the request's signature, does not own its shard, or got
-# it after the asking node's deadline.
+# Values of NOT_RUN: the owner refused the request's signature, or its version; does not own
+# its shard; or got it after the asking node's deadline.
 REFUSED = "refused"
+UNSPOKEN = "version"
 SHARD_MOVED = "shard-moved"
 EXPIRED = "expired"
 
@@ -162,23 +171,37 @@ class PeerClient:
         self.in_flight = 0
         self._session: aiohttp.ClientSession | None = None
 
-    async def run(self, address: str, passed: Passed, *, within: float) -> Answer:
-        """The answer of the node at `address` ("host:port") to `passed`. Raises `NotRun` when
-        that node did not run it, `Unavailable` when it may have but no answer came."""
-        answer, not_run = await self.exchange(address, passed, within=within)
+    async def run(
+        self, address: str, passed: Passed, *, within: float, version: int = CURRENT
+    ) -> Answer:
+        """The answer of the node at `address` ("host:port") to `passed`, sent in peer protocol
+        `version`. Raises `NotRun` when that node did not run it, `Unavailable` when it may
+        have but no answer came."""
+        answer, not_run = await self.exchange(address, passed, within=within, version=version)
         if not_run:
             msg = f"the node at {address} did not run the request ({not_run})"
             raise NotRun(msg)
         return answer
 
     async def exchange(
-        self, address: str, passed: Passed, *, within: float, signature: str | None = None
+        self,
+        address: str,
+        passed: Passed,
+        *,
+        within: float,
+        signature: str | None = None,
+        version: int = CURRENT,
     ) -> tuple[Answer, str]:
         """The answer of the node at `address`, and why it did not run the request ("" when it
         did). `signature` replaces this node's own, "" sends none (for tests of the listener's
         refusals)."""
         sign = self.key.sign_request(passed) if signature is None else signature
-        headers = [*passed.headers, (FORWARDED_REQUEST_ID, passed.request_id)]
+        headers = [
+            # A node of the release before versions passes the client's own version header on.
+            *((name, value) for name, value in passed.headers if name.lower() != VERSION.lower()),
+            (VERSION, str(version)),
+            (FORWARDED_REQUEST_ID, passed.request_id),
+        ]
         if sign:
             headers.append((PEER_SIGNATURE, sign))
         if passed.client is not None:
@@ -218,10 +241,11 @@ class PeerClient:
         proof = response.headers.get(PEER_ANSWER)
         mac = sign.partition(" ")[2]
         if proof is None or not self.key.answer_ok(mac, response.status, not_run, proof):
-            if not_run == REFUSED:
-                # The owner could not check our signature (another secret, a clock apart), so
-                # it cannot sign its refusal for us either; it ran nothing.
-                return Answer(response.status, [], body), REFUSED
+            if not_run in (REFUSED, UNSPOKEN):
+                # The owner could not check our signature (another secret, a clock apart), or
+                # does not speak our version, so it cannot sign its refusal for us either; it
+                # ran nothing.
+                return Answer(response.status, [], body), not_run
             msg = "the node that serves this account answered without proof; retry"
             raise Unavailable(msg)
         return Answer(response.status, copied(response.raw_headers), body), not_run

@@ -38,6 +38,7 @@ __all__ = [
     "smtp_url",
     "trusted_proxies",
     "webhook_concurrency",
+    "worker_port",
     "workers",
 ]
 
@@ -208,6 +209,14 @@ def peer_port(value: str | None, service_port: int) -> int:
     return _port_beside_service(
         value, "MPS_PEER_PORT", "0 to 65535; 0: any free port", 0, service_port
     )
+
+
+def worker_port(value: str | None, service_port: int) -> int | None:
+    """MPS_WORKER_PORT: the first of the workers' own ports (mps.workers says which each
+    takes); None when unset."""
+    if not value:
+        return None
+    return _port_beside_service(value, "MPS_WORKER_PORT", "1 to 65535", 1, service_port)
 
 
 def _port_beside_service(value: str, name: str, bounds: str, lowest: int, service_port: int) -> int:

@@ -38,6 +38,9 @@ environment only (docs/operations.md explains each):
     MPS_PEER_HOST                the peer listener's address (default: the host)
     MPS_PEER_PORT                the peer listener's port (default 0: any free port)
     MPS_PEER_ADVERTISE           the host other nodes reach the peer listener at
+    MPS_WORKER_PORT              with --workers N, worker i also listens on this port + i - 1,
+                                 its own address for a shard-aware balancer (default: none;
+                                 a single node ignores it)
     MPS_HEARTBEAT_INTERVAL       seconds between a node's heartbeats (1)
     MPS_NODE_TIMEOUT             seconds of silence before a peer is taken for gone (3.5;
                                  more than the heartbeat interval)

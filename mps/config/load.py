@@ -130,6 +130,7 @@ def load_settings(argv: Sequence[str], env: Mapping[str, str]) -> Settings:
         node_timeout=node_timeout,
         forward_within=forward_within,
         workers=workers,
+        worker_port=checks.worker_port(env.get("MPS_WORKER_PORT"), port),
         object_storage_url=args.object_storage_url
         or env.get("MPS_OBJECT_STORAGE_URL")
         or (data_dir / "objects").absolute().as_uri(),

@@ -133,6 +133,11 @@ class Settings:
     # Cluster members this host runs, sharing its port (`run.py --workers N`, mps.workers): 1
     # serves in this process; more makes it the workers' supervisor. Needs Postgres and AMQP.
     workers: int = 1
+    # A worker's own port, besides the port the workers share (MPS_WORKER_PORT, mps.workers):
+    # the address a shard-aware balancer reaches this worker at. The supervisor gives worker i
+    # MPS_WORKER_PORT + i - 1; only a worker listens on it (mps.serve), a single node ignores it.
+    # None: no own port.
+    worker_port: int | None = None
 
     def __post_init__(self) -> None:
         if self.cluster and not is_amqp(self.broker_url):

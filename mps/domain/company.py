@@ -7,9 +7,21 @@ from typing import Any
 
 from mps.domain.money import DEFAULT_CURRENCIES
 
-__all__ = ["MODES", "Company", "ModeSettings"]
+__all__ = ["MODES", "Company", "InMode", "ModeSettings"]
 
 MODES = ("test", "live")
+
+
+class InMode:
+    """A base for whatever belongs to one of a company's modes (a payment, a card, an API key's
+    caller): `livemode`, as the API shows the mode."""
+
+    __slots__ = ()
+    mode: str
+
+    @property
+    def livemode(self) -> bool:
+        return self.mode == "live"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime, time, timedelta
 
 from mps.domain.clock import iso
+from mps.domain.company import InMode
 from mps.errors import Conflict
 
 __all__ = [
@@ -65,7 +66,7 @@ class TimelineEntry:
 
 
 @dataclass(frozen=True)
-class Invoice:
+class Invoice(InMode):
     id: str
     company_id: str
     mode: str
@@ -95,10 +96,6 @@ class Invoice:
     email_error: str | None = None
     # New entries of the transition that made this snapshot (the stored timeline holds the rest).
     new_entries: tuple[TimelineEntry, ...] = field(default=(), compare=False)
-
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
 
     @property
     def overdue_from(self) -> str | None:

@@ -36,6 +36,7 @@ from typing import Any
 
 from mps.domain.cards import luhn_valid
 from mps.domain.clock import iso
+from mps.domain.company import InMode
 from mps.domain.merchant_categories import CATEGORIES
 from mps.domain.money import format_money, parse_amount_minor
 from mps.errors import Conflict, FieldError, ValidationFailed
@@ -114,7 +115,7 @@ class Controls:
 
 
 @dataclass(frozen=True)
-class Card:
+class Card(InMode):
     id: str
     company_id: str
     mode: str
@@ -133,10 +134,6 @@ class Card:
     created_at: str
     updated_at: str
     version: int = 1
-
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from mps.domain.clock import iso, parse_iso
+from mps.domain.company import InMode
 from mps.errors import Conflict, RateLimited
 
 __all__ = [
@@ -72,7 +73,7 @@ class NewPayment:
 
 
 @dataclass(frozen=True)
-class Payment:
+class Payment(InMode):
     id: str
     company_id: str
     mode: str
@@ -112,10 +113,6 @@ class Payment:
         payment = object.__new__(cls)
         payment.__dict__.update(fields)
         return payment
-
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
 
     def is_due_to_expire(self, now: datetime) -> bool:
         return (

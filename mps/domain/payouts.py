@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from mps.domain.clock import iso
+from mps.domain.company import InMode
 from mps.errors import Conflict
 
 __all__ = [
@@ -39,7 +40,7 @@ PAYOUT_SCHEDULES = ("manual", "daily", "weekly")
 
 
 @dataclass(frozen=True)
-class BankAccount:
+class BankAccount(InMode):
     id: str
     company_id: str
     mode: str
@@ -52,13 +53,9 @@ class BankAccount:
     created_at: str
     deleted_at: str | None = None
 
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
-
 
 @dataclass(frozen=True)
-class Payout:
+class Payout(InMode):
     id: str
     company_id: str
     mode: str
@@ -75,10 +72,6 @@ class Payout:
     arrival_at: str | None = None
     # When the bank takes the next step of an open payout (mps.actors.schedulers.money).
     next_step_at: str | None = None
-
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
 
 
 def create(

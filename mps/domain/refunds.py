@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from mps.domain.clock import iso
+from mps.domain.company import InMode
 from mps.domain.money import format_money
 from mps.domain.payments import Event, Payment
 from mps.errors import Conflict
@@ -40,7 +41,7 @@ REFUNDABLE = ("PAID", "PARTIAL_REFUND")
 
 
 @dataclass(frozen=True)
-class Refund:
+class Refund(InMode):
     id: str
     company_id: str
     mode: str
@@ -57,10 +58,6 @@ class Refund:
     # The part of the reservation taken from pending (mps.domain.ledger).
     from_pending_minor: int = 0
     completed_at: str | None = None
-
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
 
 
 @dataclass(frozen=True)

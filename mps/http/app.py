@@ -20,7 +20,7 @@ from mps.http.pipeline import MAX_BODY, endpoint
 from mps.http.request_metrics import request_metrics
 from mps.http.routing import Route
 from mps.http.security import secure_response
-from mps.http.shutdown import SHUTDOWN, Shutdown
+from mps.http.shutdown import SHUTDOWN, Shutdown, close_when_stopping
 from mps.metrics import Metrics
 
 __all__ = ["create_app", "is_loopback_request"]
@@ -72,6 +72,7 @@ def create_app(
     app[SHUTDOWN] = Shutdown()
     # Security headers on every response the app prepares (mps.http.security says why a signal).
     app.on_response_prepare.append(secure_response)
+    app.on_response_prepare.append(close_when_stopping)
     for route in chosen:
         app.router.add_route(route.method, route.full_path, endpoint(route))
     if scrape is not None:

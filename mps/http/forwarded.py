@@ -5,7 +5,8 @@ secret (mps.cluster.peers). It is then served as the client's own request: its c
 and request id are the ones the first node saw, and it is not counted against rate limits or
 logged as API-key use a second time (the first node did both). The peer listener serves nothing
 else: a request there without a valid signature (none, a wrong one, a stale one, a replay) is
-refused with 403 before anything runs. On the public listener the same headers mean nothing,
+refused with 403 before anything runs, and so is one in a peer protocol version this node does
+not speak (mps.cluster.versions). On the public listener the same headers mean nothing,
 whatever they carry: the client is served as the address it connects from.
 
 `passed_middleware` runs before the envelope middleware, so everything after it (the envelope,
@@ -35,7 +36,8 @@ from mps.cluster.forwarding import (
     NOT_RUN,
     PEER_ANSWER,
 )
-from mps.cluster.peers import EXPIRED, REFUSED, SHARD_MOVED
+from mps.cluster.peers import EXPIRED, REFUSED, SHARD_MOVED, UNSPOKEN
+from mps.cluster.versions import VERSION, header_version
 from mps.http.keys import PASSED, SERVICES
 
 __all__ = [
@@ -72,6 +74,15 @@ async def passed_middleware(request: web.Request, handler: Handler) -> web.Strea
         return await handler(request)
     request[PEER_CALL] = True
     path = request.rel_url.raw_path_qs
+    if not cluster.protocol.accepts(header_version(request.headers)):
+        return web.json_response(
+            {
+                "code": "peer_refused",
+                "message": f"This node speaks peer protocol version {cluster.protocol}",
+            },
+            status=403,
+            headers={NOT_RUN: UNSPOKEN},
+        )
     signature = cluster.peer_key.admit(request.headers, request.method, path)
     if signature is None:
         return web.json_response(
@@ -111,6 +122,10 @@ async def sign_peer_answer(request: web.Request, response: web.StreamResponse) -
     not_run = EXPIRED if request.get(_EXPIRED) else SHARD_MOVED if request.get(NOT_RUN_HERE) else ""
     if not_run:
         response.headers[NOT_RUN] = not_run
+    if VERSION in request.headers:
+        # In the version asked; an asker of the release before versions asked in none, and
+        # gets an answer in none, which it would otherwise pass on to its client.
+        response.headers[VERSION] = str(header_version(request.headers))
     response.headers[PEER_ANSWER] = cluster.peer_key.sign_answer(
         signature, response.status, not_run
     )

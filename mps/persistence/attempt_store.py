@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from mps.errors import StaleWrite
 from mps.persistence.database import Database, IntegrityConflict
+from mps.persistence.rows import from_row, to_row
 from mps.persistence.statements import Row, Statement, insert
 
 __all__ = [
@@ -58,35 +59,13 @@ class StoredAttempt:
 
 
 def _attempt(row: Row) -> StoredAttempt:
-    return StoredAttempt(
-        id=row["id"],
-        company_id=row["company_id"],
-        payment_id=row["payment_id"],
-        retry_key=row["retry_key"],
-        child_id=row["child_id"],
-        email=row["email"],
-        phone=row["phone"],
-        status=row["status"],
-        created_at=row["created_at"],
-    )
+    return from_row(StoredAttempt, row)
 
 
 def attempt_insert(attempt: StoredAttempt) -> Statement:
-    row = insert(
-        "checkout_attempts",
-        {
-            "id": attempt.id,
-            "company_id": attempt.company_id,
-            "payment_id": attempt.payment_id,
-            "retry_key": attempt.retry_key,
-            "child_id": attempt.child_id,
-            "email": attempt.email,
-            "phone": attempt.phone,
-            "status": IN_FLIGHT,
-            "created_at": attempt.created_at,
-            "updated_at": attempt.created_at,
-        },
-    )
+    # Every attempt is inserted IN_FLIGHT, whatever `attempt` says.
+    columns = to_row(attempt, status=IN_FLIGHT, updated_at=attempt.created_at)
+    row = insert("checkout_attempts", columns)
     return Statement(row.sql, row.params, conflict_error=AttemptTaken)
 
 

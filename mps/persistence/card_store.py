@@ -4,24 +4,20 @@ Every statement names the company."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from datetime import datetime
-from typing import Any
 
 import orjson
 
 from mps.domain.clock import iso
 from mps.domain.issuing import Card, Controls
 from mps.persistence.database import Database, IntegrityConflict
-from mps.persistence.outbox import event_writes
-from mps.persistence.rows import from_row
+from mps.persistence.rows import from_row, to_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
     "NumberTaken",
     "authorization_insert",
     "card_balance",
-    "card_events",
     "card_from_row",
     "card_insert",
     "card_update",
@@ -44,32 +40,15 @@ class NumberTaken(IntegrityConflict):
 
 
 def card_insert(card: Card, sealed_number: str, number_hash: str, sealed_cvc: str) -> Statement:
-    row = insert(
-        "cards",
-        {
-            "id": card.id,
-            "company_id": card.company_id,
-            "mode": card.mode,
-            "version": card.version,
-            "type": card.type,
-            "cardholder_name": card.cardholder_name,
-            "nickname": card.nickname,
-            "member_id": card.member_id,
-            "brand": card.brand,
-            "last4": card.last4,
-            "number": sealed_number,
-            "number_hash": number_hash,
-            "cvc": sealed_cvc,
-            "exp_month": card.exp_month,
-            "exp_year": card.exp_year,
-            "currency": card.currency,
-            "status": card.status,
-            "controls": _controls(card),
-            "created_at": card.created_at,
-            "updated_at": card.updated_at,
-        },
+    row = to_row(
+        card,
+        controls=_controls(card),
+        number=sealed_number,
+        number_hash=number_hash,
+        cvc=sealed_cvc,
     )
-    return Statement(row.sql, row.params, conflict_error=NumberTaken)
+    statement = insert("cards", row)
+    return Statement(statement.sql, statement.params, conflict_error=NumberTaken)
 
 
 def card_update(before: Card, after: Card) -> Statement:
@@ -108,24 +87,6 @@ def authorization_insert(
             "category": category,
             "created_at": now,
         },
-    )
-
-
-def card_events(
-    card: Card,
-    types: Iterable[str],
-    obj: dict[str, Any],
-    at: str | None = None,
-) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for the card's events, each carrying `obj` (the card as the API shows
-    it, with fields such as the authorization, rendered by the caller), made `at` (the card's
-    last change by default), and the bodies a client will see."""
-    return event_writes(
-        company_id=card.company_id,
-        mode=card.mode,
-        created_at=at or card.updated_at,
-        types=types,
-        obj=obj,
     )
 
 

@@ -11,7 +11,7 @@ from mps.domain.ids import new_id
 from mps.domain.invoices import Invoice, LineItem
 from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.outbox import event_writes
-from mps.persistence.rows import from_row
+from mps.persistence.rows import columns, from_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -44,16 +44,11 @@ def invoice_from_row(row: Row) -> Invoice:
     return from_row(Invoice, row, items=items, new_entries=())
 
 
-def _columns(invoice: Invoice) -> dict[str, Any]:
-    return {
-        "status": invoice.status,
-        "paid_at": invoice.paid_at,
-        "paid_reference": invoice.paid_reference,
-        "paid_note": invoice.paid_note,
-        "voided_at": invoice.voided_at,
-        "last_sent_at": invoice.last_sent_at,
-        "updated_at": invoice.updated_at,
-    }
+# What an invoice's change of status may write.
+_CHANGING = (
+    "status", "paid_at", "paid_reference", "paid_note", "voided_at", "last_sent_at",
+    "updated_at",
+)  # fmt: skip
 
 
 def _timeline(invoice: Invoice) -> list[Statement]:
@@ -72,18 +67,6 @@ def _timeline(invoice: Invoice) -> list[Statement]:
         )
         for entry in invoice.new_entries
     ]
-
-
-def _events(
-    invoice: Invoice, types: tuple[str, ...], obj: dict[str, Any]
-) -> tuple[list[Statement], list[dict[str, Any]]]:
-    return event_writes(
-        company_id=invoice.company_id,
-        mode=invoice.mode,
-        created_at=invoice.updated_at,
-        types=types,
-        obj=obj,
-    )
 
 
 def invoice_insert(
@@ -112,10 +95,10 @@ def invoice_insert(
             "created_at": invoice.created_at,
             "email_status": invoice.email_status,
             "email_error": invoice.email_error,
-            **_columns(invoice),
+            **columns(invoice, _CHANGING),
         },
     )
-    events, bodies = _events(invoice, ("invoice.sent",), obj)
+    events, bodies = event_writes(invoice, ("invoice.sent",), obj)
     statements = [Statement(row.sql, row.params, conflict_error=NumberTaken)]
     return [*statements, *_timeline(invoice), *events], bodies
 
@@ -125,10 +108,10 @@ def invoice_changes(
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
     """The versioned update from `before` to `after`, its timeline entries and its event."""
     statements = [
-        versioned_update("invoices", "id", after.id, before.version, _columns(after)),
+        versioned_update("invoices", "id", after.id, before.version, columns(after, _CHANGING)),
         *_timeline(after),
     ]
-    events, bodies = _events(after, (event,) if event else (), obj)
+    events, bodies = event_writes(after, (event,) if event else (), obj)
     return [*statements, *events], bodies
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mps.persistence.rows import to_row
 from mps.persistence.statements import Statement, insert
 
 __all__ = ["KeyLogRow", "key_last_used", "key_log_insert"]
@@ -28,20 +29,7 @@ class KeyLogRow:
 def key_log_insert(row: KeyLogRow) -> Statement:
     # Every row has the same columns, so a flush's inserts share one SQL and go to the server
     # as one executemany.
-    return insert(
-        "api_key_logs",
-        {
-            "id": row.id,
-            "key_id": row.key_id,
-            "company_id": row.company_id,
-            "at": row.at,
-            "method": row.method,
-            "path": row.path,
-            "status_code": row.status_code,
-            "ip": row.ip,
-            "request_id": row.request_id,
-        },
-    )
+    return insert("api_key_logs", to_row(row))
 
 
 def key_last_used(key_id: str, at: str) -> Statement:

@@ -9,7 +9,7 @@ import orjson
 
 from mps.domain.ids import new_id
 from mps.domain.kyc import KycDocument, Review
-from mps.persistence.rows import from_row
+from mps.persistence.rows import from_row, to_row
 from mps.persistence.statements import Row, Statement, insert
 
 __all__ = [
@@ -27,25 +27,7 @@ def document_from_row(row: Row) -> KycDocument:
 
 
 def document_insert(document: KycDocument) -> Statement:
-    return insert(
-        "kyc_documents",
-        {
-            "id": document.id,
-            "company_id": document.company_id,
-            "mode": document.mode,
-            "type": document.type,
-            "status": document.status,
-            "file_name": document.file_name,
-            "content_type": document.content_type,
-            "size_bytes": document.size_bytes,
-            "sha256": document.sha256,
-            "storage_key": document.storage_key,
-            "sealed_key": document.sealed_key,
-            "uploaded_by": document.uploaded_by,
-            "created_at": document.created_at,
-            "reviewed_at": document.reviewed_at,
-        },
-    )
+    return insert("kyc_documents", to_row(document))
 
 
 def documents_decided(company_id: str, review: Review, now: str) -> Statement:

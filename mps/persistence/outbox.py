@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -14,6 +14,7 @@ from mps.persistence.statements import Row, Statement, WriteUnit, insert_sql
 
 __all__ = [
     "NUMBERING",
+    "Changed",
     "counter_bump",
     "event_counts",
     "event_insert",
@@ -64,20 +65,34 @@ def event_row_and_body(
     return row, body
 
 
+class Changed(Protocol):
+    """What an event is about: a payout, a refund, a card, an invoice."""
+
+    @property
+    def company_id(self) -> str: ...
+
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def updated_at(self) -> str: ...
+
+
 def event_writes(
-    *, company_id: str, mode: str, created_at: str, types: Iterable[str], obj: dict[str, Any]
+    about: Changed, types: Iterable[str], obj: dict[str, Any], *, at: str | None = None
 ) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for one object's events, each carrying `obj` (the object as the API
-    shows it), and the bodies a client will see, in the order of `types`.
+    """The outbox inserts for the events of `about`, each carrying `obj` (the object as the API
+    shows it, rendered by the caller, with fields such as a card's authorization), made `at`
+    (its last change by default), and the bodies a client will see, in the order of `types`.
 
     Each body is decoded back from its row's `data` rather than shared, so that no two events,
     nor the caller, hold the same `obj` dict: a body handed on cannot change another."""
     rows = [
         event_row(
-            company_id=company_id,
-            mode=mode,
+            company_id=about.company_id,
+            mode=about.mode,
             event_type=event_type,
-            created_at=created_at,
+            created_at=at or about.updated_at,
             obj=obj,
         )
         for event_type in types

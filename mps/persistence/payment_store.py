@@ -18,6 +18,7 @@ import orjson
 from mps.domain.payments import Event, Payment
 from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.outbox import event_insert, event_row, event_row_and_body
+from mps.persistence.rows import columns
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -78,19 +79,15 @@ def payment_from_row(row: Row) -> Payment:
     )
 
 
-def _columns(payment: Payment) -> dict[str, Any]:
-    return {
-        "status": payment.status,
-        "amount_refunded_minor": payment.amount_refunded_minor,
-        "customer_email": payment.customer_email,
-        "customer_phone": payment.customer_phone,
-        "customer_id": payment.customer_id,
-        "card_brand": payment.card_brand,
-        "card_last4": payment.card_last4,
-        "declines": orjson.dumps(list(payment.declines)).decode(),
-        "paid_at": payment.paid_at,
-        "updated_at": payment.updated_at,
-    }
+# What a payment's transition may change.
+_CHANGING = (
+    "status", "amount_refunded_minor", "customer_email", "customer_phone", "customer_id",
+    "card_brand", "card_last4", "declines", "paid_at", "updated_at",
+)  # fmt: skip
+
+
+def _columns(payment: Payment) -> Row:
+    return columns(payment, _CHANGING, declines=orjson.dumps(list(payment.declines)).decode())
 
 
 def payment_insert(payment: Payment) -> Statement:

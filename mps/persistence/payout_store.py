@@ -3,13 +3,9 @@ commits, what it loads when it activates, and the events that report payouts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_writes
-from mps.persistence.rows import from_row, to_row
+from mps.persistence.rows import columns, from_row, to_row
 from mps.persistence.statements import Row, Statement, insert, versioned_update
 
 __all__ = [
@@ -18,7 +14,6 @@ __all__ = [
     "bank_account_insert",
     "load_bank_accounts",
     "load_open_payouts",
-    "payout_events",
     "payout_from_row",
     "payout_insert",
     "payout_update",
@@ -49,14 +44,8 @@ def payout_from_row(row: Row) -> Payout:
     return from_row(Payout, row, automatic=bool(row["automatic"]))
 
 
-def _columns(payout: Payout) -> dict[str, Any]:
-    return {
-        "status": payout.status,
-        "failure_reason": payout.failure_reason,
-        "arrival_at": payout.arrival_at,
-        "next_step_at": payout.next_step_at,
-        "updated_at": payout.updated_at,
-    }
+# What a payout's step may change.
+_CHANGING = ("status", "failure_reason", "arrival_at", "next_step_at", "updated_at")
 
 
 def payout_insert(payout: Payout) -> Statement:
@@ -64,7 +53,7 @@ def payout_insert(payout: Payout) -> Statement:
 
 
 def payout_update(before: Payout, after: Payout) -> Statement:
-    return versioned_update("payouts", "id", after.id, before.version, _columns(after))
+    return versioned_update("payouts", "id", after.id, before.version, columns(after, _CHANGING))
 
 
 async def load_bank_accounts(db: Database, company_id: str) -> dict[str, BankAccount]:
@@ -80,20 +69,6 @@ async def load_open_payouts(db: Database, company_id: str) -> dict[str, Payout]:
         company_id,
     )
     return {row["id"]: payout_from_row(row) for row in rows}
-
-
-def payout_events(
-    payout: Payout, types: Iterable[str], obj: dict[str, Any]
-) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for the payout's events, each carrying `obj` (the payout as the API
-    shows it, rendered by the caller), and the bodies a client will see."""
-    return event_writes(
-        company_id=payout.company_id,
-        mode=payout.mode,
-        created_at=payout.updated_at,
-        types=types,
-        obj=obj,
-    )
 
 
 def schedule_set(company_id: str, mode: str, schedule: str, next_run_at: str | None) -> Statement:

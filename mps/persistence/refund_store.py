@@ -3,20 +3,15 @@ events that report them."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any
-
 from mps.domain.refunds import Refund
 from mps.errors import StaleWrite
 from mps.persistence.database import Database
-from mps.persistence.outbox import event_writes
-from mps.persistence.rows import from_row, to_row
+from mps.persistence.rows import columns, from_row, to_row
 from mps.persistence.statements import Row, Statement, versioned_update
 
 __all__ = [
     "RefundExceedsPayment",
     "pending_refunds",
-    "refund_events",
     "refund_from_row",
     "refund_insert",
     "refund_update",
@@ -27,13 +22,8 @@ def refund_from_row(row: Row) -> Refund:
     return from_row(Refund, row)
 
 
-def _columns(refund: Refund) -> dict[str, Any]:
-    return {
-        "status": refund.status,
-        "failure_reason": refund.failure_reason,
-        "completed_at": refund.completed_at,
-        "updated_at": refund.updated_at,
-    }
+# What settling a refund may change.
+_CHANGING = ("status", "failure_reason", "completed_at", "updated_at")
 
 
 class RefundExceedsPayment(StaleWrite):
@@ -70,7 +60,7 @@ def refund_insert(refund: Refund) -> Statement:
 
 
 def refund_update(before: Refund, after: Refund) -> Statement:
-    return versioned_update("refunds", "id", after.id, before.version, _columns(after))
+    return versioned_update("refunds", "id", after.id, before.version, columns(after, _CHANGING))
 
 
 async def pending_refunds(db: Database, company_id: str, payment_id: str) -> list[Refund]:
@@ -81,17 +71,3 @@ async def pending_refunds(db: Database, company_id: str, payment_id: str) -> lis
         company_id,
     )
     return [refund_from_row(row) for row in rows]
-
-
-def refund_events(
-    refund: Refund, types: Iterable[str], obj: dict[str, Any]
-) -> tuple[list[Statement], list[dict[str, Any]]]:
-    """The outbox inserts for the refund's events, each carrying `obj` (the refund as the API
-    shows it, rendered by the caller), and the bodies a client will see."""
-    return event_writes(
-        company_id=refund.company_id,
-        mode=refund.mode,
-        created_at=refund.updated_at,
-        types=types,
-        obj=obj,
-    )

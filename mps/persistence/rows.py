@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -10,7 +11,7 @@ from mps.persistence.statements import Row
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
-__all__ = ["from_row", "to_row"]
+__all__ = ["columns", "from_row", "to_row"]
 
 T = TypeVar("T", bound="DataclassInstance")
 
@@ -29,3 +30,9 @@ def to_row(value: DataclassInstance, **written: Any) -> Row:
     otherwise (a bool stored as an integer, a value sealed) and with any columns `written` adds.
     Shallow: a field holding a value of its own is stored as it is."""
     return {f.name: getattr(value, f.name) for f in fields(value)} | written
+
+
+def columns(value: DataclassInstance, names: Iterable[str], **written: Any) -> Row:
+    """The columns `names` of `value` (the ones a change may write), each its field of the same
+    name, but for those `written` otherwise (a value stored as JSON)."""
+    return {name: getattr(value, name) for name in names} | written

@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser, Page, Route
 
 from tests.helpers import latest_code
 from tests.pages.browser import record_violations
@@ -90,3 +91,133 @@ async def serious_accessibility_violations(page: Page) -> list[str]:
         for v in results["violations"]
         if v["impact"] in ("serious", "critical")
     ]
+
+
+async def signed_in(
+    browser: Browser, served: TestClient[Any, Any], email: str, path: str = "/dashboard"
+) -> Watched:
+    """A new watched page, signed in as `email` on `path` (see `sign_in`)."""
+    watched = await open_page(browser)
+    await sign_in(watched, served, email, path)
+    return watched
+
+
+async def make_payment_link(page: Page, amount: str, description: str) -> tuple[str, str]:
+    """Make a USD payment link on the new-payment view; its payUrl and the path of its page."""
+    await page.fill("#amount", amount)
+    await page.select_option("#currency", "USD")
+    await page.fill("#description", description)
+    await page.click("#create-payment")
+    await page.wait_for_selector("#pay-url")
+    pay_url = await page.input_value("#pay-url")
+    detail = await page.get_attribute("#created-payment", "href")
+    assert detail is not None
+    return pay_url, detail
+
+
+async def pay_at_checkout(page: Page, pay_url: str) -> None:
+    """Pay `pay_url` with the test card on the hosted checkout, as a shopper in this tab."""
+    await page.goto(pay_url)
+    await page.fill("#number", "4242 4242 4242 4242")
+    await page.fill("#expMonth", "12")
+    await page.fill("#expYear", "2099")
+    await page.fill("#cvc", "123")
+    await page.click("#submit")
+    await page.wait_for_selector("#paid")
+
+
+async def hold_payouts_above(page: Page, usd: str) -> None:
+    """On Approvals: payouts above `usd` (major units) wait for one approval."""
+    await page.click("#policy-edit-payout-create")
+    await page.check("#policy-enabled-payout-create")
+    await page.fill("#threshold-payout-create-USD", usd)
+    await page.click("#policy-save-payout-create")
+    await page.wait_for_selector("#policy-form-payout-create", state="detached")
+
+
+async def request_held_payout(page: Page, amount: str) -> None:
+    """Add a bank account in Balance, then ask for a payout of `amount` in Payouts, and see it
+    held for approval."""
+    await page.click("nav a[href='/dashboard/balance']")
+    await add_bank_account(page, "000123456789", "110000000", "US")
+    await page.click("nav a[href='/dashboard/payouts']")
+    await page.fill("#payout-amount", amount)
+    await page.click("#request-payout-submit")
+    await page.wait_for_selector("#payout-held")
+
+
+async def invite(page: Page, email: str, role_id: str) -> None:
+    """Invite `email` with the role from Team."""
+    await page.click("nav a[href='/dashboard/team']")
+    await page.fill("#invite-email", email)
+    await page.select_option("#invite-role", role_id)
+    await page.click("#invite-submit")
+    await page.wait_for_selector("#invite-sent")
+
+
+async def accept_invitation(browser: Browser, served: TestClient[Any, Any], email: str) -> Watched:
+    """The invitee opens the link mailed to `email` in a page of their own, accepts, and types
+    the code mailed to them; their page."""
+    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": email})
+    link = (await mailbox.json())["data"][0]["link"]
+    invitee = await open_page(browser)
+    await invitee.page.goto(link)
+    await invitee.page.click("#accept")
+    await invitee.page.wait_for_selector("#code-form", state="visible")
+    await invitee.page.fill("#code", await latest_code(served, email))
+    await invitee.page.click("#verify")
+    await invitee.page.wait_for_selector("#outcome-title, #sign-out")
+    return invitee
+
+
+async def approve_first_in_inbox(page: Page, comment: str) -> None:
+    """Approve, with `comment`, the first request waiting in the Approvals inbox, and see the
+    inbox empty."""
+    request_id = await page.get_attribute("#inbox li.inbox-item", "data-id")
+    await page.fill(f"#comment-{request_id}", comment)
+    await page.click(f"#approve-{request_id}")
+    await page.wait_for_selector("#inbox .empty")
+
+
+async def download(page: Page, button: str, saved: Path) -> str:
+    """Click `button`, save what it downloads as `saved`, and return its text."""
+    async with page.expect_download() as downloading:
+        await page.click(button)
+    got = await downloading.value
+    await got.save_as(saved)
+    return await asyncio.to_thread(saved.read_text, encoding="utf-8")
+
+
+async def add_bank_account(
+    page: Page, number: str, bank_code: str, country: str, currency: str | None = None
+) -> None:
+    """Add Blue Mug Coffee Ltd's bank account through the form in Balance."""
+    await page.fill("#account-holder", "Blue Mug Coffee Ltd")
+    await page.fill("#account-number", number)
+    await page.fill("#bank-code", bank_code)
+    if currency is not None:
+        await page.select_option("#account-currency", currency)
+    await page.fill("#account-country", country)
+    await page.click("#add-account-submit")
+    await page.wait_for_selector("#account-added")
+
+
+async def open_not_found(page: Page, served: TestClient[Any, Any], path: str) -> None:
+    """Open `path` straight from the address bar, and wait for the Not found view that a view
+    the member may not use shows instead."""
+    await page.goto(base_url(served) + path)
+    await page.wait_for_selector("h1:has-text('Not found')")
+
+
+async def answer_busy(route: Route) -> None:
+    """Answer the routed request as a busy service does: 503, to be tried again in a second."""
+    await route.fulfill(
+        status=503,
+        headers={"Retry-After": "1", "Content-Type": "application/json"},
+        body='{"ok": false, "statusCode": 503, "message": "Busy", "code": "unavailable"}',
+    )
+
+
+async def me_with(served: TestClient[Any, Any], token: str | None) -> ClientResponse:
+    """GET /auth/me with the session `token`: whether the service still takes it."""
+    return await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})

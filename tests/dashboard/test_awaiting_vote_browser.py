@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import open_page, photograph, sign_in
+from tests.dashboard.driving import photograph, signed_in
 from tests.helpers import Member, add_member, post_as, sign_up
 from tests.money import ACCOUNT, paid_payment
 
@@ -46,9 +46,8 @@ async def test_home_asks_only_a_member_who_can_still_vote_and_forgets_once_they_
     developer = await add_member(served, owner, "dev@example.com", "role_developer")
 
     # when an admin opens Home, the request is there
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, admin.email)
     page = watched.page
-    await sign_in(watched, served, admin.email)
     await page.wait_for_selector("#needs-me li[data-kind=approval]")
     assert request_id in await page.inner_text("#needs-me li[data-kind=approval]")
 
@@ -61,8 +60,7 @@ async def test_home_asks_only_a_member_who_can_still_vote_and_forgets_once_they_
 
     # the requester and a member without payouts:write are never asked
     for who in (owner, developer):
-        theirs = await open_page(browser)
-        await sign_in(theirs, served, who.email)
+        theirs = await signed_in(browser, served, who.email)
         await theirs.page.wait_for_selector("#needs-me li, #needs-me .empty")
         assert await theirs.page.locator("#needs-me li[data-kind=approval]").count() == 0
         assert theirs.problems == []
@@ -77,11 +75,10 @@ async def test_the_inbox_pages_what_waits_for_my_vote_by_cursor(
     await paid_payment(served, owner, "100000")
     made = await _held_payouts(served, owner, 22)
     admin = await add_member(served, owner, "admin@example.com", "role_admin")
-    watched = await open_page(browser)
-    page = watched.page
 
     # when the admin opens the inbox, it holds the newest twenty
-    await sign_in(watched, served, admin.email, "/dashboard/approvals")
+    watched = await signed_in(browser, served, admin.email, "/dashboard/approvals")
+    page = watched.page
     await page.wait_for_selector("#inbox li.inbox-item")
     first = await page.eval_on_selector_all(
         "#inbox li.inbox-item", "items => items.map(i => i.dataset.id)"

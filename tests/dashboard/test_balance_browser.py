@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.dashboard.driving import add_bank_account, base_url, photograph, signed_in
 from tests.helpers import Member, add_member, post_as, sign_up
 from tests.money import ACCOUNT, every_item, paid_payment
 
@@ -58,11 +58,10 @@ async def test_the_balance_is_shown_per_currency_and_bank_accounts_are_added_and
     owner = await sign_up(served, company="Blue Mug Coffee")
     await paid_payment(served, owner, "5000", "USD")
     await paid_payment(served, owner, "900", "EUR")
-    watched = await open_page(browser)
-    page = watched.page
 
     # when the owner opens Balance
-    await sign_in(watched, served, owner.email, "/dashboard/balance")
+    watched = await signed_in(browser, served, owner.email, "/dashboard/balance")
+    page = watched.page
     await page.wait_for_selector("#balance-table tr[data-currency=USD]")
 
     # then each currency has its own row, never a blended total
@@ -73,13 +72,7 @@ async def test_the_balance_is_shown_per_currency_and_bank_accounts_are_added_and
     await page.wait_for_selector("#bank-accounts .empty")
 
     # when a bank account is added through the form
-    await page.fill("#account-holder", "Blue Mug Coffee Ltd")
-    await page.fill("#account-number", "GB29 NWBK 6016 1331 9268 19")
-    await page.fill("#bank-code", "NWBK601613")
-    await page.select_option("#account-currency", "GBP")
-    await page.fill("#account-country", "gb")
-    await page.click("#add-account-submit")
-    await page.wait_for_selector("#account-added")
+    await add_bank_account(page, "GB29 NWBK 6016 1331 9268 19", "NWBK601613", "gb", "GBP")
 
     # then it is listed masked, and the API holds it
     accounts = await _listed(served, owner, "/merchant/bank-accounts")
@@ -108,9 +101,8 @@ async def test_payouts_page_by_cursor_filter_by_status_in_the_url_and_cancel_whi
     await paid_payment(served, owner, "10000")
     account = await _account(served, owner)
     payouts = [await _payout(served, owner, account["id"], "100") for _ in range(22)]
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payouts")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/payouts")
     await page.wait_for_selector("#next-page")
 
     # when the owner reads the first page and the next
@@ -162,9 +154,8 @@ async def test_a_payout_requested_in_the_view_is_made_or_held_for_approval_above
         headers=owner.headers,
     )
     assert policy.status == 200, await policy.text()
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payouts")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/payouts")
     await page.wait_for_selector("#request-payout")
 
     # when 15.00 is requested
@@ -202,10 +193,9 @@ async def test_a_viewer_sees_balance_and_payouts_but_no_action_that_needs_payout
     account = await _account(served, owner)
     payout = await _payout(served, owner, account["id"], "1000")
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, viewer.email, "/dashboard/balance")
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/balance")
+    page = watched.page
     await page.wait_for_selector(f"#accounts-table tr[data-id='{account['id']}']")
     await page.wait_for_selector("#balance-table tr[data-currency=USD]")
     assert await page.locator("#add-account").count() == 0
@@ -221,8 +211,7 @@ async def test_a_viewer_sees_balance_and_payouts_but_no_action_that_needs_payout
 
     # a finance member, who may, gets both
     finance = await add_member(served, owner, "finance@example.com", "role_finance")
-    other = await open_page(browser)
-    await sign_in(other, served, finance.email, "/dashboard/payouts")
+    other = await signed_in(browser, served, finance.email, "/dashboard/payouts")
     await other.page.wait_for_selector(f"#cancel-{payout['id']}")
     assert await other.page.locator("#request-payout").count() == 1
     assert watched.problems == [] and other.problems == []

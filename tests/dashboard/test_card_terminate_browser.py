@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import open_page, photograph, sign_in
+from tests.dashboard.driving import photograph, signed_in
 from tests.helpers import post_as, sign_up
 from tests.money import balance, paid_payment
 
@@ -29,9 +29,8 @@ async def test_a_card_is_terminated_after_asking_and_its_balance_returns_to_the_
     assert issued.status == 201, await issued.text()
     card = await issued.json()
     assert (await balance(served, owner))["available"] == 7000
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, f"/dashboard/cards/{card['id']}")
     page = watched.page
-    await sign_in(watched, served, owner.email, f"/dashboard/cards/{card['id']}")
     await page.wait_for_selector("#card-details")
 
     # when the owner asks to terminate it, is asked first, keeps it, then confirms

@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.dashboard.driving import base_url, open_not_found, photograph, sign_in, signed_in
 from tests.helpers import Member, add_member, post_as, sign_up
 from tests.money import paid_payment, sandbox_key, simulate
 
@@ -60,9 +60,8 @@ async def test_a_member_card_is_issued_funded_withdrawn_frozen_as_the_api_says_a
     owner = await sign_up(served, company="Blue Mug Coffee")
     await paid_payment(served, owner, "10000")
     key = await sandbox_key(served, owner, "cards:write")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/cards")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/cards")
     await page.wait_for_selector("text=No cards match.")
 
     # when the owner issues a member card with 30.00 on it
@@ -120,9 +119,8 @@ async def test_company_card_controls_are_changed_and_decide_its_authorizations(
     await paid_payment(served, owner, "10000")
     key = await sandbox_key(served, owner, "cards:write")
     member_card = await _card(served, owner, "cards", cardholderName="Ann Lee")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/cards/new?type=company")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/cards/new?type=company")
     await page.fill("#card-name", "Office supplies")
     await page.fill("#card-funding", "50.00")
     await page.click("#issue-submit")
@@ -182,11 +180,10 @@ async def test_a_viewer_sees_cards_without_actions_and_finance_has_no_cards_sect
     card = await _card(served, owner, "cards", cardholderName="Ann Lee", initialFundingMinor="1000")
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
     finance = await add_member(served, owner, "finance@example.com", "role_finance")
-    watched = await open_page(browser)
-    page = watched.page
 
     # a viewer reads the card and its balance but is offered nothing to change it
-    await sign_in(watched, served, viewer.email, "/dashboard/cards")
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/cards")
+    page = watched.page
     await page.wait_for_selector(f"tr[data-id='{card['id']}']")
     assert await page.locator("#issue-card").count() == 0
     await page.click(f"tr[data-id='{card['id']}'] a")
@@ -194,8 +191,7 @@ async def test_a_viewer_sees_cards_without_actions_and_finance_has_no_cards_sect
     assert await page.inner_text("#card-balance") == "10.00 USD"
     for action in ("#freeze", "#unfreeze", "#terminate", "#move-money", "#save-controls"):
         assert await page.locator(action).count() == 0
-    await page.goto(base_url(served) + "/dashboard/cards/new")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/cards/new")
     assert await page.locator("#issue-submit").count() == 0
     await page.click("#sign-out")
     await page.wait_for_selector("#email")
@@ -204,8 +200,7 @@ async def test_a_viewer_sees_cards_without_actions_and_finance_has_no_cards_sect
     await sign_in(watched, served, finance.email, "/dashboard/payments")
     await page.wait_for_selector("nav a:has-text('Invoices')")
     assert await page.locator("nav a:has-text('Cards')").count() == 0
-    await page.goto(base_url(served) + f"/dashboard/cards/{card['id']}")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, f"/dashboard/cards/{card['id']}")
     assert watched.problems == []
 
 
@@ -222,9 +217,8 @@ async def test_a_card_is_issued_to_a_teammate_and_funding_above_the_threshold_wa
         headers=owner.headers,
     )
     assert policy.status == 200, await policy.text()
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/cards/new")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/cards/new")
 
     # when the owner issues a member card and picks the teammate
     await page.fill("#card-name", "Ann Lee")

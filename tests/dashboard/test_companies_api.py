@@ -5,18 +5,33 @@ from __future__ import annotations
 
 from typing import Any
 
+from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import add_member, assert_envelope, sign_up
+from tests.helpers import Member, add_member, assert_envelope, sign_up
+
+
+async def _pat_in_two_companies(client: TestClient[Any, Any]) -> tuple[Member, Member]:
+    """Pat, who owns Blue Mug Coffee and is a developer at Red Kettle Tea; and Red Kettle Tea's
+    owner."""
+    pat = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
+    other_owner = await sign_up(client, "sam@example.com", "Red Kettle Tea")
+    await add_member(client, other_owner, "pat@example.com", "role_developer")
+    return pat, other_owner
+
+
+async def _move(client: TestClient[Any, Any], member: Member, company_id: str) -> ClientResponse:
+    """Ask to move `member`'s session to the company; the answer, unchecked."""
+    return await client.post(
+        "/api/v1/auth/session/company", json={"companyId": company_id}, headers=member.headers
+    )
 
 
 async def test_a_member_of_two_companies_sees_both_and_which_is_current(
     client: TestClient[Any, Any],
 ) -> None:
     # given a person who owns one company and is a developer in another
-    first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
-    other_owner = await sign_up(client, "sam@example.com", "Red Kettle Tea")
-    await add_member(client, other_owner, "pat@example.com", "role_developer")
+    first, _ = await _pat_in_two_companies(client)
 
     # when they list their companies
     response = await client.get("/api/v1/auth/companies", headers=first.headers)
@@ -33,15 +48,9 @@ async def test_a_member_of_two_companies_sees_both_and_which_is_current(
 async def test_moving_the_session_to_another_company_ends_the_old_token(
     client: TestClient[Any, Any],
 ) -> None:
-    first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
-    other_owner = await sign_up(client, "sam@example.com", "Red Kettle Tea")
-    await add_member(client, other_owner, "pat@example.com", "role_developer")
+    first, other_owner = await _pat_in_two_companies(client)
 
-    response = await client.post(
-        "/api/v1/auth/session/company",
-        json={"companyId": other_owner.company_id},
-        headers=first.headers,
-    )
+    response = await _move(client, first, other_owner.company_id)
 
     moved = await response.json()
     assert response.status == 200, moved
@@ -62,11 +71,7 @@ async def test_moving_to_a_company_the_person_is_not_in_is_refused_and_changes_n
     first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
     stranger = await sign_up(client, "sam@example.com", "Red Kettle Tea")
 
-    response = await client.post(
-        "/api/v1/auth/session/company",
-        json={"companyId": stranger.company_id},
-        headers=first.headers,
-    )
+    response = await _move(client, first, stranger.company_id)
 
     assert_envelope(await response.json(), 403, "not_a_member")
     still = await client.get("/api/v1/auth/me", headers=first.headers)
@@ -84,14 +89,8 @@ async def test_company_routes_need_a_session(client: TestClient[Any, Any]) -> No
 async def test_the_old_token_refused_after_a_move_says_it_moved_to_another_company(
     client: TestClient[Any, Any],
 ) -> None:
-    first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
-    other_owner = await sign_up(client, "sam@example.com", "Red Kettle Tea")
-    await add_member(client, other_owner, "pat@example.com", "role_developer")
-    moved = await client.post(
-        "/api/v1/auth/session/company",
-        json={"companyId": other_owner.company_id},
-        headers=first.headers,
-    )
+    first, other_owner = await _pat_in_two_companies(client)
+    moved = await _move(client, first, other_owner.company_id)
     assert moved.status == 200
 
     old = await client.get("/api/v1/auth/me", headers=first.headers)
@@ -107,11 +106,7 @@ async def test_a_refused_move_opens_no_session_in_the_company_asked_for(
     first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
     stranger = await sign_up(client, "sam@example.com", "Red Kettle Tea")
 
-    refused = await client.post(
-        "/api/v1/auth/session/company",
-        json={"companyId": stranger.company_id},
-        headers=first.headers,
-    )
+    refused = await _move(client, first, stranger.company_id)
 
     assert refused.status == 403
     audit = await client.get(

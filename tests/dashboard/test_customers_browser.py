@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.dashboard.driving import base_url, open_not_found, photograph, signed_in
 from tests.helpers import add_member, create_payment, pay, sign_up
 
 
@@ -36,9 +36,8 @@ async def test_a_search_by_email_lives_in_the_url_and_leads_to_the_customer_and_
     ada.append(await create_payment(served, owner, customerEmail="ada@example.com"))
     bob = await create_payment(served, owner, customerEmail="bob@example.com")
     assert (await pay(served, bob["reference"])).status == 200
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/customers")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/customers")
     await page.wait_for_selector("#customers-table")
     assert len(await _ids(page, "#customers-table")) == 2
     await photograph(page, tmp_path / "screens", "customers")
@@ -89,9 +88,8 @@ async def test_customers_page_by_cursor_and_a_search_that_matches_nobody_says_so
     owner = await sign_up(served)
     for i in range(23):
         await create_payment(served, owner, customerEmail=f"c{i:02d}@example.com")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/customers")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/customers")
     await page.wait_for_selector("#next-page")
 
     # when the member reads the first page and then the next
@@ -127,16 +125,14 @@ async def test_a_role_without_customers_read_has_no_customers_section(
     )
     assert role.status == 201, await role.text()
     cashier = await add_member(served, owner, "cashier@example.com", (await role.json())["id"])
-    watched = await open_page(browser)
-    page = watched.page
 
     # when the cashier signs in
-    await sign_in(watched, served, cashier.email, "/dashboard/payments")
+    watched = await signed_in(browser, served, cashier.email, "/dashboard/payments")
+    page = watched.page
     await page.wait_for_selector(f"tr[data-id='{payment['id']}']")
 
     # then Customers is not in the navigation, and its address shows nothing of it
     assert await page.locator("nav a:has-text('Customers')").count() == 0
-    await page.goto(base_url(served) + "/dashboard/customers")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/customers")
     assert await page.locator("#customers-table").count() == 0
     assert watched.problems == []

@@ -8,29 +8,29 @@ write action for a role without settings:write."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
 from mps.http.keys import SERVICES
+from tests.conftest import Serve
 from tests.dashboard.driving import (
     Watched,
     base_url,
+    open_not_found,
     open_page,
     photograph,
     serious_accessibility_violations,
     sign_in,
+    signed_in,
 )
 from tests.helpers import (
     Member,
     add_member,
     create_payment,
-    free_port,
     pay,
     post_as,
     sign_up,
@@ -64,9 +64,8 @@ async def test_a_key_is_created_its_secret_shown_once_logged_revoked_and_then_re
     served: TestClient[Any, Any], browser: Browser, tmp_path: Path
 ) -> None:
     owner = await sign_up(served, company="Blue Mug Coffee")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/developers/api-keys")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/developers/api-keys")
     await page.wait_for_selector("#create-key")
 
     # when the owner creates a test key that may read analytics
@@ -211,9 +210,8 @@ async def test_events_are_filtered_by_type_in_the_url_and_one_is_read_in_full(
     await create_payment(served, owner)
     completed = (await _get(served, owner, "/merchant/events?type=payment.completed"))["data"]
     assert len(completed) == 1
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/developers/events")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/developers/events")
     await page.wait_for_selector("#events-table tr[data-type='payment.created']")
 
     # when the member filters by a type
@@ -251,9 +249,8 @@ async def test_versions_are_listed_the_pinned_one_changed_and_the_explorer_linke
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     owner = await sign_up(served)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/developers")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/developers")
     await page.wait_for_selector("#versions-table tr[data-version=v1]")
 
     # the current version and the deprecated one, and this company's default
@@ -276,14 +273,10 @@ async def test_versions_are_listed_the_pinned_one_changed_and_the_explorer_linke
 
 
 async def test_production_serves_no_explorer_and_the_dashboard_offers_no_link_to_it(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    browser: Browser,
+    serve: Serve, browser: Browser
 ) -> None:
     # given the app as production builds it, on a real port
-    port = free_port()
-    app = make_app(mode="production", public_url=f"http://127.0.0.1:{port}")
-    production: TestClient[Any, Any] = await aiohttp_client(app, server_kwargs={"port": port})
+    production = await serve(mode="production")
     signup = await production.post(
         "/api/v1/auth/signup", json={"companyName": "Acme Ltd", "email": "owner@example.com"}
     )
@@ -359,10 +352,9 @@ async def test_a_viewer_reads_every_developers_view_but_gets_no_action_to_take(
         await hooks.wait_for(1)
     event = (await _get(served, owner, "/merchant/events"))["data"][0]
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
-    watched = await open_page(browser)
 
     # when the viewer opens each view
-    await sign_in(watched, served, viewer.email, "/dashboard/developers")
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/developers")
     await watched.page.wait_for_selector("#versions-table")
     seen = {"overview": await _write_actions(watched.page)}
     for name, path, ready in (
@@ -391,14 +383,12 @@ async def test_a_role_without_settings_read_has_no_developers_section(
 ) -> None:
     owner = await sign_up(served)
     finance = await add_member(served, owner, "finance@example.com", "role_finance")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, finance.email)
+    watched = await signed_in(browser, served, finance.email)
+    page = watched.page
     await page.wait_for_selector("nav a:has-text('Payments')")
     assert await page.locator("nav a:has-text('Developers')").count() == 0
-    await page.goto(base_url(served) + "/dashboard/developers/api-keys")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/developers/api-keys")
     assert await page.locator("#keys-table, #create-key").count() == 0
     refused = await served.get("/api/v1/merchant/api-keys", headers=finance.headers)
     assert refused.status == 403
@@ -411,10 +401,9 @@ async def test_a_developer_creates_keys_with_no_scope_beyond_their_own(
     owner = await sign_up(served)
     developer = await add_member(served, owner, "dev@example.com", "role_developer")
     me = await _get(served, developer, "/auth/me")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, developer.email, "/dashboard/developers/api-keys")
+    watched = await signed_in(browser, served, developer.email, "/dashboard/developers/api-keys")
+    page = watched.page
     await page.wait_for_selector("#create-key input[name=scope]")
 
     # the scopes offered for a new key are the developer's own, which hold no write but settings

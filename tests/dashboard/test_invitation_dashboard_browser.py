@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, open_page, photograph, session_token
+from tests.dashboard.driving import base_url, me_with, open_page, photograph, session_token
 from tests.helpers import latest_code, sign_up
 
 INVITEE = "new@example.com"
@@ -66,7 +66,7 @@ async def test_the_invitee_who_joins_is_led_to_sign_in_with_their_email_and_land
     assert await page.inner_text("#company-name") == "Blue Mug Coffee"
     token = await session_token(page)
     assert token is not None
-    me = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    me = await me_with(served, token)
     body = await me.json()
     assert me.status == 200, body
     assert (body["user"]["email"], body["role"]["id"]) == (INVITEE, "role_finance")

@@ -11,7 +11,14 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.dashboard.driving import (
+    base_url,
+    open_not_found,
+    open_page,
+    photograph,
+    sign_in,
+    signed_in,
+)
 from tests.helpers import Member, add_member, eventually, post_as, sign_up
 
 
@@ -135,9 +142,8 @@ async def test_the_status_filter_lives_in_the_url_and_an_invoice_is_cancelled_af
     response = await post_as(served, owner, f"/api/v1/merchant/invoices/{paid['id']}/mark-paid", {})
     assert response.status == 200, await response.text()
     sent = [await _invoice(served, owner, amountMinor=str(100 + i)) for i in range(2)]
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/invoices")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/invoices")
     await page.wait_for_selector(f"tr[data-id='{paid['id']}']")
 
     # when the member picks the status PAID
@@ -173,10 +179,9 @@ async def test_a_viewer_reads_invoices_and_their_pdf_but_gets_no_action_to_chang
     owner = await sign_up(served)
     invoice = await _invoice(served, owner)
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, viewer.email, "/dashboard/invoices")
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/invoices")
+    page = watched.page
     await page.wait_for_selector(f"tr[data-id='{invoice['id']}']")
     assert await page.locator("#new-invoice").count() == 0
     await page.click(f"tr[data-id='{invoice['id']}'] a")
@@ -189,7 +194,6 @@ async def test_a_viewer_reads_invoices_and_their_pdf_but_gets_no_action_to_chang
     path = await (await downloading.value).path()
     assert path.read_bytes().startswith(b"%PDF-")
     # a link straight to the form shows no form to fill
-    await page.goto(base_url(served) + "/dashboard/invoices/new")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/invoices/new")
     assert await page.locator("#create-invoice").count() == 0
     assert watched.problems == []

@@ -10,7 +10,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, open_page, sign_in
+from tests.dashboard.driving import base_url, signed_in
 from tests.helpers import Member, create_payment, post_as, sign_up
 
 # Enough presses to cross the frame (navigation, search, mode switch, filters) and a few rows.
@@ -72,9 +72,8 @@ async def test_tab_reaches_each_rows_link_in_order_and_enter_opens_it(
 ) -> None:
     owner = await sign_up(served)
     await _seed(served, owner)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, path)
     page = watched.page
-    await sign_in(watched, served, owner.email, path)
     await page.wait_for_selector(f"#{table} tbody tr:nth-child(2)")
     rows = await _ids(page, f"#{table} tbody tr[data-id]")
 

@@ -7,7 +7,6 @@ outside the dashboard."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 from pathlib import Path
@@ -15,19 +14,23 @@ from typing import Any
 
 import pytest
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
-from tests.helpers import eventually, latest_code, sign_up
+from tests.dashboard.driving import (
+    accept_invitation,
+    approve_first_in_inbox,
+    base_url,
+    download,
+    hold_payouts_above,
+    invite,
+    make_payment_link,
+    pay_at_checkout,
+    photograph,
+    request_held_payout,
+    signed_in,
+)
+from tests.helpers import eventually, sign_up
 from tests.receiver import Receiver
-
-
-async def _download(page: Page, button: str, saved: Path) -> str:
-    async with page.expect_download() as downloading:
-        await page.click(button)
-    download = await downloading.value
-    await download.save_as(saved)
-    return await asyncio.to_thread(saved.read_text, encoding="utf-8")
 
 
 # The one test that crosses every section runs on the production store too.
@@ -37,29 +40,16 @@ async def test_a_merchants_whole_day_runs_through_the_dashboard_and_the_trail_te
 ) -> None:
     owner = await sign_up(served, company="Blue Mug Coffee")
     screens = tmp_path / "screens"
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payments/new")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/payments/new")
 
     # a 120.00 USD payment link is made
-    await page.fill("#amount", "120.00")
-    await page.select_option("#currency", "USD")
-    await page.fill("#description", "Catering for the launch")
-    await page.click("#create-payment")
-    await page.wait_for_selector("#pay-url")
-    pay_url = await page.input_value("#pay-url")
-    detail = await page.get_attribute("#created-payment", "href")
-    assert detail is not None and pay_url.startswith(base_url(served) + "/pay/PAY-")
+    pay_url, detail = await make_payment_link(page, "120.00", "Catering for the launch")
+    assert pay_url.startswith(base_url(served) + "/pay/PAY-")
     payment_id = detail.rsplit("/", 1)[-1]
 
     # and the shopper pays it on the hosted checkout
-    await page.goto(pay_url)
-    await page.fill("#number", "4242 4242 4242 4242")
-    await page.fill("#expMonth", "12")
-    await page.fill("#expYear", "2099")
-    await page.fill("#cvc", "123")
-    await page.click("#submit")
-    await page.wait_for_selector("#paid")
+    await pay_at_checkout(page, pay_url)
 
     # Home lists it paid, and so does Payments
     await page.goto(base_url(served) + "/dashboard")
@@ -94,53 +84,23 @@ async def test_a_merchants_whole_day_runs_through_the_dashboard_and_the_trail_te
 
     # payouts above 50.00 USD are to wait for one approval
     await page.click("nav a[href='/dashboard/approvals']")
-    await page.click("#policy-edit-payout-create")
-    await page.check("#policy-enabled-payout-create")
-    await page.fill("#threshold-payout-create-USD", "50.00")
-    await page.click("#policy-save-payout-create")
-    await page.wait_for_selector("#policy-form-payout-create", state="detached")
+    await hold_payouts_above(page, "50.00")
 
     # a bank account is added and a payout of 80.00 requested, which the policy holds
-    await page.click("nav a[href='/dashboard/balance']")
-    await page.fill("#account-holder", "Blue Mug Coffee Ltd")
-    await page.fill("#account-number", "000123456789")
-    await page.fill("#bank-code", "110000000")
-    await page.fill("#account-country", "US")
-    await page.click("#add-account-submit")
-    await page.wait_for_selector("#account-added")
-    await page.click("nav a[href='/dashboard/payouts']")
-    await page.fill("#payout-amount", "80.00")
-    await page.click("#request-payout-submit")
-    await page.wait_for_selector("#payout-held")
+    await request_held_payout(page, "80.00")
 
     # a teammate is invited as admin
-    await page.click("nav a[href='/dashboard/team']")
-    await page.fill("#invite-email", "sam@example.com")
-    await page.select_option("#invite-role", "role_admin")
-    await page.click("#invite-submit")
-    await page.wait_for_selector("#invite-sent")
+    await invite(page, "sam@example.com", "role_admin")
 
     # who opens the mailed link, accepts with the mailed code
-    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": "sam@example.com"})
-    link = (await mailbox.json())["data"][0]["link"]
-    invitee = await open_page(browser)
-    await invitee.page.goto(link)
-    await invitee.page.click("#accept")
-    await invitee.page.wait_for_selector("#code-form", state="visible")
-    await invitee.page.fill("#code", await latest_code(served, "sam@example.com"))
-    await invitee.page.click("#verify")
-    await invitee.page.wait_for_selector("#outcome-title, #sign-out")
+    invitee = await accept_invitation(browser, served, "sam@example.com")
 
     # signs in to the dashboard and approves the payout from the inbox
-    teammate = await open_page(browser)
+    teammate = await signed_in(browser, served, "sam@example.com", "/dashboard/approvals")
     their = teammate.page
-    await sign_in(teammate, served, "sam@example.com", "/dashboard/approvals")
     await their.wait_for_selector("#inbox li.inbox-item")
     assert "Pay out 80.00 USD" in await their.inner_text("#inbox")
-    request_id = await their.get_attribute("#inbox li.inbox-item", "data-id")
-    await their.fill(f"#comment-{request_id}", "Matches the catering invoice")
-    await their.click(f"#approve-{request_id}")
-    await their.wait_for_selector("#inbox .empty")
+    await approve_first_in_inbox(their, "Matches the catering invoice")
     await photograph(their, screens, "day-approved")
 
     # the owner sees the payout made
@@ -167,7 +127,7 @@ async def test_a_merchants_whole_day_runs_through_the_dashboard_and_the_trail_te
 
     # the audit trail, exported, holds the day's actions in the order they were taken
     await page.click("nav a[href='/dashboard/audit']")
-    text = await _download(page, "#export-csv", tmp_path / "day.csv")
+    text = await download(page, "#export-csv", tmp_path / "day.csv")
     actions = [r["action"] for r in csv.DictReader(io.StringIO(text))]
     day = [
         "approval_policy.updated",

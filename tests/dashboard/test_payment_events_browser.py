@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import open_page, photograph, sign_in
+from tests.dashboard.driving import photograph, signed_in
 from tests.helpers import add_member, eventually, post_as, sign_up
 from tests.money import paid_payment, refund
 from tests.receiver import Receiver
@@ -53,9 +53,10 @@ async def test_a_payments_page_lists_its_events_and_refunds_with_each_delivery(
         events = await eventually(all_delivered, what="every event delivered")
 
         # when the owner opens the payment
-        watched = await open_page(browser)
+        watched = await signed_in(
+            browser, served, owner.email, f"/dashboard/payments/{payment['id']}"
+        )
         page = watched.page
-        await sign_in(watched, served, owner.email, f"/dashboard/payments/{payment['id']}")
         await page.wait_for_selector("#events tr[data-event] .status-succeeded")
         await page.wait_for_function(
             # A function, not an expression: Playwright re-checks an expression with eval, which
@@ -85,10 +86,11 @@ async def test_a_role_without_settings_read_sees_the_payment_but_no_events(
     owner = await sign_up(served)
     payment = await paid_payment(served, owner, "2500")
     finance = await add_member(served, owner, "finance@example.com", "role_finance")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, finance.email, f"/dashboard/payments/{payment['id']}")
+    watched = await signed_in(
+        browser, served, finance.email, f"/dashboard/payments/{payment['id']}"
+    )
+    page = watched.page
     await page.wait_for_selector("#timeline")
 
     assert await page.locator("#events").count() == 0

@@ -12,7 +12,14 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.dashboard.driving import (
+    answer_busy,
+    base_url,
+    make_payment_link,
+    pay_at_checkout,
+    photograph,
+    signed_in,
+)
 from tests.helpers import create_payment, eventually, pay, sign_up
 
 
@@ -25,9 +32,8 @@ async def test_the_status_filter_lives_in_the_url_and_survives_a_reload(
     for payment in paid:
         assert (await pay(served, payment["reference"])).status == 200
     pending = await create_payment(served, owner, amountMinor="999")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payments")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/payments")
     await page.wait_for_selector(f"tr[data-id='{pending['id']}']")
 
     # when the member picks the status PAID
@@ -56,9 +62,8 @@ async def test_paging_follows_the_cursor_and_the_export_holds_every_filtered_row
         for i in range(23)
     ]
     await create_payment(served, owner, amountMinor="5000", currency="USD")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payments?currency=EUR")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/payments?currency=EUR")
     await page.wait_for_selector("#next-page")
 
     # when the member reads the first page and then the next
@@ -93,30 +98,16 @@ async def test_a_link_made_in_the_dashboard_is_paid_at_checkout_shown_paid_and_r
     served: TestClient[Any, Any], browser: Browser, tmp_path: Path
 ) -> None:
     owner = await sign_up(served, company="Blue Mug Coffee")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payments/new")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/payments/new")
 
     # when the member makes a 12.50 USD link
-    await page.fill("#amount", "12.50")
-    await page.select_option("#currency", "USD")
-    await page.fill("#description", "Two flat whites")
-    await page.click("#create-payment")
-    await page.wait_for_selector("#pay-url")
-    pay_url = await page.input_value("#pay-url")
+    pay_url, detail = await make_payment_link(page, "12.50", "Two flat whites")
     await photograph(page, tmp_path / "screens", "payment-link-created")
-    detail = await page.get_attribute("#created-payment", "href")
-    assert detail is not None
 
     # and a customer pays it on the hosted checkout
     assert pay_url.startswith(base_url(served) + "/pay/PAY-")
-    await page.goto(pay_url)
-    await page.fill("#number", "4242 4242 4242 4242")
-    await page.fill("#expMonth", "12")
-    await page.fill("#expYear", "2099")
-    await page.fill("#cvc", "123")
-    await page.click("#submit")
-    await page.wait_for_selector("#paid")
+    await pay_at_checkout(page, pay_url)
 
     # then the dashboard shows it PAID, with its timeline
     await page.goto(base_url(served) + detail)
@@ -161,9 +152,8 @@ async def test_cancelling_a_pending_payment_asks_first_and_then_shows_it_cancell
 ) -> None:
     owner = await sign_up(served)
     payment = await create_payment(served, owner)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, f"/dashboard/payments/{payment['id']}")
     page = watched.page
-    await sign_in(watched, served, owner.email, f"/dashboard/payments/{payment['id']}")
     await page.wait_for_selector("#cancel")
     assert await page.input_value("#pay-url") == payment["payUrl"]
 
@@ -183,9 +173,8 @@ async def test_a_busy_answer_is_waited_out_for_its_retry_after_and_the_list_then
     # given a payment, and a service that answers the first list request 503 with Retry-After
     owner = await sign_up(served)
     payment = await create_payment(served, owner)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
     refused: list[str] = []
 
     async def busy_once(route: Any) -> None:
@@ -193,11 +182,7 @@ async def test_a_busy_answer_is_waited_out_for_its_retry_after_and_the_list_then
             await route.continue_()
             return
         refused.append(route.request.url)
-        await route.fulfill(
-            status=503,
-            headers={"Retry-After": "1", "Content-Type": "application/json"},
-            body='{"ok": false, "statusCode": 503, "message": "Busy", "code": "unavailable"}',
-        )
+        await answer_busy(route)
 
     await page.route("**/api/v1/merchant/payments?*", busy_once)
 

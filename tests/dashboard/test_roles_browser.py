@@ -14,7 +14,7 @@ from playwright.async_api import Browser, Page
 from playwright.async_api import TimeoutError as Timeout
 
 from mps.domain.scopes import BUILTIN_ROLES, OWNER_ROLE
-from tests.dashboard.driving import base_url, open_page, sign_in
+from tests.dashboard.driving import base_url, signed_in
 from tests.helpers import Member, add_member, create_payment, pay, post_as, sign_up
 from tests.money import ACCOUNT
 
@@ -241,8 +241,7 @@ async def test_each_built_in_role_sees_every_section_it_may_read_with_data_and_n
     wrong: dict[str, list[str]] = {}
     problems: dict[str, list[str]] = {}
     for role_id, member in members.items():
-        watched = await open_page(browser)
-        await sign_in(watched, served, member.email)
+        watched = await signed_in(browser, served, member.email)
         wrong[role_id] = await _walk(watched.page, served, BUILTIN_ROLES[role_id].scopes)
         problems[role_id] = watched.problems
         await watched.page.context.close()

@@ -9,7 +9,7 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, open_page, sign_in
+from tests.dashboard.driving import base_url, signed_in
 from tests.helpers import post_as, sign_up
 from tests.money import paid_payment, refund
 
@@ -56,9 +56,8 @@ async def test_each_kind_of_result_opens_its_own_page(
         "/api/v1/merchant/customers", params={"email": "ada@example.com"}, headers=owner.headers
     )
     customer = (await customers.json())["data"][0]
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
 
     # when each is searched for and its result followed
     opened = {

@@ -14,7 +14,7 @@ from aiohttp.test_utils import TestClient
 from PIL import Image
 from playwright.async_api import Browser, FilePayload, Route
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
+from tests.dashboard.driving import open_not_found, photograph, signed_in
 from tests.helpers import Member, add_member, sign_up
 
 
@@ -37,9 +37,8 @@ async def test_the_company_currencies_and_key_access_are_changed_and_the_api_agr
     before = await _settings(served, owner)
     assert "CHF" not in before["supportedCurrencies"] and "JPY" in before["supportedCurrencies"]
     assert before["apiKeyAccess"] is False
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/settings")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/settings")
     await page.wait_for_selector("#currency-list li[data-currency=USD]")
     await page.wait_for_selector("#kyc-state .status-unverified")
     await photograph(page, tmp_path / "screens", "settings")
@@ -82,9 +81,8 @@ async def test_an_identity_document_is_uploaded_with_its_progress_and_verifies_t
     served: TestClient[Any, Any], browser: Browser, tmp_path: Path
 ) -> None:
     owner = await sign_up(served)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/settings")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/settings")
     await page.wait_for_selector("#kyc-state .status-unverified")
     await page.wait_for_selector("text=No documents uploaded yet.")
 
@@ -128,10 +126,9 @@ async def test_a_viewer_reads_the_settings_but_gets_no_control_to_change_them(
 ) -> None:
     owner = await sign_up(served, company="Blue Mug Coffee")
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, viewer.email, "/dashboard/settings")
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/settings")
+    page = watched.page
     await page.wait_for_selector("#currency-list li[data-currency=USD]")
     await page.wait_for_selector("#kyc-state .status-unverified")
 
@@ -153,13 +150,11 @@ async def test_a_role_without_settings_read_has_no_settings_section(
 ) -> None:
     owner = await sign_up(served)
     finance = await add_member(served, owner, "finance@example.com", "role_finance")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, finance.email)
+    watched = await signed_in(browser, served, finance.email)
+    page = watched.page
     await page.wait_for_selector("nav a:has-text('Payments')")
     assert await page.locator("nav a:has-text('Settings')").count() == 0
-    await page.goto(base_url(served) + "/dashboard/settings")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/settings")
     assert await page.locator("#company, #kyc").count() == 0
     assert watched.problems == []

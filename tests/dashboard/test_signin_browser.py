@@ -8,7 +8,14 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, open_page, session_token, sign_in
+from tests.dashboard.driving import (
+    answer_busy,
+    base_url,
+    me_with,
+    open_page,
+    session_token,
+    signed_in,
+)
 from tests.helpers import add_member, create_payment, latest_code, sign_up
 
 
@@ -18,10 +25,9 @@ async def test_signing_in_with_the_emailed_code_lands_on_the_view_the_link_named
     # given a merchant with a pending payment, and a link to the view of the paid ones
     owner = await sign_up(served, "owner@example.com", "Blue Mug Coffee")
     await create_payment(served, owner)
-    watched = await open_page(browser)
 
     # when they open the link signed out and sign in with the keyboard alone
-    await sign_in(watched, served, owner.email, "/dashboard/payments?status=PAID")
+    watched = await signed_in(browser, served, owner.email, "/dashboard/payments?status=PAID")
 
     # then they are on that view, its filter still in the URL, in test mode
     page = watched.page
@@ -95,9 +101,9 @@ async def test_a_person_in_two_companies_picks_one_at_sign_in_and_switches_later
 
     # then the session is Blue Mug Coffee's and the token of the first choice no longer works
     token = await session_token(page)
-    me = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    me = await me_with(served, token)
     assert (await me.json())["company"]["id"] == pat.company_id
-    ended = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {first_token}"})
+    ended = await me_with(served, first_token)
     assert ended.status == 401
     assert watched.problems == []
 
@@ -106,9 +112,8 @@ async def test_the_mode_switch_moves_to_live_data_and_back_without_the_test_bann
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     owner = await sign_up(served, "owner@example.com")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
     test_token = await session_token(page)
     assert await page.is_visible("#test-banner")
 
@@ -119,9 +124,9 @@ async def test_the_mode_switch_moves_to_live_data_and_back_without_the_test_bann
     # then the TEST MODE banner is gone, the session is live, and the test token has ended
     assert not await page.is_visible("#test-banner")
     live_token = await session_token(page)
-    me = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {live_token}"})
+    me = await me_with(served, live_token)
     assert (await me.json())["mode"] == "live"
-    old = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {test_token}"})
+    old = await me_with(served, test_token)
     assert old.status == 401
 
     # and back to test, where the banner returns
@@ -134,9 +139,8 @@ async def test_signing_out_ends_the_session_on_the_server(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     owner = await sign_up(served, "owner@example.com")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
     token = await session_token(page)
     assert token is not None
 
@@ -145,7 +149,7 @@ async def test_signing_out_ends_the_session_on_the_server(
 
     # then the tab keeps nothing and the old token is refused by the API
     assert await session_token(page) is None
-    refused = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    refused = await me_with(served, token)
     assert refused.status == 401
     assert page.url.endswith("/dashboard/sign-in")
     assert watched.problems == []
@@ -156,19 +160,14 @@ async def test_a_sign_out_the_service_did_not_take_is_said_not_retried_and_keeps
 ) -> None:
     # given a signed-in member, and a service that answers every sign-out 503 with Retry-After
     owner = await sign_up(served)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
     token = await session_token(page)
     sent: list[str] = []
 
     async def busy(route: Any) -> None:
         sent.append(route.request.method)
-        await route.fulfill(
-            status=503,
-            headers={"Retry-After": "1", "Content-Type": "application/json"},
-            body='{"ok": false, "statusCode": 503, "message": "Busy", "code": "unavailable"}',
-        )
+        await answer_busy(route)
 
     await page.route("**/api/v1/auth/logout", busy)
 
@@ -181,12 +180,12 @@ async def test_a_sign_out_the_service_did_not_take_is_said_not_retried_and_keeps
     await page.wait_for_selector("text=Signing out did not reach the service")
     assert sent == ["POST"]
     assert await session_token(page) == token
-    me = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    me = await me_with(served, token)
     assert me.status == 200
     # and once the service takes it, signing out ends the session
     await page.unroute("**/api/v1/auth/logout")
     await page.click("#sign-out")
     await page.wait_for_url("**/dashboard/sign-in*")
-    gone = await served.get("/api/v1/auth/me", headers={"Authorization": f"Bearer {token}"})
+    gone = await me_with(served, token)
     assert gone.status == 401
     assert [p for p in watched.problems if "status of 503" not in p] == []

@@ -6,7 +6,6 @@ merchant's day that runs through these sections."""
 
 from __future__ import annotations
 
-import asyncio
 import csv
 import io
 import json
@@ -16,8 +15,21 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, open_page, photograph, sign_in
-from tests.helpers import Member, add_member, latest_code, post_as, sign_up
+from tests.dashboard.driving import (
+    accept_invitation,
+    approve_first_in_inbox,
+    base_url,
+    download,
+    hold_payouts_above,
+    invite,
+    open_not_found,
+    open_page,
+    photograph,
+    request_held_payout,
+    sign_in,
+    signed_in,
+)
+from tests.helpers import Member, add_member, post_as, sign_up
 from tests.money import ACCOUNT, paid_payment
 
 
@@ -51,14 +63,6 @@ async def _held_payout(served: TestClient[Any, Any], member: Member, amount: str
     return request
 
 
-async def _download(page: Page, button: str, saved: Path) -> str:
-    async with page.expect_download() as downloading:
-        await page.click(button)
-    download = await downloading.value
-    await download.save_as(saved)
-    return await asyncio.to_thread(saved.read_text, encoding="utf-8")
-
-
 async def test_an_owner_changes_a_members_role_and_removes_a_member(
     served: TestClient[Any, Any], browser: Browser, tmp_path: Path
 ) -> None:
@@ -66,9 +70,8 @@ async def test_an_owner_changes_a_members_role_and_removes_a_member(
     owner = await sign_up(served, company="Blue Mug Coffee")
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
     developer = await add_member(served, owner, "dev@example.com", "role_developer")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/team")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/team")
     await page.wait_for_selector(f"#members-table tr[data-id='{viewer.user_id}']")
 
     # the owner's own row offers no change (ownership moves only by a transfer)
@@ -112,15 +115,13 @@ async def test_the_owner_alone_hands_ownership_on_and_becomes_an_admin(
     admin = await add_member(served, owner, "admin@example.com", "role_admin")
 
     # an admin, who has team:write, is not offered the transfer
-    theirs = await open_page(browser)
-    await sign_in(theirs, served, admin.email, "/dashboard/team")
+    theirs = await signed_in(browser, served, admin.email, "/dashboard/team")
     await theirs.page.wait_for_selector(f"#members-table tr[data-id='{owner.user_id}']")
     assert await theirs.page.locator("[id^=transfer-]").count() == 0
 
     # when the owner makes the admin the owner, after the question
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/team")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/team")
     await page.click(f"#transfer-{admin.user_id}")
     await page.click(f"#transfer-{admin.user_id}-yes")
 
@@ -145,9 +146,8 @@ async def test_an_invitation_is_sent_with_a_role_listed_and_revoked(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     owner = await sign_up(served)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/team")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/team")
     await page.wait_for_selector("#invite-role option[value=role_admin]", state="attached")
 
     # when the owner invites someone as admin
@@ -194,11 +194,10 @@ async def test_the_inbox_holds_what_waits_for_my_vote_and_a_vote_with_a_comment_
     admin = await add_member(served, owner, "admin@example.com", "role_admin")
     first = await _held_payout(served, admin, "5000")
     second = await _held_payout(served, admin, "3000")
-    watched = await open_page(browser)
-    page = watched.page
 
     # when the owner opens Approvals
-    await sign_in(watched, served, owner.email, "/dashboard/approvals")
+    watched = await signed_in(browser, served, owner.email, "/dashboard/approvals")
+    page = watched.page
     await page.wait_for_selector(f"#inbox li[data-id='{first['id']}']")
 
     # then both wait for them, each saying what it would do and who asked
@@ -241,9 +240,8 @@ async def test_a_policy_threshold_is_edited_per_currency_and_the_api_keeps_it(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     owner = await sign_up(served)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/approvals")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/approvals")
     await page.wait_for_selector("#policy-payout-create")
     assert "Off" in await page.inner_text("#policy-payout-create")
 
@@ -292,9 +290,8 @@ async def test_the_audit_trail_is_filtered_verified_and_exported_as_csv_and_json
         {"email": "b@example.com", "roleId": "role_viewer"},
     )
     assert invited.status == 201
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/audit")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/audit")
     await page.wait_for_selector("#audit-table tr[data-action='invitation.created']")
 
     # when it is filtered by an action
@@ -322,9 +319,9 @@ async def test_the_audit_trail_is_filtered_verified_and_exported_as_csv_and_json
 
     # when the trail is exported both ways
     rows = list(
-        csv.DictReader(io.StringIO(await _download(page, "#export-csv", tmp_path / "a.csv")))
+        csv.DictReader(io.StringIO(await download(page, "#export-csv", tmp_path / "a.csv")))
     )
-    lines = (await _download(page, "#export-jsonl", tmp_path / "a.jsonl")).splitlines()
+    lines = (await download(page, "#export-jsonl", tmp_path / "a.jsonl")).splitlines()
 
     # then each file holds the whole trail in chain order, whatever the filter shows
     entries = [json.loads(line) for line in lines]
@@ -349,21 +346,18 @@ async def test_roles_without_the_scopes_see_no_action_they_lack(
     developer = await add_member(served, owner, "dev@example.com", "role_developer")
 
     # a viewer sees the team but cannot change it, and has no audit trail at all
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/team")
     page = watched.page
-    await sign_in(watched, served, viewer.email, "/dashboard/team")
     await page.wait_for_selector(f"#members-table tr[data-id='{developer.user_id}']")
     await page.wait_for_selector("#roles-list")
     for absent in ("#invite", f"#role-{developer.user_id}", f"#remove-{developer.user_id}"):
         assert await page.locator(absent).count() == 0, absent
     assert await page.locator("nav a[href='/dashboard/audit']").count() == 0
-    await page.goto(base_url(served) + "/dashboard/audit")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/audit")
     assert await page.locator("#export-csv").count() == 0
 
     # a developer (no payouts:write) sees the request but is not asked to vote, nor to edit policies
-    other = await open_page(browser)
-    await sign_in(other, served, developer.email, "/dashboard/approvals")
+    other = await signed_in(browser, served, developer.email, "/dashboard/approvals")
     await other.page.wait_for_selector(f"#requests-table tr[data-id='{request['id']}']")
     await other.page.wait_for_selector("#inbox .empty")
     await other.page.wait_for_selector("#policy-payout-create")
@@ -372,8 +366,7 @@ async def test_roles_without_the_scopes_see_no_action_they_lack(
     assert await other.page.locator(f"#withdraw-{request['id']}").count() == 0
 
     # and the requester withdraws their own request instead of voting on it
-    mine = await open_page(browser)
-    await sign_in(mine, served, owner.email, "/dashboard/approvals")
+    mine = await signed_in(browser, served, owner.email, "/dashboard/approvals")
     await mine.page.wait_for_selector(f"#withdraw-{request['id']}")
     await mine.page.wait_for_selector("#inbox .empty")
     await mine.page.click(f"#withdraw-{request['id']}")
@@ -391,61 +384,29 @@ async def test_a_merchants_day_payout_held_teammate_invited_accepts_approves_and
     owner = await sign_up(served, company="Blue Mug Coffee")
     await paid_payment(served, owner, "50000")
     screens = tmp_path / "screens"
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/approvals")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/approvals")
 
     # the owner asks for approval of payouts above 100.00 USD
-    await page.click("#policy-edit-payout-create")
-    await page.check("#policy-enabled-payout-create")
-    await page.fill("#threshold-payout-create-USD", "100")
-    await page.click("#policy-save-payout-create")
-    await page.wait_for_selector("#policy-form-payout-create", state="detached")
+    await hold_payouts_above(page, "100")
 
     # adds a bank account and requests a payout of 300.00, which is held for a vote
-    await page.click("nav a[href='/dashboard/balance']")
-    await page.fill("#account-holder", "Blue Mug Coffee Ltd")
-    await page.fill("#account-number", "000123456789")
-    await page.fill("#bank-code", "110000000")
-    await page.fill("#account-country", "US")
-    await page.click("#add-account-submit")
-    await page.wait_for_selector("#account-added")
-    await page.click("nav a[href='/dashboard/payouts']")
-    await page.fill("#payout-amount", "300.00")
-    await page.click("#request-payout-submit")
-    await page.wait_for_selector("#payout-held")
+    await request_held_payout(page, "300.00")
     await photograph(page, screens, "day-payout-held")
 
     # invites a teammate as admin
-    await page.click("nav a[href='/dashboard/team']")
-    await page.fill("#invite-email", "sam@example.com")
-    await page.select_option("#invite-role", "role_admin")
-    await page.click("#invite-submit")
-    await page.wait_for_selector("#invite-sent")
+    await invite(page, "sam@example.com", "role_admin")
 
     # who opens the emailed link, accepts, and types the code mailed to them
-    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": "sam@example.com"})
-    link = (await mailbox.json())["data"][0]["link"]
-    invitee = await open_page(browser)
-    their = invitee.page
-    await their.goto(link)
-    await their.click("#accept")
-    await their.wait_for_selector("#code-form", state="visible")
-    await their.fill("#code", await latest_code(served, "sam@example.com"))
-    await their.click("#verify")
-    await their.wait_for_selector("#outcome-title, #sign-out")
+    invitee = await accept_invitation(browser, served, "sam@example.com")
 
     # signs in to the dashboard, finds the payout in the inbox and approves it
-    teammate = await open_page(browser)
+    teammate = await signed_in(browser, served, "sam@example.com", "/dashboard/approvals")
     their = teammate.page
-    await sign_in(teammate, served, "sam@example.com", "/dashboard/approvals")
     await their.wait_for_selector("#inbox li.inbox-item")
     assert "Pay out 300.00 USD" in await their.inner_text("#inbox")
     assert owner.email in await their.inner_text("#inbox")
-    request_id = await their.get_attribute("#inbox li.inbox-item", "data-id")
-    await their.fill(f"#comment-{request_id}", "Checked against the invoice")
-    await their.click(f"#approve-{request_id}")
-    await their.wait_for_selector("#inbox .empty")
+    await approve_first_in_inbox(their, "Checked against the invoice")
     await photograph(their, screens, "day-approved")
 
     # the owner sees the payout made
@@ -455,7 +416,7 @@ async def test_a_merchants_day_payout_held_teammate_invited_accepts_approves_and
 
     # and exports the audit trail, which tells the whole story
     await page.click("nav a[href='/dashboard/audit']")
-    text = await _download(page, "#export-csv", tmp_path / "day.csv")
+    text = await download(page, "#export-csv", tmp_path / "day.csv")
     actions = [r["action"] for r in csv.DictReader(io.StringIO(text))]
     for expected in (
         "approval_policy.updated",
@@ -494,9 +455,8 @@ async def test_a_custom_role_is_made_given_and_limits_its_holder_and_in_use_cann
     owner = await sign_up(served, company="Blue Mug Coffee")
     clerk = await add_member(served, owner, "clerk@example.com", "role_viewer")
     screens = tmp_path / "screens"
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email, "/dashboard/team")
     page = watched.page
-    await sign_in(watched, served, owner.email, "/dashboard/team")
     await page.wait_for_selector("#roles-list li[data-id='role_admin']")
 
     # built-in roles are read-only
@@ -527,16 +487,14 @@ async def test_a_custom_role_is_made_given_and_limits_its_holder_and_in_use_cann
     )
 
     # then, signed in, they see only the sections those scopes allow
-    theirs = await open_page(browser)
-    await sign_in(theirs, served, clerk.email)
+    theirs = await signed_in(browser, served, clerk.email)
     await theirs.page.wait_for_selector("#nav a[href='/dashboard/customers']")
     assert await _sections(theirs.page) == [
         "/dashboard",
         "/dashboard/payments",
         "/dashboard/customers",
     ]
-    await theirs.page.goto(base_url(served) + "/dashboard/team")
-    await theirs.page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(theirs.page, served, "/dashboard/team")
 
     # when the owner renames the role and adds invoices:read to it
     await page.click(f"#role-edit-{role['id']}")
@@ -599,9 +557,8 @@ async def test_a_role_without_team_write_sees_roles_but_no_way_to_change_them(
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
 
     # when the viewer opens Team, even with the form's address
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/team?role=new")
     page = watched.page
-    await sign_in(watched, served, viewer.email, "/dashboard/team?role=new")
     await page.wait_for_selector(f"#roles-list li[data-id='{role_id}']")
 
     # then the role is listed with its scopes, and nothing offers to change it

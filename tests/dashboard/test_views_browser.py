@@ -12,10 +12,12 @@ from playwright.async_api import Browser
 
 from tests.dashboard.driving import (
     base_url,
+    open_not_found,
     open_page,
     photograph,
     serious_accessibility_violations,
     sign_in,
+    signed_in,
 )
 from tests.helpers import Member, add_member, create_payment, eventually, pay, post_as, sign_up
 
@@ -28,11 +30,10 @@ async def test_home_shows_balances_charts_per_currency_recent_payments_and_what_
     for amount, currency in (("1250", "USD"), ("700", "USD"), ("900", "EUR")):
         payment = await create_payment(served, owner, amountMinor=amount, currency=currency)
         assert (await pay(served, payment["reference"])).status == 200
-    watched = await open_page(browser)
-    page = watched.page
 
     # when the owner opens Home
-    await sign_in(watched, served, owner.email)
+    watched = await signed_in(browser, served, owner.email)
+    page = watched.page
     await page.wait_for_selector(".balance[data-currency=USD]")
     await page.wait_for_selector("#volume-USD canvas")
 
@@ -62,9 +63,8 @@ async def test_search_finds_a_payment_by_reference_id_and_customer_email(
     owner = await sign_up(served)
     wanted = await create_payment(served, owner, customerEmail="ada@example.com")
     await create_payment(served, owner, customerEmail="bob@example.com")
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
 
     found = {}
     for query in (wanted["reference"].lower(), wanted["id"], "Ada@Example.com"):
@@ -90,10 +90,9 @@ async def test_a_viewer_sees_the_payments_but_no_action_their_role_lacks(
     paid = await create_payment(served, owner)
     assert (await pay(served, paid["reference"])).status == 200
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
-    watched = await open_page(browser)
-    page = watched.page
 
-    await sign_in(watched, served, viewer.email, "/dashboard/payments")
+    watched = await signed_in(browser, served, viewer.email, "/dashboard/payments")
+    page = watched.page
     await page.wait_for_selector(f"tr[data-id='{payment['id']}']")
     assert not await page.is_visible("#new-payment")
     await page.click(f"tr[data-id='{payment['id']}'] a")
@@ -103,8 +102,7 @@ async def test_a_viewer_sees_the_payments_but_no_action_their_role_lacks(
     await page.wait_for_selector("#details")
     assert await page.locator("#refund").count() == 0
     # a link straight to a view the role may not use shows no form to fill
-    await page.goto(base_url(served) + "/dashboard/payments/new")
-    await page.wait_for_selector("h1:has-text('Not found')")
+    await open_not_found(page, served, "/dashboard/payments/new")
     assert await page.locator("#create-payment").count() == 0
     assert watched.problems == []
 
@@ -113,9 +111,8 @@ async def test_the_browser_enforces_the_policy_and_the_test_would_see_a_refusal(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     owner = await sign_up(served)
-    watched = await open_page(browser)
+    watched = await signed_in(browser, served, owner.email)
     page = watched.page
-    await sign_in(watched, served, owner.email)
 
     # when something writes script text into the page, and an inline style
     written = await page.evaluate(

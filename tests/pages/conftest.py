@@ -1,28 +1,22 @@
-"""Fixtures of the browser tests: the app on a real port."""
+"""Fixtures of the hosted pages' browser tests: the app on a real port, with a merchant's
+thank-you page for the checkout to land on."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import pytest
+import pytest_asyncio
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import free_port
+from tests.conftest import Serve
 
 
 async def _thanks(request: web.Request) -> web.Response:
     return web.Response(text="<h1>Thanks for your order</h1>", content_type="text/html")
 
 
-@pytest.fixture
-async def served(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
-) -> TestClient[Any, Any]:
+@pytest_asyncio.fixture(loop_scope="session")
+async def served(serve: Serve) -> TestClient[Any, Any]:
     """The app on a real port that payUrl names, plus a merchant's thank-you page."""
-    port = free_port()
-    app = make_app(public_url=f"http://127.0.0.1:{port}")
-    app.router.add_get("/shop/thanks", _thanks)
-    client: TestClient[Any, Any] = await aiohttp_client(app, server_kwargs={"port": port})
-    return client
+    return await serve(routes=[web.get("/shop/thanks", _thanks)])

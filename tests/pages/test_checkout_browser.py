@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Page
+from playwright.async_api import Browser, Page
 
 from tests.helpers import create_payment, sign_up
 from tests.pages.browser import not_failed_loads, open_page
@@ -27,7 +27,7 @@ async def _type_card(page: Page, number: str, month: str, year: str) -> None:
 
 
 async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a payment link with a success URL
     base = str(served.make_url("")).rstrip("/")
@@ -41,7 +41,7 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
     )
 
     # when a customer opens the payUrl, types the test card and submits
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(payment["payUrl"])
         assert await page.inner_text("#amount") == "12.50 USD"
         assert "Blue Mug Coffee" in await page.content()
@@ -69,12 +69,12 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
 
 
 async def test_a_declined_card_shows_the_reason_and_the_form_stays(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     member = await sign_up(served)
     payment = await create_payment(served, member)
 
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(payment["payUrl"])
         await _type_card(page, "4000000000000002", "12", "2099")
         await page.click("#submit")
@@ -89,12 +89,12 @@ async def test_a_declined_card_shows_the_reason_and_the_form_stays(
 
 
 async def test_without_a_success_url_the_shopper_sees_amount_merchant_and_reference(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     member = await sign_up(served, company="Blue Mug Coffee")
     payment = await create_payment(served, member, amountMinor="1250")
 
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(payment["payUrl"])
         # an expired card first: a sentence for a shopper, no field path, no code
         await _type_card(page, "4242 4242 4242 4242", "01", "21")
@@ -124,12 +124,12 @@ async def test_without_a_success_url_the_shopper_sees_amount_merchant_and_refere
 
 
 async def test_a_merchant_name_cannot_break_out_of_the_page_s_script(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     member = await sign_up(served, company="Evil </script><script>alert(1)</script> & Co")
     payment = await create_payment(served, member)
 
-    async with open_page(chromium) as (page, _):
+    async with open_page(browser) as (page, _):
         dialogs: list[str] = []
         page.on("dialog", lambda dialog: dialogs.append(dialog.message))
         await page.goto(payment["payUrl"])

@@ -23,7 +23,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 from aiohttp.typedefs import Handler, Middleware
-from playwright.async_api import Page, Request
+from playwright.async_api import Browser, Page, Request
 
 from tests.helpers import Member, assert_envelope, create_payment, post_as, sign_up
 from tests.pages.browser import open_page
@@ -60,12 +60,12 @@ class Explorer:
 
 @asynccontextmanager
 async def explorer_open(
-    served: TestClient[Any, Any], chromium: str, credential: str | None = None
+    served: TestClient[Any, Any], browser: Browser, credential: str | None = None
 ) -> AsyncIterator[Explorer]:
     """Chromium on /api/docs, its operations listed, recording problems from the first load;
     signed in with `credential` (a session token or an API key) pasted, when one is given."""
     base = str(served.make_url("")).rstrip("/")
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         explorer = Explorer(page, problems)
 
         def on_request(request: Request) -> None:
@@ -93,12 +93,12 @@ async def _filled_code(page: Page) -> str:
 
 
 async def test_explorer_sends_a_request_with_a_pasted_session_token_and_no_policy_violation(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a signed-in member and the explorer open in the browser
     member = await sign_up(served)
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, browser) as explorer:
         styled = await explorer.page.evaluate("getComputedStyle(document.body).display")
 
         # when the member pastes the session token and sends GET /auth/me
@@ -116,12 +116,12 @@ async def test_explorer_sends_a_request_with_a_pasted_session_token_and_no_polic
 
 
 async def test_member_signs_in_by_email_with_the_code_from_the_dev_mailbox(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a member of Blue Mug Coffee, and the explorer open with nobody signed in
     member = await sign_up(served, "ann@example.com", company="Blue Mug Coffee")
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, browser) as explorer:
         page = explorer.page
         signed_out = await page.inner_text("#who")
 
@@ -164,10 +164,10 @@ async def test_member_signs_in_by_email_with_the_code_from_the_dev_mailbox(
 
 
 async def test_an_email_without_an_account_is_offered_sign_up_and_signs_in(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given the explorer open, and an email nobody has used
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, browser) as explorer:
         page = explorer.page
 
         # when the developer asks for a code, no code arrives, and sign-up is offered
@@ -193,12 +193,12 @@ async def test_an_email_without_an_account_is_offered_sign_up_and_signs_in(
 
 
 async def test_the_prefilled_body_of_create_payment_is_accepted_as_it_is(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a member with the explorer open on POST /merchant/payments
     member = await sign_up(served)
 
-    async with explorer_open(served, chromium, member.token) as explorer:
+    async with explorer_open(served, browser, member.token) as explorer:
         page = explorer.page
         await explorer.choose("POST /api/v1/merchant/payments")
         prefilled = json.loads(await page.input_value("#body"))
@@ -235,7 +235,7 @@ async def test_the_prefilled_body_of_create_payment_is_accepted_as_it_is(
 
 
 async def test_example_bodies_follow_the_schema_when_it_gives_no_example(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a body schema without examples, its parts behind $refs as the document names them
     schema = {
@@ -273,7 +273,7 @@ async def test_example_bodies_follow_the_schema_when_it_gives_no_example(
         }
     }
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, browser) as explorer:
         # when the page builds its example body (its own function, on a document of this shape)
         body = await explorer.page.evaluate(
             """([schema, components]) => {
@@ -299,13 +299,13 @@ async def test_example_bodies_follow_the_schema_when_it_gives_no_example(
 
 
 async def test_retrieve_payment_sends_the_typed_id_and_refuses_to_send_without_it(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a payment, and the explorer on GET /merchant/payments/{id}
     member = await sign_up(served)
     payment = await create_payment(served, member, description="Two flat whites")
 
-    async with explorer_open(served, chromium, member.token) as explorer:
+    async with explorer_open(served, browser, member.token) as explorer:
         page = explorer.page
         await explorer.choose("GET /api/v1/merchant/payments/{id}")
         sent_before = list(explorer.sent)
@@ -332,12 +332,12 @@ async def test_retrieve_payment_sends_the_typed_id_and_refuses_to_send_without_i
 
 
 async def test_a_path_parameter_is_encoded_into_the_url(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given the explorer on GET /merchant/payments/{id}
     member = await sign_up(served)
 
-    async with explorer_open(served, chromium, member.token) as explorer:
+    async with explorer_open(served, browser, member.token) as explorer:
         page = explorer.page
         await explorer.choose("GET /api/v1/merchant/payments/{id}")
 
@@ -351,14 +351,14 @@ async def test_a_path_parameter_is_encoded_into_the_url(
 
 
 async def test_a_query_parameter_reaches_the_server(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given two payments, and the explorer on the payments list
     member = await sign_up(served)
     await create_payment(served, member)
     newest = await create_payment(served, member)
 
-    async with explorer_open(served, chromium, member.token) as explorer:
+    async with explorer_open(served, browser, member.token) as explorer:
         page = explorer.page
         await explorer.choose("GET /api/v1/merchant/payments")
         limit_help = await page.inner_text("#params")
@@ -393,14 +393,14 @@ async def _secret_key(client: TestClient[Any, Any], member: Member) -> str:
 
 
 async def test_a_pasted_secret_key_lists_payments(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a company that lets secret keys call payment routes, its key, and a payment
     member = await sign_up(served)
     key = await _secret_key(served, member)
     payment = await create_payment(served, member)
 
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, browser) as explorer:
         page = explorer.page
 
         # when the developer pastes the key and lists payments
@@ -417,12 +417,12 @@ async def test_a_pasted_secret_key_lists_payments(
 
 
 async def test_a_script_injected_into_a_page_is_refused_and_reported(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     """What the tests above rely on: the policy is enforced, and a refusal is seen."""
     base = str(served.make_url("")).rstrip("/")
 
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(f"{base}/api/docs")
 
         # when markup with an inline script and an inline handler reaches the page

@@ -9,6 +9,7 @@ import json
 from typing import Any
 
 from aiohttp.test_utils import TestClient
+from playwright.async_api import Browser
 
 from tests.helpers import create_payment, sign_up
 from tests.money import paid_payment
@@ -32,14 +33,14 @@ async def _offered(explorer: Explorer) -> list[str]:
 
 
 async def test_refund_example_names_the_callers_paid_payment_and_is_accepted_as_it_is(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a paid payment, and a newer one not yet paid, which cannot be refunded
     member = await sign_up(served)
     paid = await paid_payment(served, member, amount="2500")
     await create_payment(served, member)
 
-    async with explorer_open(served, chromium, member.token) as explorer:
+    async with explorer_open(served, browser, member.token) as explorer:
         page = explorer.page
 
         # when the developer opens POST /merchant/refunds and sends its example as it is
@@ -56,12 +57,12 @@ async def test_refund_example_names_the_callers_paid_payment_and_is_accepted_as_
 
 
 async def test_a_path_parameter_is_offered_the_callers_ids_including_one_just_created(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a member with no payment yet
     member = await sign_up(served)
 
-    async with explorer_open(served, chromium, member.token) as explorer:
+    async with explorer_open(served, browser, member.token) as explorer:
         page = explorer.page
 
         # when they open GET /merchant/payments/{id} with nothing to offer
@@ -90,10 +91,10 @@ async def test_a_path_parameter_is_offered_the_callers_ids_including_one_just_cr
 
 
 async def test_without_a_credential_the_examples_keep_the_document_s_and_nothing_is_read(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given the explorer open with nobody signed in
-    async with explorer_open(served, chromium) as explorer:
+    async with explorer_open(served, browser) as explorer:
         sent_before = list(explorer.sent)
 
         # when the refund operation is opened

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Dialog
+from playwright.async_api import Browser, Dialog
 
 from tests.helpers import Member, latest_code, sign_up
 from tests.pages.browser import not_failed_loads, open_page
@@ -46,14 +46,14 @@ async def _invitations(served: TestClient[Any, Any], owner: Member) -> list[dict
 
 
 async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_violation(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an owner who invited new@example.com as finance
     owner = await sign_up(served, company="Blue Mug Coffee")
     _, link = await _invite(served, owner)
 
     # when the invitee opens the link, accepts, and types the code mailed to them
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         response = await page.goto(link)
         status = response.status if response else None
         policy = response.headers.get("content-security-policy", "") if response else ""
@@ -108,13 +108,13 @@ async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_viola
 
 
 async def test_a_wrong_code_shows_the_apis_message_and_the_right_one_still_joins(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invitee who accepted in the browser
     owner = await sign_up(served, company="Blue Mug Coffee")
     _, link = await _invite(served, owner)
 
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(link)
         await page.click("#accept")
         await page.wait_for_selector("#code-form", state="visible", timeout=10_000)
@@ -145,14 +145,14 @@ async def test_a_wrong_code_shows_the_apis_message_and_the_right_one_still_joins
 
 
 async def test_the_invitee_declines_and_the_invitation_is_rejected(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an open invitation
     owner = await sign_up(served)
     _, link = await _invite(served, owner)
 
     # when the invitee opens the link and declines
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(link)
         await page.click("#decline")
         await page.wait_for_selector("#outcome-title", timeout=10_000)
@@ -174,13 +174,13 @@ async def test_the_invitee_declines_and_the_invitation_is_rejected(
 
 
 async def test_accepting_an_invitation_withdrawn_meanwhile_shows_the_apis_answer(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invitee with the page open
     owner = await sign_up(served, company="Blue Mug Coffee")
     invitation, link = await _invite(served, owner)
 
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(link)
 
         # when the owner withdraws it before the invitee clicks Accept
@@ -204,7 +204,7 @@ async def test_accepting_an_invitation_withdrawn_meanwhile_shows_the_apis_answer
 
 
 async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitation(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invitation, and a link with a guessed token
     owner = await sign_up(served, company="Blue Mug Coffee")
@@ -213,7 +213,7 @@ async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitat
     token = urlsplit(link).path.rsplit("/", 1)[1]
 
     # when someone opens the link with the wrong token
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         response = await page.goto(f"{base}/invite/guessed-{token[:8]}")
         status = response.status if response else None
         content_type = response.headers.get("content-type") if response else None
@@ -233,7 +233,7 @@ async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitat
 
 
 async def test_a_hostile_company_name_renders_as_text(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a company whose name is markup, inviting someone
     hostile = "<img src=x onerror=alert(1)>"
@@ -241,7 +241,7 @@ async def test_a_hostile_company_name_renders_as_text(
     _, link = await _invite(served, owner)
 
     # when the invitee opens the link and declines
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         dialogs: list[str] = []
 
         async def dialog(opened: Dialog) -> None:

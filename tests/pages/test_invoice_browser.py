@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Dialog
+from playwright.async_api import Browser, Dialog
 from pypdf import PdfReader
 
 from tests.helpers import Member, sign_up
@@ -59,14 +59,14 @@ def _day(iso: str) -> str:
 
 
 async def test_the_page_shows_the_invoice_with_no_policy_violation(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invoice of two lines sent to a named customer
     member = await sign_up(served, company="Blue Mug Coffee")
     invoice, url = await _invoice(served, member)
 
     # when the customer opens the link in the invoice email
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         response = await page.goto(url)
         status = response.status if response else None
         main_status = await page.get_attribute("main#invoice.invoice", "data-status")
@@ -113,7 +113,7 @@ async def test_the_page_shows_the_invoice_with_no_policy_violation(
 
 
 async def test_a_hostile_description_and_customer_name_render_as_text(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invoice whose line descriptions and customer name are markup
     img = "<img src=x onerror=alert(1)>"
@@ -131,7 +131,7 @@ async def test_a_hostile_description_and_customer_name_render_as_text(
     )
 
     # when the customer opens the page
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         dialogs: list[str] = []
 
         async def dialog(opened: Dialog) -> None:
@@ -158,14 +158,14 @@ async def test_a_hostile_description_and_customer_name_render_as_text(
 
 
 async def test_the_download_link_downloads_the_pdf(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an open invoice page
     member = await sign_up(served)
     invoice, url = await _invoice(served, member)
 
     # when the customer clicks Download PDF
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(url)
         async with page.expect_download() as downloading:
             await page.click("#download-pdf")
@@ -190,7 +190,7 @@ async def test_the_download_link_downloads_the_pdf(
 
 
 async def test_a_wrong_token_shows_the_invalid_link_page_and_nothing_of_the_invoice(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invoice, and its link with a guessed token
     member = await sign_up(served)
@@ -198,7 +198,7 @@ async def test_a_wrong_token_shows_the_invalid_link_page_and_nothing_of_the_invo
     base = str(served.make_url("")).rstrip("/")
 
     # when someone opens the link with the wrong token
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         response = await page.goto(f"{base}/i/{invoice['id']}?t=guessed")
         status = response.status if response else None
         invalid = await page.is_visible("main#invalid")
@@ -221,7 +221,7 @@ async def test_a_wrong_token_shows_the_invalid_link_page_and_nothing_of_the_invo
 
 
 async def test_a_paid_invoice_shows_paid_and_prints_without_the_download_link(
-    served: TestClient[Any, Any], chromium: str
+    served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given an invoice marked paid by bank transfer
     member = await sign_up(served)
@@ -235,7 +235,7 @@ async def test_a_paid_invoice_shows_paid_and_prints_without_the_download_link(
     paid_at = (await paid.json())["paidAt"]
 
     # when the customer opens the page, then prints it
-    async with open_page(chromium) as (page, problems):
+    async with open_page(browser) as (page, problems):
         await page.goto(url)
         main_status = await page.get_attribute("main#invoice", "data-status")
         status = await page.get_attribute("#status", "data-status")

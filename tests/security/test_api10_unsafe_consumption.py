@@ -11,15 +11,13 @@ starts it, and a processor deadline of 0.2 s instead of its 10 s.
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator
 
 import pytest
 
-from mps.actors.company import CompanyActor, CreateCompany, CreatePayment
+from mps.actors.company import CompanyActor, CreatePayment
 from mps.actors.context import ActorContext
 from mps.actors.payment import Checkout, Outcome, PaymentActor
-from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import ActorRef, ask, stop
 from mps.adapters.processor import (
     Authorization,
@@ -28,21 +26,15 @@ from mps.adapters.processor import (
     RefundResult,
     SimulatorProcessor,
 )
-from mps.auth.keyring import Keyring
 from mps.domain.clock import Clock
 from mps.domain.payments import NewPayment
 from mps.errors import Unavailable
 from mps.persistence.database import Database
+from tests.actors import CARD, actor_context, company_actor, payment_actor
 
 pytestmark = pytest.mark.both_backends
 
 COMPANY = "co_unsafe_consumption"
-PUBLIC_URL = "http://127.0.0.1:8080"
-KEYRING = Keyring(
-    session_secret=b"consumption-session-secret-0123456789",
-    encryption_key=b"consumption-encryption-key-0123456789",
-)
-CARD = CardInput("4242424242424242", 12, 2099, "123")
 
 
 class HangingProcessor:
@@ -73,17 +65,14 @@ class HangingProcessor:
 
 @pytest.fixture
 async def context(database: Database, clock: Clock) -> AsyncIterator[ActorContext]:
-    writer: ActorRef[PersistenceActor] = PersistenceActor.start(database)
-    yield ActorContext(database, writer, clock)
-    await stop(writer)
+    async with actor_context(database, clock) as context:
+        yield context
 
 
 @pytest.fixture
 async def company(context: ActorContext) -> AsyncIterator[ActorRef[CompanyActor]]:
-    ref = CompanyActor.start(COMPANY, context, KEYRING, PUBLIC_URL)
-    await ask(ref, CreateCompany("Consumption Ltd", "owner@example.com", None))
-    yield ref
-    await stop(ref)
+    async with company_actor(context, COMPANY, "Consumption Ltd") as ref:
+        yield ref
 
 
 @pytest.fixture
@@ -96,15 +85,8 @@ async def pending(company: ActorRef[CompanyActor]) -> Outcome:
 def _payment_actor(
     company: ActorRef[CompanyActor], context: ActorContext, outcome: Outcome, processor: Processor
 ) -> ActorRef[PaymentActor]:
-    return PaymentActor.start(
-        outcome.payment.id,
-        COMPANY,
-        context,
-        KEYRING,
-        {"test": processor, "live": None},
-        PUBLIC_URL,
-        functools.partial(ask, company),
-        processor_deadline=0.2,
+    return payment_actor(
+        company, COMPANY, outcome.payment.id, context, processor, processor_deadline=0.2
     )
 
 

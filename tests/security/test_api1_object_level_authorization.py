@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up
+from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up, two_companies
 from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
@@ -61,8 +61,7 @@ async def test_another_company_gets_the_same_404_for_each_object_as_for_an_unkno
     client: TestClient[Any, Any],
 ) -> None:
     # given every kind of object the owner's company holds
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     objects = await _owned_objects(client, owner)
 
     for path in _reads(objects):
@@ -83,8 +82,7 @@ async def test_another_company_cannot_cancel_a_payment_or_revoke_a_key_and_both_
     client: TestClient[Any, Any],
 ) -> None:
     # given
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     payment = await create_payment(client, owner)
     objects = await _owned_objects(client, owner)
 
@@ -112,8 +110,7 @@ async def test_list_filters_naming_another_companys_objects_return_nothing_of_th
     client: TestClient[Any, Any],
 ) -> None:
     # given the owner's multi-use link, paid once by a known customer
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     link = await create_payment(client, owner, allowMultiplePayments=True)
     assert (await pay(client, link["reference"], email="buyer@example.com")).status == 200
 
@@ -174,8 +171,7 @@ async def test_a_test_key_cannot_drive_another_companys_payment_through_the_sand
     client: TestClient[Any, Any],
 ) -> None:
     # given the owner's pending payment and a stranger's test key that may write payments
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     payment = await create_payment(client, owner)
     key = (await create_key(client, stranger, ["payments:write"]))["key"]
 
@@ -199,8 +195,7 @@ async def test_another_companys_idempotency_key_replays_nothing_of_theirs(
     client: TestClient[Any, Any],
 ) -> None:
     # given the owner created a payment under an Idempotency-Key
-    owner = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    owner, stranger = await two_companies(client)
     theirs = await create_payment(client, owner, headers={"Idempotency-Key": "order-1"})
 
     # when the stranger sends the same request under the same key

@@ -22,7 +22,15 @@ from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import Member, assert_envelope, latest_code, post_as, sign_up
+from tests.helpers import (
+    Member,
+    answered,
+    assert_envelope,
+    assert_refused,
+    latest_code,
+    post_as,
+    sign_up,
+)
 from tests.keys import bearer
 
 pytestmark = pytest.mark.both_backends
@@ -53,8 +61,7 @@ def _sign(client: TestClient[Any, Any], claims: dict[str, Any], algorithm: str =
 async def _key(client: TestClient[Any, Any], member: Member, **body: Any) -> dict[str, Any]:
     payload = {"name": "server", "scopes": ["analytics:read", "payments:write"], **body}
     created = await client.post("/api/v1/merchant/api-keys", json=payload, headers=member.headers)
-    assert created.status == 201, await created.text()
-    key: dict[str, Any] = await created.json()
+    key: dict[str, Any] = await answered(created)
     return key
 
 
@@ -213,8 +220,7 @@ async def test_a_revoked_key_is_refused_by_the_sandbox_too(client: TestClient[An
     )
 
     # then
-    assert response.status == 401
-    assert_envelope(await response.json(), 401, "unauthenticated")
+    await assert_refused(response, 401, "unauthenticated")
 
 
 async def test_a_key_altered_in_its_secret_part_is_refused(client: TestClient[Any, Any]) -> None:
@@ -263,8 +269,7 @@ async def test_wrong_codes_kill_the_login_at_five_whatever_company_each_names(
         "/api/v1/auth/otp/verify",
         json={"loginId": login_id, "code": await latest_code(client, member.email)},
     )
-    assert right.status == 400
-    assert_envelope(await right.json(), 400, "invalid_code")
+    await assert_refused(right, 400, "invalid_code")
 
 
 async def test_a_code_is_bound_to_its_login_and_works_once(client: TestClient[Any, Any]) -> None:
@@ -294,5 +299,4 @@ async def test_a_code_is_bound_to_its_login_and_works_once(client: TestClient[An
     # then
     assert crossed.status == 400
     assert used.status == 200
-    assert replayed.status == 400
-    assert_envelope(await replayed.json(), 400)
+    await assert_refused(replayed, 400)

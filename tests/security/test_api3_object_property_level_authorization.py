@@ -18,7 +18,18 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.routes import all_routes
 from mps.http.routing import Auth
-from tests.helpers import TEST_CARD, Member, assert_envelope, create_payment, pay, post_as, sign_up
+from tests.helpers import (
+    TEST_CARD,
+    Member,
+    assert_refused,
+    create_payment,
+    pay,
+    pending_payment,
+    post_as,
+    post_payment,
+    sign_up,
+    two_companies,
+)
 from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
@@ -50,8 +61,7 @@ async def test_an_unknown_field_is_refused_on_every_route_that_takes_a_body(
     client: TestClient[Any, Any],
 ) -> None:
     # given a credential for each kind of route, and a payment to pay
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     key = (await create_key(client, member, ["payments:write"]))["key"]
     credential = {Auth.SESSION: member.headers, Auth.API_KEY: bearer(key), Auth.PUBLIC: {}}
     params = {
@@ -72,9 +82,7 @@ async def test_an_unknown_field_is_refused_on_every_route_that_takes_a_body(
         )
 
         # then
-        body = await response.json()
-        assert response.status == 400, route.full_path
-        assert_envelope(body, 400, "validation_error")
+        body = await assert_refused(response, 400, "validation_error")
         assert {"field": "ownerId", "message": "is not a known field"} in body["errors"]
 
 
@@ -99,16 +107,10 @@ async def test_a_payment_cannot_be_created_with_a_server_owned_property(
     member = await sign_up(client)
 
     # when
-    response = await post_as(
-        client,
-        member,
-        "/api/v1/merchant/payments",
-        {"amountMinor": "2500", "currency": "USD", **field},
-    )
+    response = await post_payment(client, member, **field)
 
     # then
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "validation_error")
+    await assert_refused(response, 400, "validation_error")
     assert await _payments(client, member) == []
 
 
@@ -143,8 +145,7 @@ async def test_an_api_key_cannot_be_created_with_a_chosen_secret_or_owner(
     client: TestClient[Any, Any],
 ) -> None:
     # given
-    member = await sign_up(client)
-    stranger = await sign_up(client, "stranger@example.com", "Stranger Co")
+    member, stranger = await two_companies(client)
     chosen = "sk_test_" + "A" * 40
     attempts: list[dict[str, Any]] = [
         {"key": chosen},
@@ -186,8 +187,7 @@ async def test_a_payer_cannot_set_what_checkout_charges_or_records(
     client: TestClient[Any, Any], field: dict[str, Any]
 ) -> None:
     # given
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     # when
     response = await client.post(
@@ -195,8 +195,7 @@ async def test_a_payer_cannot_set_what_checkout_charges_or_records(
     )
 
     # then
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "validation_error")
+    await assert_refused(response, 400, "validation_error")
     got = await client.get(f"/api/v1/merchant/payments/{payment['id']}", headers=member.headers)
     stored = await got.json()
     assert stored["status"] == "PENDING" and stored["amountMinor"] == "2500"

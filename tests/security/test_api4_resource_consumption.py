@@ -18,7 +18,17 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.routes import all_routes
 from mps.http.routing import Route
-from tests.helpers import Member, assert_envelope, create_payment, latest_code, post_as, sign_up
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    assert_refused,
+    create_payment,
+    latest_code,
+    pending_payment,
+    post_as,
+    post_payment,
+    sign_up,
+)
 from tests.keys import bearer
 
 pytestmark = pytest.mark.both_backends
@@ -110,10 +120,8 @@ async def test_deeply_nested_json_is_refused_as_bad_input(client: TestClient[Any
     not_flat = await client.post("/api/v1/merchant/payments", json=nested, headers=member.headers)
 
     # then
-    assert too_deep.status == 400
-    assert_envelope(await too_deep.json(), 400)
-    assert not_flat.status == 400
-    assert_envelope(await not_flat.json(), 400, "validation_error")
+    await assert_refused(too_deep, 400)
+    await assert_refused(not_flat, 400, "validation_error")
     listed = await client.get("/api/v1/merchant/payments", headers=member.headers)
     assert (await listed.json())["data"] == []
 
@@ -127,16 +135,10 @@ async def test_wide_json_under_the_size_limit_is_refused(client: TestClient[Any,
 
     for metadata in (many_keys, long_key, long_value):
         # when
-        response = await post_as(
-            client,
-            member,
-            "/api/v1/merchant/payments",
-            {"amountMinor": "100", "currency": "USD", "customMetadata": metadata},
-        )
+        response = await post_payment(client, member, amountMinor="100", customMetadata=metadata)
 
         # then
-        assert response.status == 400
-        assert_envelope(await response.json(), 400, "validation_error")
+        await assert_refused(response, 400, "validation_error")
 
 
 async def test_many_or_repeated_query_parameters_are_refused(
@@ -151,8 +153,7 @@ async def test_many_or_repeated_query_parameters_are_refused(
             "/api/v1/merchant/payments", params=params, headers=member.headers
         )
 
-        assert response.status == 400
-        assert_envelope(await response.json(), 400)
+        await assert_refused(response, 400)
 
 
 @pytest.fixture
@@ -172,8 +173,7 @@ async def _until_throttled(send: Callable[[], Any], at_most: int = 50) -> Any:
 
 
 async def _assert_throttled(response: Any) -> None:
-    assert response.status == 429
-    assert_envelope(await response.json(), 429, "rate_limited")
+    await assert_refused(response, 429, "rate_limited")
     retry_after = response.headers["Retry-After"]
     assert retry_after.isdigit() and int(retry_after) >= 1
 
@@ -228,8 +228,7 @@ async def test_an_api_key_is_throttled_on_the_developer_limit(
 
 
 async def test_checkout_is_throttled_per_ip(limited: TestClient[Any, Any]) -> None:
-    member = await sign_up(limited)
-    payment = await create_payment(limited, member)
+    _, payment = await pending_payment(limited)
 
     throttled = await _until_throttled(
         lambda: limited.post(f"/api/v1/checkout/{payment['reference']}/pay", json={})

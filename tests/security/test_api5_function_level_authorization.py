@@ -16,7 +16,14 @@ from aiohttp.test_utils import TestClient
 from mps.domain.scopes import BUILTIN_ROLES
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
-from tests.helpers import add_member, assert_envelope, post_as, sign_up
+from tests.helpers import (
+    add_member,
+    assert_envelope,
+    assert_refused,
+    owner_and_member,
+    post_as,
+    sign_up,
+)
 from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
@@ -47,16 +54,13 @@ async def test_a_member_reaches_exactly_the_routes_their_role_allows(
         if route.scope in scopes:
             assert response.status != 403, (route.method, route.full_path)
         else:
-            body = await response.json()
-            assert response.status == 403, (route.method, route.full_path)
-            assert_envelope(body, 403, "insufficient_scope")
+            body = await assert_refused(response, 403, "insufficient_scope")
             assert str(route.scope) in body["message"]
 
 
 async def test_a_viewer_cannot_write_after_switching_mode(client: TestClient[Any, Any]) -> None:
     # given a viewer who switched to live mode, which issues a new session
-    owner = await sign_up(client)
-    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
+    _, viewer = await owner_and_member(client, "role_viewer", "viewer@example.com")
     switched = await client.post(
         "/api/v1/auth/session/mode", json={"mode": "live"}, headers=viewer.headers
     )
@@ -82,8 +86,7 @@ async def test_a_viewer_cannot_revoke_the_owners_key_or_cancel_their_payment(
     client: TestClient[Any, Any],
 ) -> None:
     # given the owner's key and payment, and a viewer of the same company who can see both
-    owner = await sign_up(client)
-    viewer = await add_member(client, owner, "viewer@example.com", "role_viewer")
+    owner, viewer = await owner_and_member(client, "role_viewer", "viewer@example.com")
     key = await create_key(client, owner, ["analytics:read"])
     payment = await post_as(
         client, owner, "/api/v1/merchant/payments", {"amountMinor": "100", "currency": "USD"}
@@ -110,8 +113,7 @@ async def test_a_developer_can_mint_keys_only_with_the_read_scopes_they_hold(
     client: TestClient[Any, Any],
 ) -> None:
     # given a developer: read scopes and settings:write
-    owner = await sign_up(client)
-    developer = await add_member(client, owner, "dev@example.com", "role_developer")
+    owner, developer = await owner_and_member(client, "role_developer", "dev@example.com")
 
     # when they mint a key for each write scope they lack, and one with a read scope
     refused = [

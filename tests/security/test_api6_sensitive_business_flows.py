@@ -11,7 +11,13 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.conftest import Clock
-from tests.helpers import assert_envelope, create_payment, pay, sign_up
+from tests.helpers import (
+    assert_envelope,
+    assert_refused,
+    create_payment,
+    pay,
+    pending_payment,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -29,8 +35,7 @@ async def test_card_testing_on_one_payment_is_stopped_after_ten_declines(
     client: TestClient[Any, Any],
 ) -> None:
     # given a payment on which a script has tried ten stolen cards, all declined
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     for n in range(10):
         declined = await pay(client, payment["reference"], DECLINED if n % 2 else NO_FUNDS)
         assert declined.status == 402
@@ -39,8 +44,7 @@ async def test_card_testing_on_one_payment_is_stopped_after_ten_declines(
     locked = await pay(client, payment["reference"])
 
     # then the payment refuses checkout for about an hour and nothing was charged
-    assert locked.status == 429
-    assert_envelope(await locked.json(), 429, "rate_limited")
+    await assert_refused(locked, 429, "rate_limited")
     assert 3000 < int(locked.headers["Retry-After"]) <= 3601
     assert await _status(client, member, payment["id"]) == "PENDING"
 
@@ -49,8 +53,7 @@ async def test_card_testing_lock_on_one_payment_does_not_lock_the_merchants_othe
     client: TestClient[Any, Any],
 ) -> None:
     # given one payment locked by ten declines
-    member = await sign_up(client)
-    attacked = await create_payment(client, member)
+    member, attacked = await pending_payment(client)
     other = await create_payment(client, member)
     for _ in range(10):
         await pay(client, attacked["reference"], DECLINED)
@@ -67,8 +70,7 @@ async def test_concurrent_double_submit_without_a_key_charges_a_payment_once(
     client: TestClient[Any, Any],
 ) -> None:
     # given a single-use payment
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
 
     # when the shopper's form is submitted five times at once, with no Idempotency-Key
     answers = await asyncio.gather(*(pay(client, payment["reference"]) for _ in range(5)))
@@ -86,8 +88,7 @@ async def test_paying_a_cancelled_payment_is_refused_with_409(
     client: TestClient[Any, Any],
 ) -> None:
     # given a payment the merchant cancelled
-    member = await sign_up(client)
-    payment = await create_payment(client, member)
+    member, payment = await pending_payment(client)
     cancelled = await client.post(
         f"/api/v1/merchant/payments/{payment['id']}/cancel", headers=member.headers
     )
@@ -97,8 +98,7 @@ async def test_paying_a_cancelled_payment_is_refused_with_409(
     response = await pay(client, payment["reference"])
 
     # then
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "invalid_state")
+    await assert_refused(response, 409, "invalid_state")
     assert await _status(client, member, payment["id"]) == "CANCELLED"
 
 
@@ -106,16 +106,14 @@ async def test_paying_an_expired_payment_is_refused_even_before_the_expiry_sweep
     client: TestClient[Any, Any], clock: Clock
 ) -> None:
     # given a payment whose expiry has just passed
-    member = await sign_up(client)
-    payment = await create_payment(client, member, expiresInSec=60)
+    member, payment = await pending_payment(client, expiresInSec=60)
     clock.advance(seconds=61)
 
     # when a shopper pays it
     response = await pay(client, payment["reference"])
 
     # then expiry wins the race and nothing is charged
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "invalid_state")
+    await assert_refused(response, 409, "invalid_state")
     assert await _status(client, member, payment["id"]) == "EXPIRED"
 
 
@@ -123,8 +121,7 @@ async def test_multi_use_link_cannot_be_paid_after_it_is_cancelled(
     client: TestClient[Any, Any],
 ) -> None:
     # given a multi-use link paid once, then cancelled
-    member = await sign_up(client)
-    link = await create_payment(client, member, allowMultiplePayments=True)
+    member, link = await pending_payment(client, allowMultiplePayments=True)
     assert (await pay(client, link["reference"])).status == 200
     cancelled = await client.post(
         f"/api/v1/merchant/payments/{link['id']}/cancel", headers=member.headers
@@ -135,8 +132,7 @@ async def test_multi_use_link_cannot_be_paid_after_it_is_cancelled(
     response = await pay(client, link["reference"])
 
     # then no further child is created
-    assert response.status == 409
-    assert_envelope(await response.json(), 409, "invalid_state")
+    await assert_refused(response, 409, "invalid_state")
     children = await client.get(
         "/api/v1/merchant/payments", params={"linkPaymentId": link["id"]}, headers=member.headers
     )

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import assert_envelope, create_payment, pay, post_as, sign_up
+from tests.helpers import assert_refused, create_payment, pay, post_payment, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -72,17 +72,11 @@ async def test_payment_urls_that_are_not_http_or_https_are_refused_with_400(
     member = await sign_up(client)
 
     # when a payment is created with a URL of another scheme
-    response = await post_as(
-        client,
-        member,
-        "/api/v1/merchant/payments",
-        {"amountMinor": "2500", "currency": "USD", field: url},
-    )
+    fields: dict[str, Any] = {field: url}
+    response = await post_payment(client, member, **fields)
 
     # then it is refused, naming the field, and nothing is stored
-    body = await response.json()
-    assert response.status == 400
-    assert_envelope(body, 400, "validation_error")
+    body = await assert_refused(response, 400, "validation_error")
     assert [e["field"] for e in body["errors"]] == [field]
     listed = await client.get("/api/v1/merchant/payments", headers=member.headers)
     assert (await listed.json())["data"] == []

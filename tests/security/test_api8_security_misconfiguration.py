@@ -15,7 +15,7 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.config import ConfigError, load_settings
-from tests.helpers import assert_envelope, sign_up
+from tests.helpers import assert_envelope, assert_refused, sign_up
 
 pytestmark = pytest.mark.both_backends
 
@@ -121,8 +121,7 @@ async def test_answers_grant_no_cross_origin_access_when_another_origin_asks(
     for answer in (response, options):
         assert "Access-Control-Allow-Origin" not in answer.headers
         assert "Access-Control-Allow-Credentials" not in answer.headers
-    assert options.status == 405
-    assert_envelope(await options.json(), 405, "method_not_allowed")
+    await assert_refused(options, 405, "method_not_allowed")
 
 
 async def test_a_method_aiohttp_cannot_parse_is_a_400_envelope_that_names_no_version(
@@ -137,8 +136,7 @@ async def test_a_method_aiohttp_cannot_parse_is_a_400_envelope_that_names_no_ver
 
     # then the answer is still ours: the envelope, the safety headers, nothing echoed
     text = await response.text()
-    assert response.status == 400
-    assert_envelope(await response.json(), 400, "bad_request")
+    await assert_refused(response, 400, "bad_request")
     _assert_safety_headers(response)
     assert "TRACK" not in text
     assert member.token not in text
@@ -162,8 +160,7 @@ async def test_unserved_methods_are_a_405_envelope_that_echoes_nothing_when_trie
 
     # then
     text = await response.text()
-    assert response.status == 405
-    assert_envelope(await response.json(), 405, "method_not_allowed")
+    await assert_refused(response, 405, "method_not_allowed")
     _assert_safety_headers(response)
     assert member.token not in text
     assert "Authorization" not in text
@@ -219,6 +216,5 @@ async def test_production_serves_no_dev_mailbox_or_explorer_even_to_loopback(
     response = await client.get(path)
 
     # then the surface does not exist
-    assert response.status == 404
-    assert_envelope(await response.json(), 404, "not_found")
+    await assert_refused(response, 404, "not_found")
     _assert_safety_headers(response)

@@ -16,7 +16,16 @@ from aiohttp.test_utils import TestClient
 
 from mps.actors.company import CreateApiKey
 from mps.errors import Forbidden
-from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    assert_envelope,
+    assert_refused,
+    owner_and_admin,
+    owner_and_member,
+    post_as,
+    sign_up,
+)
 from tests.keys import allow_key_access, bearer, create_key
 from tests.money import paid_payment, services
 
@@ -43,8 +52,7 @@ async def test_a_key_can_no_longer_create_payments_once_its_creator_is_downgrade
     client: TestClient[Any, Any],
 ) -> None:
     # given an admin's key that has created a payment (so it is verified and cached)
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     await allow_key_access(client, owner)
     key = await create_key(
         client, admin, ["payments:read", "payments:write", "refunds:write"], "backend"
@@ -68,10 +76,8 @@ async def test_a_key_can_no_longer_create_payments_once_its_creator_is_downgrade
     read = await client.get("/api/v1/merchant/payments", headers=bearer(key["key"]))
 
     # then the key writes nothing a viewer could not, and still reads what a viewer may
-    assert created.status == 403
-    assert_envelope(await created.json(), 403, "insufficient_scope")
-    assert refunded.status == 403
-    assert_envelope(await refunded.json(), 403, "insufficient_scope")
+    await assert_refused(created, 403, "insufficient_scope")
+    await assert_refused(refunded, 403, "insufficient_scope")
     assert read.status == 200
 
     # and made admin again, the key writes again: its own scopes were never changed
@@ -89,8 +95,7 @@ async def test_removing_a_member_revokes_their_keys_in_the_same_unit_and_audits_
     client: TestClient[Any, Any],
 ) -> None:
     # given an admin with two keys (one each mode) that work, and the owner's own key
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     await allow_key_access(client, owner)
     key = await create_key(client, admin, ["payments:write", "refunds:write"], "backend")
     live = await post_as(
@@ -175,8 +180,7 @@ async def test_a_key_loses_what_its_creators_custom_role_loses_and_keeps_the_res
     )
 
     # then the key can no longer refund, and still creates payments
-    assert refunded.status == 403
-    assert_envelope(await refunded.json(), 403, "insufficient_scope")
+    await assert_refused(refunded, 403, "insufficient_scope")
     assert created.status == 201
 
 
@@ -184,8 +188,7 @@ async def test_the_key_and_the_key_list_name_who_created_each_key(
     client: TestClient[Any, Any],
 ) -> None:
     # given keys made by the owner and by a developer
-    owner = await sign_up(client)
-    developer = await add_member(client, owner, "dev@example.com", "role_developer")
+    owner, developer = await owner_and_member(client, "role_developer", "dev@example.com")
 
     # when each makes one, and the owner revokes the developer's
     owners = await create_key(client, owner, ["payments:write"], "backend")
@@ -207,8 +210,7 @@ async def test_a_removed_member_cannot_create_a_key_even_from_a_session_still_ca
     client: TestClient[Any, Any],
 ) -> None:
     # given a member removed a moment ago, whose session another node may still hold
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     removed = await client.delete(f"/api/v1/team/members/{admin.user_id}", headers=owner.headers)
     assert removed.status == 200
 

@@ -14,7 +14,15 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.persistence import approval_store
-from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    assert_refused,
+    owner_and_admin,
+    post_as,
+    read_as,
+    sign_up,
+)
 from tests.keys import allow_key_access, bearer, create_key
 from tests.money import ACCOUNT, balance, paid_payment, services
 
@@ -105,10 +113,8 @@ async def test_a_member_cannot_approve_the_payout_they_requested_through_their_o
     rejected = await _vote(client, clerk.headers, request["id"], "reject")
 
     # then both are refused as the requester's own vote, and nothing was paid out
-    assert approved.status == 403
-    assert_envelope(await approved.json(), 403, "requester_cannot_vote")
-    assert rejected.status == 403
-    assert_envelope(await rejected.json(), 403, "requester_cannot_vote")
+    await assert_refused(approved, 403, "requester_cannot_vote")
+    await assert_refused(rejected, 403, "requester_cannot_vote")
     assert await _payouts(client, owner) == []
 
     # and another member with the action's scope still decides it
@@ -125,8 +131,7 @@ async def test_the_owner_cannot_approve_the_refund_they_requested_through_their_
     client: TestClient[Any, Any],
 ) -> None:
     # given the owner with a refund policy above 20.00, key access on and a refund key
-    owner = await sign_up(client)
-    admin = await add_member(client, owner, "admin@example.com", "role_admin")
+    owner, admin = await owner_and_admin(client)
     payment = await paid_payment(client, owner, "10000")
     assert (await _policy(client, owner, "refund.create", "2000")).status == 200
     await allow_key_access(client, owner)
@@ -144,8 +149,7 @@ async def test_the_owner_cannot_approve_the_refund_they_requested_through_their_
     # then the owner's vote is refused and nothing is refunded
     assert held.status == 202
     assert request["requestedBy"] == key["id"] and request["requestedByUserId"] == owner.user_id
-    assert own.status == 403
-    assert_envelope(await own.json(), 403, "requester_cannot_vote")
+    await assert_refused(own, 403, "requester_cannot_vote")
     assert await balance(client, owner) == {"available": 10000, "pending": 0, "reserved": 0}
 
     # and the admin's approval runs it once
@@ -180,12 +184,9 @@ async def test_a_key_cannot_vote_on_an_approval_request_at_all(
 
     # then every one needs a dashboard session, and the request is still open
     for answer in answers:
-        assert answer.status == 401
-        assert_envelope(await answer.json(), 401, "session_required")
-    got = await client.get(
-        f"/api/v1/team/approvals/requests/{request['id']}", headers=owner.headers
-    )
-    assert (await got.json())["status"] == "PENDING"
+        await assert_refused(answer, 401, "session_required")
+    path = f"/api/v1/team/approvals/requests/{request['id']}"
+    assert (await read_as(client, owner, path))["status"] == "PENDING"
 
 
 async def test_the_person_behind_a_key_may_cancel_the_request_it_made_and_nobody_else(

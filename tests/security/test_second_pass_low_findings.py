@@ -15,7 +15,7 @@ from aiohttp.test_utils import TestClient
 from mps.config import ConfigError, load_settings
 from mps.http.keys import SERVICES
 from mps.webhooks.targets import GuardedResolver, UnsafeTarget, check_url
-from tests.helpers import latest_code, post_as, production_env, sign_up
+from tests.helpers import answered, latest_code, post_as, production_env, sign_up
 
 # "owner@example.com" with its letters in their full-width forms (U+FF41 onwards).
 FULL_WIDTH_OWNER = (
@@ -75,8 +75,7 @@ async def test_signing_up_with_an_existing_email_attaches_no_company_before_the_
     verified = await client.post(
         "/api/v1/auth/otp/verify", json={"loginId": signup["loginId"], "code": code}
     )
-    assert verified.status == 200, await verified.text()
-    session = await verified.json()
+    session = await answered(verified, 200)
     assert session["user"]["id"] == victim.user_id
     assert session["company"] == {**session["company"], "id": signup["companyId"]}
     assert session["company"]["name"] == "Evil Ltd"

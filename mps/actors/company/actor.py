@@ -6,6 +6,7 @@ this one, one per capability; the actor only routes each message to its handler,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from mps.actors.company import (
@@ -20,55 +21,13 @@ from mps.actors.company import (
     members,
     payments,
     payouts,
+    payouts_messages,
     sessions,
     team,
     webhooks,
 )
-from mps.actors.company.api_keys import CreateApiKey, RevokeApiKey
-from mps.actors.company.approvals import (
-    CancelApproval,
-    ExpireApproval,
-    FailApproval,
-    ForgetApproval,
-    RequestApproval,
-    SetPolicy,
-    VoteOnApproval,
-)
-from mps.actors.company.audit import RecordAudit
-from mps.actors.company.cards import IssueCard
 from mps.actors.company.claims import ClaimKey, ReleaseKey
-from mps.actors.company.invitations import AcceptInvitation, CreateInvitation, DecideInvitation
-from mps.actors.company.invoices import CreateInvoice
-from mps.actors.company.kyc import DecideKyc, RecordKycDocument
-from mps.actors.company.ledger import Balances, Book, Settle
-from mps.actors.company.members import AddMember, CreateCompany, UpdateSettings
-from mps.actors.company.payments import CreatePayment
-from mps.actors.company.payouts_messages import (
-    AdvancePayout,
-    CancelPayout,
-    CreateBankAccount,
-    CreatePayout,
-    DeleteBankAccount,
-    RunPayoutSchedule,
-)
-from mps.actors.company.sessions import OpenSession, RevokeSession
 from mps.actors.company.state import CompanyState
-from mps.actors.company.team import (
-    ChangeMemberRole,
-    CreateRole,
-    DeleteRole,
-    RemoveMember,
-    TransferOwnership,
-    UpdateRole,
-)
-from mps.actors.company.webhooks import (
-    CreateEndpoint,
-    DeleteEndpoint,
-    EmitEvent,
-    RecordDeliveries,
-    RotateEndpointSecret,
-    UpdateEndpoint,
-)
 from mps.actors.context import ActorContext
 from mps.actors.references import References
 from mps.actors.runtime import AsyncioActor
@@ -134,100 +93,64 @@ class CompanyActor(AsyncioActor):
         return not returned and super().can_passivate()
 
     async def receive(self, message: Any) -> Any:
-        state = self.state
         match message:
-            case CreateCompany():
-                return members.create_company(state, message)
-            case AddMember():
-                return members.add_member(state, message)
-            case UpdateSettings():
-                return members.update_settings(state, message)
-            case OpenSession():
-                return sessions.open_session(state, message)
-            case RevokeSession():
-                return sessions.revoke_session(state, message)
-            case CreateApiKey():
-                return api_keys.create_api_key(state, message)
-            case RevokeApiKey():
-                return api_keys.revoke_api_key(state, message)
             case ClaimKey(key=key, owner=owner):
                 return self.keys_in_flight.claim(key, owner)
             case ReleaseKey(key=key, owner=owner):
                 self.keys_in_flight.release(key, owner)
                 return None
-            case CreatePayment():
-                return payments.create_payment(state, message)
-            case CreateEndpoint():
-                return webhooks.create_endpoint(state, message)
-            case UpdateEndpoint():
-                return webhooks.update_endpoint(state, message)
-            case RotateEndpointSecret():
-                return webhooks.rotate_secret(state, message)
-            case DeleteEndpoint():
-                return webhooks.delete_endpoint(state, message)
-            case RecordDeliveries():
-                return webhooks.record_deliveries(state, message)
-            case EmitEvent():
-                return webhooks.emit_event(state, message)
-            case Book():
-                return ledger.book(state, message)
-            case Settle():
-                return ledger.settle(state, message)
-            case Balances():
-                return ledger.balances(state, message)
-            case CreateBankAccount():
-                return payouts.create_bank_account(state, message)
-            case DeleteBankAccount():
-                return payouts.delete_bank_account(state, message)
-            case CreatePayout():
-                return payouts.create_payout(state, message)
-            case CancelPayout():
-                return payouts.cancel_payout(state, message)
-            case AdvancePayout():
-                return payouts.advance_payout(state, message)
-            case RunPayoutSchedule():
-                return payouts.run_payout_schedule(state, message)
-            case CreateInvoice():
-                return invoices.create_invoice(state, message)
-            case CreateRole():
-                return team.create_role(state, message)
-            case UpdateRole():
-                return team.update_role(state, message)
-            case DeleteRole():
-                return team.delete_role(state, message)
-            case ChangeMemberRole():
-                return team.change_member_role(state, message)
-            case RemoveMember():
-                return team.remove_member(state, message)
-            case TransferOwnership():
-                return team.transfer_ownership(state, message)
-            case CreateInvitation():
-                return invitations.create_invitation(state, message)
-            case AcceptInvitation():
-                return invitations.accept_invitation(state, message)
-            case DecideInvitation():
-                return invitations.decide_invitation(state, message)
-            case SetPolicy():
-                return approvals.set_policy(state, message)
-            case RequestApproval():
-                return approvals.request_approval(state, message)
-            case VoteOnApproval():
-                return approvals.vote_on_approval(state, message)
-            case CancelApproval():
-                return approvals.cancel_approval(state, message)
-            case ExpireApproval():
-                return approvals.expire_approval(state, message)
-            case FailApproval():
-                return approvals.fail_approval(state, message)
-            case ForgetApproval():
-                return approvals.forget_approval(state, message)
-            case IssueCard():
-                return cards.issue_card(state, message)
-            case RecordAudit():
-                return audit.record(state, message)
-            case RecordKycDocument():
-                return kyc.record_document(state, message)
-            case DecideKyc():
-                return kyc.decide(state, message)
-        msg = f"CompanyActor does not understand {type(message).__name__}"
-        raise TypeError(msg)
+        handler = _HANDLERS.get(type(message))
+        if handler is None:
+            msg = f"CompanyActor does not understand {type(message).__name__}"
+            raise TypeError(msg)
+        return handler(self.state, message)
+
+
+# Each command's handler, a function of the company's state in the capability's module. Looked
+# up by the message's exact type: commands are final classes, never subclassed.
+_HANDLERS: dict[type[Any], Callable[[CompanyState, Any], Any]] = {
+    members.CreateCompany: members.create_company,
+    members.AddMember: members.add_member,
+    members.UpdateSettings: members.update_settings,
+    sessions.OpenSession: sessions.open_session,
+    sessions.RevokeSession: sessions.revoke_session,
+    api_keys.CreateApiKey: api_keys.create_api_key,
+    api_keys.RevokeApiKey: api_keys.revoke_api_key,
+    payments.CreatePayment: payments.create_payment,
+    webhooks.CreateEndpoint: webhooks.create_endpoint,
+    webhooks.UpdateEndpoint: webhooks.update_endpoint,
+    webhooks.RotateEndpointSecret: webhooks.rotate_secret,
+    webhooks.DeleteEndpoint: webhooks.delete_endpoint,
+    webhooks.RecordDeliveries: webhooks.record_deliveries,
+    webhooks.EmitEvent: webhooks.emit_event,
+    ledger.Book: ledger.book,
+    ledger.Settle: ledger.settle,
+    ledger.Balances: ledger.balances,
+    payouts_messages.CreateBankAccount: payouts.create_bank_account,
+    payouts_messages.DeleteBankAccount: payouts.delete_bank_account,
+    payouts_messages.CreatePayout: payouts.create_payout,
+    payouts_messages.CancelPayout: payouts.cancel_payout,
+    payouts_messages.AdvancePayout: payouts.advance_payout,
+    payouts_messages.RunPayoutSchedule: payouts.run_payout_schedule,
+    invoices.CreateInvoice: invoices.create_invoice,
+    team.CreateRole: team.create_role,
+    team.UpdateRole: team.update_role,
+    team.DeleteRole: team.delete_role,
+    team.ChangeMemberRole: team.change_member_role,
+    team.RemoveMember: team.remove_member,
+    team.TransferOwnership: team.transfer_ownership,
+    invitations.CreateInvitation: invitations.create_invitation,
+    invitations.AcceptInvitation: invitations.accept_invitation,
+    invitations.DecideInvitation: invitations.decide_invitation,
+    approvals.SetPolicy: approvals.set_policy,
+    approvals.RequestApproval: approvals.request_approval,
+    approvals.VoteOnApproval: approvals.vote_on_approval,
+    approvals.CancelApproval: approvals.cancel_approval,
+    approvals.ExpireApproval: approvals.expire_approval,
+    approvals.FailApproval: approvals.fail_approval,
+    approvals.ForgetApproval: approvals.forget_approval,
+    cards.IssueCard: cards.issue_card,
+    audit.RecordAudit: audit.record,
+    kyc.RecordKycDocument: kyc.record_document,
+    kyc.DecideKyc: kyc.decide,
+}

@@ -28,6 +28,7 @@ from mps.domain.issuing import Card, Controls
 from mps.domain.ledger import Movement
 from mps.errors import FieldError, Forbidden, ValidationFailed
 from mps.persistence import card_store as store
+from mps.persistence.outbox import event_writes
 from mps.persistence.statements import Statement
 from mps.representations.cards import card_json
 
@@ -145,7 +146,7 @@ def issue_card(state: CompanyState, command: IssueCard) -> Detached:
             created_at=stamp,
             updated_at=stamp,
         )
-        events, bodies = store.card_events(card, types, card_json(card, funding))
+        events, bodies = event_writes(card, types, card_json(card, funding))
         issued = IssuedCard(card, funding, bodies)
         statements = [
             store.card_insert(

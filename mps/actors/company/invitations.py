@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
+from mps.actors.company.members import member_once
 from mps.actors.company.state import CompanyState
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.runtime import Detached
@@ -25,7 +26,6 @@ from mps.domain.scopes import OWNER_ROLE
 from mps.errors import Conflict, FieldError, ValidationFailed
 from mps.persistence import company_store
 from mps.persistence import invitation_store as store
-from mps.persistence.database import IntegrityConflict
 
 __all__ = [
     "AcceptInvitation",
@@ -134,14 +134,11 @@ def accept_invitation(state: CompanyState, command: AcceptInvitation) -> Detache
 
     async def commit() -> str:
         try:
-            rows = await commit_audited(state, statements, [audit])
+            with member_once():
+                rows = await commit_audited(state, statements, [audit])
         except store.InvitationClosed as exc:
             raise Conflict("The invitation is no longer open", code="invalid_state") from exc
-        except IntegrityConflict as exc:
-            raise Conflict("That person is a member already", code="already_member") from exc
-        user_id: str = rows[-1][0]["user_id"]
-        state.members[user_id] = invitation.role_id
-        return user_id
+        return state.hold_member(rows, invitation.role_id)
 
     return Detached(commit())
 

@@ -3,6 +3,8 @@ changing its settings. Each decides in the turn and commits detached."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -28,6 +30,7 @@ __all__ = [
     "UpdateSettings",
     "add_member",
     "create_company",
+    "member_once",
     "update_settings",
 ]
 
@@ -88,11 +91,18 @@ def create_company(state: CompanyState, command: CreateCompany) -> Detached:
     async def commit() -> str:
         with undo_on_failure(undo=undo, stale=state.mark_stale):
             rows = await state.context.commit(*statements)
-        owner: str = rows[-1][0]["user_id"]
-        state.members[owner] = OWNER_ROLE
-        return owner
+        return state.hold_member(rows, OWNER_ROLE)
 
     return Detached(commit())
+
+
+@contextmanager
+def member_once() -> Iterator[None]:
+    """409 `already_member` for a membership unit refused because the person is one."""
+    try:
+        yield
+    except IntegrityConflict as exc:
+        raise Conflict("That person is a member already", code="already_member") from exc
 
 
 def add_member(state: CompanyState, command: AddMember) -> Detached:
@@ -106,14 +116,9 @@ def add_member(state: CompanyState, command: AddMember) -> Detached:
     )
 
     async def commit() -> str:
-        try:
-            with undo_on_failure(stale=state.mark_stale):
-                rows = await state.context.commit(*statements)
-        except IntegrityConflict as exc:
-            raise Conflict("That person is a member already", code="already_member") from exc
-        user_id: str = rows[-1][0]["user_id"]
-        state.members[user_id] = command.role_id
-        return user_id
+        with member_once(), undo_on_failure(stale=state.mark_stale):
+            rows = await state.context.commit(*statements)
+        return state.hold_member(rows, command.role_id)
 
     return Detached(commit())
 

@@ -42,6 +42,7 @@ from mps.domain.ledger import Movement
 from mps.domain.payouts import BankAccount, Payout
 from mps.errors import Conflict, FieldError, Forbidden, NotFound, ValidationFailed
 from mps.persistence import payout_store as store
+from mps.persistence.outbox import event_writes
 from mps.persistence.statements import Statement
 from mps.representations.money import payout_json
 
@@ -178,7 +179,7 @@ def create_payout(
     movement = state.books.payout_reservation(
         payout.mode, payout.currency, payout.id, payout.amount_minor, payout.created_at
     )
-    events, bodies = store.payout_events(payout, ("payout.created",), payout_json(payout))
+    events, bodies = event_writes(payout, ("payout.created",), payout_json(payout))
     outcome = PayoutOutcome(payout, bodies)
     statements: list[Statement] = [store.payout_insert(payout), *events, *extra]
     if command.idempotency is not None:
@@ -294,7 +295,7 @@ def _transition(
         movements = [
             books.payout_release(after.mode, after.currency, after.id, after.amount_minor, stamp)
         ]
-    events, bodies = store.payout_events(after, (event,) if event else (), payout_json(after))
+    events, bodies = event_writes(after, (event,) if event else (), payout_json(after))
     outcome = PayoutOutcome(after, bodies)
     statements: list[Statement] = [store.payout_update(before, after), *events]
     if idempotency is not None:

@@ -22,6 +22,7 @@ from mps.domain.ledger import Books
 from mps.domain.payouts import BankAccount, Payout
 from mps.domain.scopes import Role
 from mps.errors import NotFound, Unavailable
+from mps.persistence.statements import Row
 
 __all__ = ["CompanyState", "require_fresh"]
 
@@ -95,6 +96,14 @@ class CompanyState:
                 self.mark_stale()
 
         return undo
+
+    def hold_member(self, rows: list[list[Row]], role_id: str) -> str:
+        """Hold the member a committed unit made (its last statement, a membership's, returns
+        the user's id: a new user, or the account the email had already) from now on, so a
+        message sent after the reply finds them; their user id."""
+        user_id: str = rows[-1][0]["user_id"]
+        self.members[user_id] = role_id
+        return user_id
 
     def require(self) -> Company:
         if self.company is None:

@@ -57,9 +57,7 @@ class PaymentActor(CheckoutTurns, RefundTurns):
             await self._recall_left_in_flight()
 
     async def receive(self, message: Any) -> Any:
-        if self._stale:
-            msg = "a commit of unknown outcome"
-            raise Reload(msg)
+        self._refuse_when_stale()
         if self._unsettled:
             msg = "a checkout attempt to settle from storage"
             raise Reload(msg)

@@ -16,17 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from mps.actors.attempts import Attempt
-from mps.actors.commits import UnitChain
+from mps.actors.chained import AskCompany, ChainedActor, in_mode
 from mps.actors.company.ledger import Book
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.payment.messages import Outcome, with_customer
 from mps.actors.references import References
-from mps.actors.runtime import ActorDeadError, AsyncioActor, Detached
+from mps.actors.runtime import ActorDeadError, Detached
 from mps.adapters.processor import Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
@@ -35,7 +35,6 @@ from mps.domain.ids import payment_reference
 from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
 from mps.domain.refunds import Refund
-from mps.errors import NotFound
 from mps.persistence.analytics_store import rollup_statements
 from mps.persistence.payment_store import (
     customer_statements,
@@ -53,11 +52,9 @@ PROCESSOR_DEADLINE = 10.0
 # How long after its creation a refund is put to the processor (mps.actors.money): long enough
 # for the sandbox to force an outcome first, short enough for test mode's 2 s promise.
 REFUND_DELAY = 1.0
-# Asks the payment's company actor (mps.actors.company): how money moves.
-AskCompany = Callable[[Any], Awaitable[Any]]
 
 
-class PaymentCore(AsyncioActor):
+class PaymentCore(ChainedActor):
     def __init__(
         self,
         payment_id: str,
@@ -90,12 +87,6 @@ class PaymentCore(AsyncioActor):
         # What the company's books took from pending for a refund whose creation committed
         # after a settle had already taken it from `refunds` (its release gives that back).
         self._from_pending: dict[str, int] = {}
-        # A commit's outcome is unknown (the writer missed its deadline), or one was refused
-        # under later reservations: what this actor holds may differ from storage, so the next
-        # message goes to a fresh incarnation.
-        self._stale = False
-        # The units its turns handed over, committed one after another (mps.actors.commits).
-        self._units = UnitChain(stale=self._mark_stale)
         # Checkout attempts whose authorization is in flight, by id (mps.actors.attempts).
         self._attempts: dict[str, Attempt] = {}
         # Recalls of attempts a fault left IN_FLIGHT, running beside the actor (None while
@@ -109,10 +100,7 @@ class PaymentCore(AsyncioActor):
         return f"PaymentActor({self.payment_id})"
 
     def _require(self, mode: str | None) -> Payment:
-        # Another mode's payment is as invisible as another company's.
-        if self.payment is None or (mode is not None and self.payment.mode != mode):
-            raise NotFound("No such payment")
-        return self.payment
+        return in_mode(self.payment, mode, "No such payment")
 
     def _tell_self(self, message: Any) -> None:
         with contextlib.suppress(ActorDeadError):
@@ -210,7 +198,6 @@ class PaymentCore(AsyncioActor):
         self.payment = before
 
     def _mark_stale(self) -> None:
-        # A commit of unknown outcome: the next message goes to a fresh incarnation, and reads
-        # stop answering from this one's memory.
-        self._stale = True
+        # Reads stop answering from this incarnation's memory too.
+        super()._mark_stale()
         self.context.recent.forget(self.payment_id)

@@ -20,23 +20,22 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from mps.actors.commits import follow_up
+from mps.actors.chained import through_gate
 from mps.actors.company.approvals import RequestApproval
 from mps.actors.payment.core import PaymentCore
 from mps.actors.payment.messages import CreateRefund, RefundOutcome, SettleRefund
 from mps.actors.runtime import Detached
 from mps.domain import refunds as refund_rules
-from mps.domain.approvals import ApprovalRequest
 from mps.domain.company import ModeSettings
 from mps.domain.ids import new_id
 from mps.domain.ledger import Books, Movement
 from mps.domain.refunds import Refund, RefundTransition
 from mps.errors import Conflict
 from mps.persistence.analytics_store import rollup_statements
+from mps.persistence.outbox import event_writes
 from mps.persistence.payment_store import event_statements, payment_update
 from mps.persistence.refund_store import (
     RefundExceedsPayment,
-    refund_events,
     refund_insert,
     refund_update,
 )
@@ -75,7 +74,7 @@ class RefundTurns(PaymentCore):
                 payment.mode, "refund.create", payment.currency, command.amount_minor, payload,
                 command.requested_by, command.audit, command.idempotency,
             )  # fmt: skip
-            return Detached(self._through_gate(gate, replace(command, requested_by=None)))
+            return Detached(through_gate(self.company, self.actor_ref, gate, command))
         refund = refund_rules.create(
             payment,
             held,
@@ -85,7 +84,7 @@ class RefundTurns(PaymentCore):
             now=now,
             process_after=now + timedelta(seconds=self.refund_delay),
         )
-        events, bodies = refund_events(refund, ("refund.created",), refund_json(refund))
+        events, bodies = event_writes(refund, ("refund.created",), refund_json(refund))
         outcome = RefundOutcome(refund, bodies)
 
         def reserve(books: Books, _settings: ModeSettings) -> list[Movement]:
@@ -129,17 +128,6 @@ class RefundTurns(PaymentCore):
             msg = "The refund exceeds what remains of the payment"
             raise Conflict(msg, code="refund_exceeds_remaining") from exc
 
-    async def _through_gate(
-        self, gate: RequestApproval, approved: CreateRefund
-    ) -> RefundOutcome | ApprovalRequest:
-        """Detached work: the company's approval gate; the PENDING request it made, or, when
-        none is needed, the refund made by the follow-up turn."""
-        approval: ApprovalRequest | None = await self.company(gate)
-        if approval is not None:
-            return approval
-        made: RefundOutcome | ApprovalRequest = await follow_up(self.actor_ref, approved)
-        return made
-
     def _settle_refund(self, command: SettleRefund) -> Detached:
         payment = self._require(command.mode)
         refund = self.refunds.get(command.refund_id)
@@ -155,11 +143,11 @@ class RefundTurns(PaymentCore):
         statements: list[Statement] = [refund_update(refund, done)]
         if after != payment:
             statements += [payment_update(payment, after), *rollup_statements(payment, after)]
-        event_writes, bodies = refund_events(done, transition.refund_events, refund_json(done))
+        refund_writes, bodies = event_writes(done, transition.refund_events, refund_json(done))
         payment_writes, payment_bodies = event_statements(
             transition.payment_events, lambda p: payment_json(p, self.public_url)
         )
-        statements += [*event_writes, *payment_writes]
+        statements += [*refund_writes, *payment_writes]
         outcome = RefundOutcome(done, [*bodies, *payment_bodies])
         if command.idempotency is not None:
             statements += command.idempotency.statements(outcome)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import timedelta
 
 from mps.actors.company import AdvancePayout, RunPayoutSchedule, Settle
@@ -36,6 +37,9 @@ __all__ = ["MoneyWork"]
 BATCH = 500
 # A processor or bank that does not answer in this time is asked again on a later pass.
 PROCESSOR_DEADLINE = 10.0
+
+# A read of what is due: (database, now, limit, shards) -> rows.
+_DueQuery = Callable[[Database, str, int, Sequence[int] | None], Awaitable[list[Row]]]
 
 
 class MoneyWork(ShardPass):
@@ -92,10 +96,13 @@ class MoneyWork(ShardPass):
             return {"status": "degraded", "detail": f"{late} pieces of work overdue; {ran}"}
         return {"status": "up", "detail": f"nothing overdue; {ran}"}
 
+    async def _due(self, query: _DueQuery) -> list[Row]:
+        """Up to one batch of the rows `query` finds due now, of the shards this node owns."""
+        return await query(self._database, iso(self._clock()), self._batch, self.owned())
+
     async def settle_due(self) -> int:
         """Settle up to one batch of due credits; returns how many were found."""
-        now = iso(self._clock())
-        rows = await ledger_queries.due_settlements(self._database, now, self._batch, self.owned())
+        rows = await self._due(ledger_queries.due_settlements)
         # One Settle per company, carrying all of its due credits.
         by_company: dict[str, list[tuple[str, str, str, int]]] = defaultdict(list)
         for row in rows:
@@ -113,8 +120,7 @@ class MoneyWork(ShardPass):
 
     async def process_refunds(self) -> int:
         """Ask the processor about up to one batch of due refunds and apply its answers."""
-        now = iso(self._clock())
-        rows = await refund_queries.due(self._database, now, self._batch, self.owned())
+        rows = await self._due(refund_queries.due)
         results = await self.each(rows, self._decide_refund, _FAILED)
         self.refunds_decided += sum(1 for r in results if r is True)
         return len(rows)
@@ -135,16 +141,14 @@ class MoneyWork(ShardPass):
 
     async def advance_payouts(self) -> int:
         """Take the bank's next step of up to one batch of open payouts that are due."""
-        now = iso(self._clock())
-        rows = await payout_queries.due(self._database, now, self._batch, self.owned())
+        rows = await self._due(payout_queries.due)
         results = await self.each(rows, self._step, _FAILED)
         self.payout_steps += sum(1 for r in results if r is True)
         return len(rows)
 
     async def run_schedules(self) -> int:
         """Start the automatic payouts whose schedule has come due."""
-        now = iso(self._clock())
-        rows = await payout_queries.due_schedules(self._database, now, self._batch, self.owned())
+        rows = await self._due(payout_queries.due_schedules)
         await self.each(
             rows,
             lambda r: self._shards.ask_company(
@@ -181,6 +185,7 @@ class MoneyWork(ShardPass):
 
 
 _FAILED = "money work for %s failed"
+# A query of the work due at a time: (database, now, limit, shards) -> rows.
 
 
 def _company(row: Row) -> str:

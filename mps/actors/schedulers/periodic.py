@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+from mps.actors.background import BackgroundLoop
 from mps.actors.shards import ShardElsewhere, ShardRouter
 from mps.errors import ServiceError
 from mps.persistence.queries.shards import owned_companies
@@ -38,28 +38,13 @@ T = TypeVar("T")
 EXPECTED: tuple[type[BaseException], ...] = (ServiceError, ShardElsewhere)
 
 
-class Periodic(abc.ABC):
+class Periodic(BackgroundLoop):
     def __init__(self, interval: float) -> None:
         self.interval = interval
-        self._task: asyncio.Task[None] | None = None
 
     @abc.abstractmethod
     async def tick(self) -> bool:
         """One pass; True when another should follow at once."""
-
-    @property
-    def running(self) -> bool:
-        """Whether the loop was started and has not stopped."""
-        return self._task is not None and not self._task.done()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=type(self).__name__)
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
     async def _run(self) -> None:
         while True:

@@ -20,6 +20,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from mps.actors.background import BackgroundLoop
 from mps.actors.context import ActorContext
 from mps.actors.shards import ShardRouter
 from mps.adapters.broker import Broker
@@ -37,7 +38,7 @@ logger = logging.getLogger(__name__)
 PER_MESSAGE = 50
 
 
-class OutboxRelay:
+class OutboxRelay(BackgroundLoop):
     def __init__(
         self,
         context: ActorContext,
@@ -57,7 +58,6 @@ class OutboxRelay:
         self._batch = batch
         self._poll = poll
         self._wakeup = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
         self._sweep = sweep
         self._sweep_every = sweep_every
         self._swept_at = time.monotonic()
@@ -65,15 +65,6 @@ class OutboxRelay:
     def wake(self) -> None:
         """A commit inserted events. Safe to call from any code on the loop, at any rate."""
         self._wakeup.set()
-
-    def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="OutboxRelay")
-
-    async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
 
     async def _run(self) -> None:
         while True:

@@ -13,7 +13,7 @@ from mps.errors import FieldError, ValidationFailed
 from mps.http.replies import Aggregate, Resource
 from mps.http.resources import named, per_currency
 from mps.http.routes.payments import CURRENCY_FILTER
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, Handler, Route
 from mps.http.schema import Array, Enum, Int, Moment, Num, Obj, Schema, Str
 from mps.persistence.queries import analytics as q
 from mps.representations.analytics import conversion_json, series_json, status_json
@@ -154,35 +154,45 @@ CONVERSION = _out(
 )
 
 
-ROUTES = [
-    Route(
+def _report(
+    path: str, handler: Handler, summary: str, query: dict[str, Schema], name: str, item: Obj
+) -> Route:
+    """A GET of a per-currency report (the component `name`) on the payments of a window."""
+    return Route(
         "GET",
+        path,
+        handler,
+        summary,
+        "analytics",
+        scope="analytics:read",
+        query=Obj(query),
+        response=per_currency(named(name, item)),
+    )
+
+
+ROUTES = [
+    _report(
         "/merchant/analytics",
         revenue_series,
         "Revenue, payment and failed-volume series",
-        "analytics",
-        scope="analytics:read",
-        query=Obj({**WINDOW, "interval": INTERVAL}),
-        response=per_currency(named("AnalyticsSeries", SERIES)),
+        {**WINDOW, "interval": INTERVAL},
+        "AnalyticsSeries",
+        SERIES,
     ),
-    Route(
-        "GET",
+    _report(
         "/merchant/analytics/payments",
         payment_statuses,
         "Status distribution and volume of the payments created in a window",
-        "analytics",
-        scope="analytics:read",
-        query=Obj(WINDOW),
-        response=per_currency(named("AnalyticsStatusSummary", STATUS_SUMMARY)),
+        WINDOW,
+        "AnalyticsStatusSummary",
+        STATUS_SUMMARY,
     ),
-    Route(
-        "GET",
+    _report(
         "/merchant/analytics/conversion",
         conversion_rate,
         "Conversion against the prior period of equal length",
-        "analytics",
-        scope="analytics:read",
-        query=Obj(WINDOW),
-        response=per_currency(named("AnalyticsConversion", CONVERSION)),
+        WINDOW,
+        "AnalyticsConversion",
+        CONVERSION,
     ),
 ]

@@ -110,19 +110,28 @@ async def _decided(call: Call, exc: NotFound) -> Exception:
     return Conflict(msg, code="invalid_state")
 
 
+async def _decide(call: Call, command: VoteOnApproval | CancelApproval) -> ApprovalRequest:
+    """The request after the company's actor has run `command` on it; 409 rather than 404 for
+    one that exists and is no longer PENDING."""
+    try:
+        after: ApprovalRequest = await call.services.shards.ask_company(
+            call.session.company_id, command
+        )
+    except NotFound as exc:
+        raise await _decided(call, exc) from None
+    return after
+
+
 async def _vote(call: Call, decision: str) -> Resource:
     session = call.session
     idem = call.idempotent(_shown)
-    try:
-        after: ApprovalRequest = await call.services.shards.ask_company(
-            session.company_id,
-            VoteOnApproval(
-                session.mode, call.param("id"), session.user_id, session.scopes, decision,
-                call.body.get("comment"), call.audit(), idem,
-            ),
-        )  # fmt: skip
-    except NotFound as exc:
-        raise await _decided(call, exc) from None
+    after = await _decide(
+        call,
+        VoteOnApproval(
+            session.mode, call.param("id"), session.user_id, session.scopes, decision,
+            call.body.get("comment"), call.audit(), idem,
+        ),
+    )  # fmt: skip
     if after.status == "APPROVED":
         after = await call.services.approvals.execute(after, idem)
     return _shown(after)
@@ -139,19 +148,9 @@ async def reject(call: Call) -> Resource:
 async def cancel(call: Call) -> Resource:
     session = call.session
     idem = call.idempotent(_shown)
-    try:
-        after: ApprovalRequest = await call.services.shards.ask_company(
-            session.company_id,
-            CancelApproval(
-                session.mode,
-                call.param("id"),
-                session.user_id,
-                call.audit(),
-                idem,
-            ),
-        )
-    except NotFound as exc:
-        raise await _decided(call, exc) from None
+    after = await _decide(
+        call, CancelApproval(session.mode, call.param("id"), session.user_id, call.audit(), idem)
+    )
     return presented(idem, after, _shown)
 
 

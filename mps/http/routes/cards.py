@@ -277,32 +277,21 @@ ROUTES = [
     _route(
         "GET", "/merchant/cards/{id}", get_card, "Retrieve a card", "cards:read", response=_CARD
     ),
-    _route(
-        "POST",
-        "/merchant/cards/{id}/freeze",
-        _action("freeze"),
-        "Freeze a card",
-        "cards:write",
-        response=_CARD,
-        commits_key=True,
-    ),
-    _route(
-        "POST",
-        "/merchant/cards/{id}/unfreeze",
-        _action("unfreeze"),
-        "Unfreeze a card",
-        "cards:write",
-        response=_CARD,
-        commits_key=True,
-    ),
-    _route(
-        "POST",
-        "/merchant/cards/{id}/terminate",
-        _action("terminate"),
-        "Terminate a card; its balance returns to the wallet",
-        "cards:write",
-        response=_CARD,
-        commits_key=True,
+    *(
+        _route(
+            "POST",
+            f"/merchant/cards/{{id}}/{action}",
+            _action(action),
+            summary,
+            "cards:write",
+            response=_CARD,
+            commits_key=True,
+        )
+        for action, summary in (
+            ("freeze", "Freeze a card"),
+            ("unfreeze", "Unfreeze a card"),
+            ("terminate", "Terminate a card; its balance returns to the wallet"),
+        )
     ),
     _route(
         "PATCH",
@@ -313,27 +302,22 @@ ROUTES = [
         body=CONTROLS,
         response=_CARD,
     ),
-    _route(
-        "POST",
-        "/merchant/cards/{id}/fund",
-        fund,
-        "Fund a card from the wallet",
-        "cards:write",
-        body=AMOUNT_BODY,
-        response=_CARD,
-        also=HELD,
-        commits_key=True,
-    ),
-    _route(
-        "POST",
-        "/merchant/company-cards/{id}/fund",
-        fund,
-        "Top up a company card from the wallet",
-        "cards:write",
-        body=AMOUNT_BODY,
-        response=_CARD,
-        also=HELD,
-        commits_key=True,
+    *(
+        _route(
+            "POST",
+            path,
+            fund,
+            summary,
+            "cards:write",
+            body=AMOUNT_BODY,
+            response=_CARD,
+            also=HELD,
+            commits_key=True,
+        )
+        for path, summary in (
+            ("/merchant/cards/{id}/fund", "Fund a card from the wallet"),
+            ("/merchant/company-cards/{id}/fund", "Top up a company card from the wallet"),
+        )
     ),
     _route(
         "POST",

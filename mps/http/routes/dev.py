@@ -7,13 +7,15 @@ else gets the 404 of a route that does not exist.
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from mps.errors import NotFound
 from mps.http.pages.explorer import explorer_page
 from mps.http.replies import Aggregate
 from mps.http.routes.developer import openapi_document
-from mps.http.routing import Auth, Call, Route
+from mps.http.routing import Auth, Call, Handler, Route
 from mps.http.schema import Obj, Str
 
 __all__ = ["ROUTES"]
@@ -38,39 +40,30 @@ async def explorer_document(call: Call) -> web.Response:
     return openapi_document(call)
 
 
+def _development_only(path: str, handler: Handler, summary: str, **declared: Any) -> Route:
+    """A GET served in development only, without a credential, and left out of the OpenAPI
+    document."""
+    return Route(
+        "GET", path, handler, summary, "dev", Auth.PUBLIC,
+        internal=True, development_only=True, **declared,
+    )  # fmt: skip
+
+
 ROUTES = [
-    Route(
-        "GET",
-        "/api/docs",
-        explorer,
-        "Interactive API explorer (development only)",
-        "dev",
-        Auth.PUBLIC,
-        api=False,
-        internal=True,
-        development_only=True,
+    _development_only(
+        "/api/docs", explorer, "Interactive API explorer (development only)", api=False
     ),
-    Route(
-        "GET",
+    _development_only(
         "/api/docs/openapi.json",
         explorer_document,
         "The OpenAPI document, for the explorer (development only)",
-        "dev",
-        Auth.PUBLIC,
         api=False,
-        internal=True,
-        development_only=True,
     ),
-    Route(
-        "GET",
+    _development_only(
         "/dev/mailbox",
         mailbox,
         "Every email sent, newest first (development only)",
-        "dev",
-        Auth.PUBLIC,
         # One recipient's mail only: the whole mailbox holds every code sent to anyone.
         query=Obj({"to": Str(min_length=1, max_length=254)}, required=["to"]),
-        internal=True,
-        development_only=True,
     ),
 ]

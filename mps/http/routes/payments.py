@@ -186,16 +186,26 @@ async def create_payment(call: Call) -> Resource:
     return presented(idem, outcome, lambda outcome: _created(call, outcome))
 
 
-async def list_payments(call: Call) -> Page:
+def _filter(call: Call, **more: str | None) -> q.PaymentFilter:
+    """The caller's payments in its mode, of the query's `currency` and created in its date
+    range, narrowed by `more`."""
     merchant, query = call.merchant, call.query
     start, end = range_filter(query)
-    where = q.PaymentFilter(
+    return q.PaymentFilter(
         merchant.company_id,
         merchant.mode,
-        status=query.get("status"),
         currency=query.get("currency"),
         created_from=start,
         created_to=end,
+        **more,
+    )
+
+
+async def list_payments(call: Call) -> Page:
+    query = call.query
+    where = _filter(
+        call,
+        status=query.get("status"),
         link_payment_id=query.get("linkPaymentId"),
         customer_email=query["customerEmail"].lower() if query.get("customerEmail") else None,
         reference=query["reference"].upper() if query.get("reference") else None,
@@ -228,15 +238,8 @@ async def cancel_payment(call: Call) -> Resource:
 
 
 async def payment_stats(call: Call) -> Resource | Aggregate:
-    merchant, query = call.merchant, call.query
-    start, end = range_filter(query)
-    where = q.PaymentFilter(
-        merchant.company_id,
-        merchant.mode,
-        currency=query.get("currency"),
-        created_from=start,
-        created_to=end,
-    )
+    query = call.query
+    where = _filter(call)
     data = await q.stats(call.services.database, where)
     if query.get("currency"):
         empty = {

@@ -47,6 +47,12 @@ export function useLocation() {
   };
 }
 
+/** The query parameters `names` of the current location, each '' where absent. */
+export function useQuery(...names) {
+  const { query } = useLocation();
+  return Object.fromEntries(names.map((name) => [name, query.get(name) || '']));
+}
+
 /** The first route whose pattern matches `path`, with its captured parts. */
 export function match(routes, path) {
   for (const route of routes) {

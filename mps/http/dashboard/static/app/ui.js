@@ -1,12 +1,14 @@
-// Small pieces every view shares: loading an API answer into a view; how errors, statuses and
-// empty states look; a read-only field with a copy button; a secret shown once; a filter and the
-// cursor pager kept in the URL; a button that asks before it acts; counted nouns; who a user id is; and what
-// an action held for approval says.
+// Small pieces every view shares: loading an API answer into a view, and a view's heading until
+// it is in; how errors, statuses, empty states and facts look; a read-only field with a copy
+// button; a secret shown once; the cursor pager kept in the URL; a button that asks before it
+// acts; counted nouns; a mode's and a code list's words; who a user id is; and what an action
+// held for approval says.
 import { html } from 'htm/preact';
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api } from './api.js';
 import { label } from './format.js';
-import { setQuery } from './router.js';
+import { useAction } from './forms.js';
+import { setQuery, useQuery } from './router.js';
 
 /**
  * Runs `load` (an async function) when `deps` change and returns {data, error, loading, reload}.
@@ -57,6 +59,35 @@ export function Card({ title, children, id }) {
     ${title && html`<h2 id=${heading}>${title}</h2>`} ${children}
   </section>`;
 }
+
+/**
+ * A view's heading while `load` (a `useLoad`) has no answer yet: its refusal, or "Loading…";
+ * `children` (a section's tabs) follow the heading.
+ */
+export function Waiting({ title, load, children }) {
+  return html`<h1>${title}</h1>
+    ${children}
+    <${ErrorNote} error=${load.error} />
+    ${!load.error && html`<${Loading} />`}`;
+}
+
+/**
+ * Facts about one thing as a definition list: `items` are [term, value] pairs, a third item the
+ * value's id; a falsy item (a fact only some things have) is left out.
+ */
+export function Facts({ items }) {
+  return html`<dl class="facts">
+    ${items
+      .filter(Boolean)
+      .map(([term, value, id]) => html`<dt>${term}</dt><dd id=${id}>${value}</dd>`)}
+  </dl>`;
+}
+
+/** Each value as code, side by side: a key's scopes, an endpoint's event types. */
+export const codes = (values) => values.map((value) => html`<code>${value}</code>`);
+
+/** "Live" or "Test": the mode a thing belongs to. */
+export const modeName = (livemode) => (livemode ? 'Live' : 'Test');
 
 /**
  * A read-only field holding `value`, with a button that copies it (the field is selected instead
@@ -111,28 +142,13 @@ export function ShownOnce({ id, label: name, secret, onDone }) {
 }
 
 /**
- * A filter kept in the URL: a labelled choice written to the query parameter `param` ("Any"
- * leaves it out), which starts the list's cursor (`cursorParam`) again.
+ * "First page" while the list's cursor (the URL parameter `param`) is set and "Next page" while
+ * the API says there is more; `prefix` keeps the buttons' ids apart where a view has two lists.
+ * The contract's lists carry only `nextCursor` (decisions 0), no previous cursor, so there is no
+ * "Previous page": going back is the browser's Back button, since every page is its own URL.
  */
-export function FilterSelect({ id, name, value, options, param, cursorParam = 'cursor' }) {
-  const choose = (e) => setQuery({ [param]: e.currentTarget.value, [cursorParam]: '' });
-  return html`<label>
-    ${name}
-    <select id=${id} value=${value} onChange=${choose}>
-      <option value="">Any</option>
-      ${options.map((o) => html`<option value=${o}>${label(o)}</option>`)}
-    </select>
-  </label>`;
-}
-
-/**
- * "First page" while a cursor is set and "Next page" while the API says there is more, for a
- * list whose cursor lives in the URL parameter `param`; `prefix` keeps the buttons' ids apart
- * where a view has two lists. The contract's lists carry only `nextCursor` (decisions 0), no
- * previous cursor, so there is no "Previous page": going back is the browser's Back button,
- * since every page is its own URL.
- */
-export function Pager({ page, cursor, param = 'cursor', prefix = '' }) {
+export function Pager({ page, param = 'cursor', prefix = '' }) {
+  const cursor = useQuery(param)[param];
   return html`<div class="pager">
     ${
       cursor &&
@@ -164,30 +180,35 @@ export function Pager({ page, cursor, param = 'cursor', prefix = '' }) {
 /**
  * A button that runs `act` (async) and then `done`, showing the refusal's message if any. With
  * `question`, it asks first, in place, and acts on `yes`; the question takes the focus, on its
- * safe answer. `inRow` is for an action in a table row or list: an outlined button, answered
- * "No", its confirming button's id `${id}-yes` (elsewhere `confirm-${id}`, answered "Keep it").
+ * safe answer (`keep`). `inRow` is for an action in a table row or list: an outlined button,
+ * answered "No", its confirming button's id `${id}-yes` (elsewhere `confirm-${id}`, answered
+ * "Keep it"); `yesId` names that button otherwise.
  */
-export function ActionButton({ id, text, act, done, question, yes, tone = 'secondary', inRow }) {
+export function ActionButton({
+  id,
+  text,
+  act,
+  done,
+  question,
+  yes,
+  yesId,
+  keep,
+  tone = 'secondary',
+  yesTone = tone,
+  inRow,
+}) {
   const [asking, setAsking] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
+  const { busy, error, run } = useAction();
   const no = useRef(null);
   useEffect(() => {
     if (asking && no.current) no.current.focus();
   }, [asking]);
-  const run = async () => {
-    setError(null);
-    setBusy(true);
-    try {
+  const go = () =>
+    run(async () => {
       await act();
       setAsking(false);
       if (done) done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   const Wrap = inRow ? 'span' : 'div';
   // In a row the action waits quietly, outlined; its confirming button carries the tone.
   const first = !inRow ? tone : tone === 'danger' ? 'secondary danger-text' : 'secondary';
@@ -199,7 +220,7 @@ export function ActionButton({ id, text, act, done, question, yes, tone = 'secon
         class=${first}
         id=${id}
         disabled=${busy}
-        onClick=${question ? () => setAsking(true) : run}
+        onClick=${question ? () => setAsking(true) : go}
       >
         ${text}
       </button>`
@@ -210,15 +231,15 @@ export function ActionButton({ id, text, act, done, question, yes, tone = 'secon
         <span>${question}</span>
         <button
           type="button"
-          class=${tone}
-          id=${inRow ? id && `${id}-yes` : `confirm-${id}`}
+          class=${yesTone}
+          id=${yesId || (inRow ? id && `${id}-yes` : `confirm-${id}`)}
           disabled=${busy}
-          onClick=${run}
+          onClick=${go}
         >
           ${yes}
         </button>
         <button type="button" class="secondary" ref=${no} onClick=${() => setAsking(false)}>
-          ${inRow ? 'No' : 'Keep it'}
+          ${keep || (inRow ? 'No' : 'Keep it')}
         </button>
       <//>`
     }

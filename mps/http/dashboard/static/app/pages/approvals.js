@@ -4,15 +4,17 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { dateTime, label, money, toMajorText, toMinor } from '../format.js';
-import { useLocation } from '../router.js';
+import { typed, useAction } from '../forms.js';
+import { useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
 import {
   ActionButton,
   Card,
   count,
   Empty,
   ErrorNote,
-  FilterSelect,
   Loading,
   Pager,
   Status,
@@ -68,23 +70,14 @@ function Votes({ request, members, member }) {
 
 function Vote({ request, decided }) {
   const [comment, setComment] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const cast = (decision) => async () => {
-    setBusy(true);
-    setError(null);
-    try {
+  // A decided request leaves the inbox: it stays busy till then, so it is not voted on twice.
+  const { busy, error, run } = useAction({ once: true });
+  const cast = (decision) => () =>
+    run(async () => {
       const body = comment.trim() ? { comment: comment.trim() } : {};
-      const after = await api.post(
-        `/team/approvals/requests/${encodeURIComponent(request.id)}/${decision}`,
-        body,
-      );
-      decided(after);
-    } catch (failure) {
-      setError(failure);
-      setBusy(false);
-    }
-  };
+      const path = `/team/approvals/requests/${encodeURIComponent(request.id)}/${decision}`;
+      decided(await api.post(path, body));
+    });
   const commentId = `comment-${request.id}`;
   return html`<div class="vote" role="group" aria-label=${`Vote on ${request.id}`}>
     <label for=${commentId} class="small muted">Comment (optional)</label>
@@ -93,7 +86,7 @@ function Vote({ request, decided }) {
       rows="2"
       maxlength="1000"
       value=${comment}
-      onInput=${(e) => setComment(e.currentTarget.value)}
+      onInput=${typed(setComment)}
     ></textarea>
     <div class="row">
       <button
@@ -115,8 +108,7 @@ function Vote({ request, decided }) {
 }
 
 function Inbox({ member, members, changed }) {
-  const { query } = useLocation();
-  const cursor = query.get('inboxCursor') || '';
+  const { inboxCursor: cursor } = useQuery('inboxCursor');
   const [outcomes, setOutcomes] = useState([]);
   // The server applies the voting rules (awaitingMyVote), so every page is whole.
   const open = useLoad(
@@ -159,80 +151,61 @@ function Inbox({ member, members, changed }) {
         </li>`,
       )}
     </ul>
-    <${Pager} page=${open.data} cursor=${cursor} param="inboxCursor" prefix="inbox-" />
+    <${Pager} page=${open.data} param="inboxCursor" prefix="inbox-" />
   <//>`;
 }
 
 function Requests({ member, members, round }) {
-  const { query } = useLocation();
-  const status = query.get('status') || '';
-  const cursor = query.get('cursor') || '';
+  const { status, cursor } = useQuery('status', 'cursor');
   const page = useLoad(
     () => api.get('/team/approvals/requests', { status, cursor, limit: PAGE_SIZE }),
     [status, cursor, round],
   );
+  const withdraw = (r) => async () => {
+    await api.post(`/team/approvals/requests/${encodeURIComponent(r.id)}/cancel`);
+    page.reload();
+  };
+  const columns = [
+    { title: 'Request', cell: (r) => html`<code>${r.id}</code>` },
+    { title: 'What', className: 'wrap', cell: what },
+    { title: 'Status', cell: (r) => html`<${Status} status=${r.status} />` },
+    { title: 'Asked by', cell: (r) => who(members, r.requestedByUserId || r.requestedBy, member) },
+    {
+      title: 'Votes',
+      className: 'wrap',
+      cell: (r) => html`<${Votes} request=${r} members=${members} member=${member} />`,
+    },
+    { title: 'Created', cell: (r) => dateTime(r.createdAt) },
+    {
+      title: 'Actions',
+      hidden: true,
+      cell: (r) =>
+        r.status === 'PENDING' &&
+        r.requestedByUserId === member.user.id &&
+        html`<${ActionButton}
+          id=${`withdraw-${r.id}`}
+          inRow
+          tone="danger"
+          text="Withdraw"
+          question="Withdraw this request?"
+          yes="Yes, withdraw"
+          act=${withdraw(r)}
+        />`,
+    },
+  ];
   return html`<${Card} title="All requests" id="requests">
-    <form class="row filters" aria-label="Request filters" onSubmit=${(e) => e.preventDefault()}>
-      <${FilterSelect}
-        id="filter-status"
-        name="Status"
-        value=${status}
-        options=${STATUSES}
-        param="status"
-      />
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading requests" />`}
-    ${page.data && page.data.data.length === 0 && html`<${Empty}>No approval requests match.<//>`}
-    ${page.data &&
-    page.data.data.length > 0 &&
-    html`<div
-        class="table-wrap"
-        tabindex="0"
-        role="region"
-        aria-label="Approval requests"
-      ><table id="requests-table">
-      <thead>
-        <tr>
-          <th scope="col">Request</th>
-          <th scope="col">What</th>
-          <th scope="col">Status</th>
-          <th scope="col">Asked by</th>
-          <th scope="col">Votes</th>
-          <th scope="col">Created</th>
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${page.data.data.map(
-          (r) => html`<tr data-id=${r.id} data-status=${r.status}>
-            <td><code>${r.id}</code></td>
-            <td class="wrap">${what(r)}</td>
-            <td><${Status} status=${r.status} /></td>
-            <td>${who(members, r.requestedByUserId || r.requestedBy, member)}</td>
-            <td class="wrap"><${Votes} request=${r} members=${members} member=${member} /></td>
-            <td>${dateTime(r.createdAt)}</td>
-            <td>
-              ${r.status === 'PENDING' &&
-              r.requestedByUserId === member.user.id &&
-              html`<${ActionButton}
-                id=${`withdraw-${r.id}`}
-                inRow
-                tone="danger"
-                text="Withdraw"
-                question="Withdraw this request?"
-                yes="Yes, withdraw"
-                act=${async () => {
-                  await api.post(`/team/approvals/requests/${encodeURIComponent(r.id)}/cancel`);
-                  page.reload();
-                }}
-              />`}
-            </td>
-          </tr>`,
-        )}
-      </tbody>
-    </table></div>`}
-    <${Pager} page=${page.data} cursor=${cursor} />
+    <${Filters} label="Request filters">
+      <${FilterSelect} value=${status} options=${STATUSES} />
+    <//>
+    <${PagedTable}
+      page=${page}
+      what="Loading requests"
+      id="requests-table"
+      label="Approval requests"
+      columns=${columns}
+      rowProps=${(r) => ({ 'data-id': r.id, 'data-status': r.status })}
+      empty="No approval requests match."
+    />
   <//>`;
 }
 
@@ -246,37 +219,28 @@ function PolicyForm({ policy, currencies, saved, close }) {
       shown.map((c) => [c, policy.thresholds[c] ? toMajorText(policy.thresholds[c], c) : '']),
     ),
   );
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const { busy, error, submit } = useAction();
+  const save = submit(async () => {
     const thresholds = {};
     for (const [currency, text] of Object.entries(limits)) {
       if (!text.trim()) continue;
       const minor = toMinor(text, currency);
       if (minor === null) {
-        setError(new Error(`Enter the ${currency} threshold as an amount, such as 1000.00, or leave it empty.`));
-        return;
+        throw new Error(
+          `Enter the ${currency} threshold as an amount, such as 1000.00, or leave it empty.`,
+        );
       }
       thresholds[currency] = minor;
     }
-    setBusy(true);
-    try {
-      const after = await api.put(`/team/approvals/policies/${encodeURIComponent(policy.action)}`, {
-        enabled,
-        thresholds,
-        requiredApprovals: Number.parseInt(required, 10) || 1,
-      });
-      saved(after);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    const after = await api.put(`/team/approvals/policies/${encodeURIComponent(policy.action)}`, {
+      enabled,
+      thresholds,
+      requiredApprovals: Number.parseInt(required, 10) || 1,
+    });
+    saved(after);
+  });
   const id = policy.action.replace('.', '-');
-  return html`<form class="stack policy-form" id=${`policy-form-${id}`} onSubmit=${submit}>
+  return html`<form class="stack policy-form" id=${`policy-form-${id}`} onSubmit=${save}>
     <label class="check">
       <input
         type="checkbox"
@@ -294,7 +258,7 @@ function PolicyForm({ policy, currencies, saved, close }) {
         max="10"
         id=${`policy-required-${id}`}
         value=${required}
-        onInput=${(e) => setRequired(e.currentTarget.value)}
+        onInput=${typed(setRequired)}
       />
     </label>
     <fieldset>

@@ -4,9 +4,12 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { ClearFilters, Filters } from '../filters.js';
 import { dateTime } from '../format.js';
-import { setQuery, useLocation } from '../router.js';
-import { Card, Empty, ErrorNote, Loading, Pager, useLoad, useMembers, who } from '../ui.js';
+import { useAction } from '../forms.js';
+import { setQuery, useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
+import { Card, ErrorNote, useLoad, useMembers, who } from '../ui.js';
 
 const FILTERS = ['action', 'actorId', 'from', 'to'];
 const PAGE_SIZE = 25;
@@ -21,43 +24,29 @@ function exportTrail(format) {
 }
 
 function Export() {
-  const [busy, setBusy] = useState(null);
-  const [error, setError] = useState(null);
+  const [format, setFormat] = useState(null);
   const [done, setDone] = useState(null);
-  const run = (format) => async () => {
-    setBusy(format);
-    setError(null);
+  const { busy, error, run } = useAction();
+  const start = (chosen) => () => {
+    setFormat(chosen);
     setDone(null);
-    try {
-      await exportTrail(format);
-      setDone(format);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(null);
-    }
+    run(async () => {
+      await exportTrail(chosen);
+      setDone(chosen);
+    });
   };
+  const button = (chosen) =>
+    html`<button
+      type="button"
+      class="secondary"
+      id=${`export-${chosen}`}
+      disabled=${busy}
+      onClick=${start(chosen)}
+    >
+      ${busy && format === chosen ? 'Exporting…' : `Export ${chosen.toUpperCase()}`}
+    </button>`;
   return html`<div class="stack">
-    <div class="row">
-      <button
-        type="button"
-        class="secondary"
-        id="export-csv"
-        disabled=${busy !== null}
-        onClick=${run('csv')}
-      >
-        ${busy === 'csv' ? 'Exporting…' : 'Export CSV'}
-      </button>
-      <button
-        type="button"
-        class="secondary"
-        id="export-jsonl"
-        disabled=${busy !== null}
-        onClick=${run('jsonl')}
-      >
-        ${busy === 'jsonl' ? 'Exporting…' : 'Export JSONL'}
-      </button>
-    </div>
+    <div class="row">${['csv', 'jsonl'].map(button)}</div>
     ${done && html`<p
         role="status"
         class="muted small"
@@ -69,22 +58,11 @@ function Export() {
 
 function Verify() {
   const [verdict, setVerdict] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const run = async () => {
-    setBusy(true);
-    setError(null);
-    try {
-      setVerdict(await api.get('/team/audit/verify'));
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction();
+  const verify = () => run(async () => setVerdict(await api.get('/team/audit/verify')));
   return html`<div class="stack">
     <div class="row">
-      <button type="button" class="secondary" id="verify-chain" disabled=${busy} onClick=${run}>
+      <button type="button" class="secondary" id="verify-chain" disabled=${busy} onClick=${verify}>
         ${busy ? 'Checking…' : 'Verify the chain'}
       </button>
     </div>
@@ -109,10 +87,8 @@ function details(entry) {
 }
 
 export function Audit({ member }) {
-  const { query } = useLocation();
   const members = useMembers(member);
-  const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || '']));
-  const cursor = query.get('cursor') || '';
+  const { cursor, ...filters } = useQuery(...FILTERS, 'cursor');
   const key = FILTERS.map((n) => filters[n]).join('|') + '|' + cursor;
   const page = useLoad(() => api.get('/team/audit', { ...filters, cursor, limit: PAGE_SIZE }), [key]);
   // Text filters apply when the person leaves the field or presses Enter, not at each key.
@@ -125,12 +101,26 @@ export function Audit({ member }) {
     });
   };
   const actors = [...members.values()];
+  const columns = [
+    { title: 'When', cell: (e) => dateTime(e.at) },
+    { title: 'Action', cell: (e) => html`<code>${e.action}</code>` },
+    {
+      title: 'Actor',
+      cell: (e) =>
+        e.actor.type === 'user'
+          ? who(members, e.actor.id, member)
+          : `${e.actor.type} ${e.actor.id || ''}`,
+    },
+    { title: 'Target', cell: (e) => html`${e.target.type} <code>${e.target.id || ''}</code>` },
+    { title: 'Details', className: 'details', cell: (e) => html`<code>${details(e)}</code>` },
+    { title: 'IP', cell: (e) => e.ip || '' },
+  ];
   return html`<h1>Audit trail</h1>
     <div class="grid">
       <${Card} title="Chain" id="chain"><${Verify} /><//>
       <${Card} title="Export" id="export"><${Export} /><//>
     </div>
-    <form class="row filters" aria-label="Filters" key=${key} onSubmit=${apply}>
+    <${Filters} key=${key} onSubmit=${apply}>
       <label>
         Action
         <input
@@ -166,48 +156,15 @@ export function Audit({ member }) {
         <input id="filter-to" name="to" type="date" value=${filters.to} />
       </label>
       <button type="submit" id="apply-filters">Apply</button>
-      ${FILTERS.some((n) => filters[n]) &&
-      html`<button
-          type="button"
-          class="link"
-          onClick=${() => setQuery({ action: '', actorId: '', from: '', to: '', cursor: '' })}
-        >
-        Clear filters
-      </button>`}
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading the audit trail" />`}
-    ${page.data && page.data.data.length === 0 && html`<${Empty}>No entries match.<//>`}
-    ${page.data &&
-    page.data.data.length > 0 &&
-    html`<div
-        class="table-wrap"
-        tabindex="0"
-        role="region"
-        aria-label="Audit entries"
-      ><table id="audit-table">
-      <thead>
-        <tr>
-          <th scope="col">When</th>
-          <th scope="col">Action</th>
-          <th scope="col">Actor</th>
-          <th scope="col">Target</th>
-          <th scope="col">Details</th>
-          <th scope="col">IP</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${page.data.data.map(
-          (e) => html`<tr data-id=${e.id} data-action=${e.action}>
-            <td>${dateTime(e.at)}</td>
-            <td><code>${e.action}</code></td>
-            <td>${e.actor.type === 'user' ? who(members, e.actor.id, member) : `${e.actor.type} ${e.actor.id || ''}`}</td>
-            <td>${e.target.type} <code>${e.target.id || ''}</code></td>
-            <td class="details"><code>${details(e)}</code></td>
-            <td>${e.ip || ''}</td>
-          </tr>`,
-        )}
-      </tbody>
-    </table></div>`}
-    <${Pager} page=${page.data} cursor=${cursor} />`;
+      <${ClearFilters} values=${filters} />
+    <//>
+    <${PagedTable}
+      page=${page}
+      what="Loading the audit trail"
+      id="audit-table"
+      label="Audit entries"
+      columns=${columns}
+      rowProps=${(e) => ({ 'data-id': e.id, 'data-action': e.action })}
+      empty="No entries match."
+    />`;
 }

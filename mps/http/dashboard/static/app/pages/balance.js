@@ -5,83 +5,85 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime, money } from '../format.js';
-import { useLocation } from '../router.js';
-import { ActionButton, Card, Empty, ErrorNote, Loading, Pager, Status, useLoad } from '../ui.js';
+import { useAction, useFields } from '../forms.js';
+import { useQuery } from '../router.js';
+import { PagedTable, Table } from '../table.js';
+import { ActionButton, Card, Empty, ErrorNote, Loading, Status, useLoad } from '../ui.js';
 import { useCurrencies } from './payments.js';
 
 const PAGE_SIZE = 20;
 
-function Balances() {
+/**
+ * The balance per currency where money ever moved (each one stands alone: currencies are never
+ * summed), and what to say while it loads, failed or is empty (`loaded`).
+ */
+export function useBalances() {
   const balances = useLoad(() => api.get('/merchant/balance'), []);
-  // A currency where nothing ever moved says nothing; each one shown stands alone.
   const moved = (b) => [b.availableMinor, b.pendingMinor, b.reservedMinor].some((v) => v !== '0');
   const shown = balances.data && balances.data.data.filter(moved);
-  return html`<${Card} title="Balance by currency" id="balance-table">
-    <${ErrorNote} error=${balances.error} />
+  const loaded = html`<${ErrorNote} error=${balances.error} />
     ${balances.loading && html`<${Loading} />`}
-    ${shown && shown.length === 0 && html`<${Empty}>No money has moved yet.<//>`}
-    ${shown &&
-    shown.length > 0 &&
-    html`<div class="table-wrap" tabindex="0" role="region" aria-label="Balance by currency"><table>
-      <thead>
-        <tr>
-          <th scope="col">Currency</th>
-          <th scope="col" class="amount">Available</th>
-          <th scope="col" class="amount">Pending</th>
-          <th scope="col" class="amount">Reserved</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${shown.map(
-          (b) => html`<tr data-currency=${b.currency}>
-            <th scope="row">${b.currency}</th>
-            <td class="amount available">${money(b.availableMinor, b.currency)}</td>
-            <td class="amount pending">${money(b.pendingMinor, b.currency)}</td>
-            <td class="amount">${money(b.reservedMinor, b.currency)}</td>
-          </tr>`,
-        )}
-      </tbody>
-    </table></div>
-    <p class="muted small">
-      Pending money becomes available once it settles; reserved money is held for payouts and
-      refunds on their way.
-    </p>`}
+    ${shown && shown.length === 0 && html`<${Empty}>No money has moved yet.<//>`}`;
+  return { shown, loaded };
+}
+
+const BALANCE_COLUMNS = [
+  { title: 'Currency', rowHeader: true, cell: (b) => b.currency },
+  {
+    title: 'Available',
+    amount: true,
+    className: 'available',
+    cell: (b) => money(b.availableMinor, b.currency),
+  },
+  {
+    title: 'Pending',
+    amount: true,
+    className: 'pending',
+    cell: (b) => money(b.pendingMinor, b.currency),
+  },
+  { title: 'Reserved', amount: true, cell: (b) => money(b.reservedMinor, b.currency) },
+];
+
+function Balances() {
+  const { shown, loaded } = useBalances();
+  return html`<${Card} title="Balance by currency" id="balance-table">
+    ${loaded}
+    ${
+      shown &&
+      shown.length > 0 &&
+      html`<${Table}
+          label="Balance by currency"
+          columns=${BALANCE_COLUMNS}
+          rows=${shown}
+          rowProps=${(b) => ({ 'data-currency': b.currency })}
+        />
+        <p class="muted small">
+          Pending money becomes available once it settles; reserved money is held for payouts and
+          refunds on their way.
+        </p>`
+    }
   <//>`;
 }
 
 function AddAccount({ member, done }) {
   const currencies = useCurrencies(member);
-  const [fields, setFields] = useState({
+  const [fields, field, setFields] = useFields({
     accountHolderName: '',
     accountNumber: '',
     bankCode: '',
     currency: 'USD',
     country: '',
   });
-  const [error, setError] = useState(null);
   const [added, setAdded] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const field = (name) => (event) => setFields({ ...fields, [name]: event.currentTarget.value });
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const { busy, error, submit } = useAction();
+  const add = submit(async () => {
     setAdded(null);
-    setBusy(true);
-    try {
-      const account = await api.post('/merchant/bank-accounts', {
-        ...fields,
-        country: fields.country.trim().toUpperCase(),
-      });
-      setAdded(account);
-      setFields({ ...fields, accountHolderName: '', accountNumber: '', bankCode: '' });
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return html`<form class="row" id="add-account" aria-label="Add a bank account" onSubmit=${submit}>
+    const country = fields.country.trim().toUpperCase();
+    setAdded(await api.post('/merchant/bank-accounts', { ...fields, country }));
+    setFields({ ...fields, accountHolderName: '', accountNumber: '', bankCode: '' });
+    done();
+  });
+  return html`<form class="row" id="add-account" aria-label="Add a bank account" onSubmit=${add}>
     <label>
       Account holder
       <input
@@ -139,60 +141,38 @@ function AddAccount({ member, done }) {
   </form>`;
 }
 
-export function BankAccountTable({ accounts, canWrite, removed }) {
-  if (accounts.length === 0) return html`<${Empty}>No bank accounts yet.<//>`;
-  return html`<div
-      class="table-wrap"
-      tabindex="0"
-      role="region"
-      aria-label="Bank accounts"
-    ><table id="accounts-table">
-    <thead>
-      <tr>
-        <th scope="col">Account</th>
-        <th scope="col">Holder</th>
-        <th scope="col">Bank code</th>
-        <th scope="col">Currency</th>
-        <th scope="col">Country</th>
-        <th scope="col">Status</th>
-        <th scope="col">Added</th>
-        ${canWrite && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}
-      </tr>
-    </thead>
-    <tbody>
-      ${accounts.map(
-        (a) => html`<tr data-id=${a.id}>
-          <td><code>${a.accountNumberMasked}</code></td>
-          <td>${a.accountHolderName}</td>
-          <td>${a.bankCode}</td>
-          <td>${a.currency}</td>
-          <td>${a.country}</td>
-          <td><${Status} status=${a.status} /></td>
-          <td>${dateTime(a.createdAt)}</td>
-          ${canWrite &&
-          html`<td>
-            <${ActionButton}
-              id=${`remove-${a.id}`}
-              inRow
-              tone="danger"
-              text="Remove"
-              question=${`Remove ${a.accountNumberMasked}?`}
-              yes="Yes, remove it"
-              act=${async () => {
-                await api.delete(`/merchant/bank-accounts/${encodeURIComponent(a.id)}`);
-                removed();
-              }}
-            />
-          </td>`}
-        </tr>`,
-      )}
-    </tbody>
-  </table></div>`;
+function accountColumns(canWrite, removed) {
+  const remove = (a) => async () => {
+    await api.delete(`/merchant/bank-accounts/${encodeURIComponent(a.id)}`);
+    removed();
+  };
+  return [
+    { title: 'Account', cell: (a) => html`<code>${a.accountNumberMasked}</code>` },
+    { title: 'Holder', cell: (a) => a.accountHolderName },
+    { title: 'Bank code', cell: (a) => a.bankCode },
+    { title: 'Currency', cell: (a) => a.currency },
+    { title: 'Country', cell: (a) => a.country },
+    { title: 'Status', cell: (a) => html`<${Status} status=${a.status} />` },
+    { title: 'Added', cell: (a) => dateTime(a.createdAt) },
+    canWrite && {
+      title: 'Actions',
+      hidden: true,
+      cell: (a) =>
+        html`<${ActionButton}
+          id=${`remove-${a.id}`}
+          inRow
+          tone="danger"
+          text="Remove"
+          question=${`Remove ${a.accountNumberMasked}?`}
+          yes="Yes, remove it"
+          act=${remove(a)}
+        />`,
+    },
+  ];
 }
 
 function BankAccounts({ member }) {
-  const { query } = useLocation();
-  const cursor = query.get('cursor') || '';
+  const { cursor } = useQuery('cursor');
   const canWrite = member.scopes.includes('payouts:write');
   const page = useLoad(
     () => api.get('/merchant/bank-accounts', { cursor, limit: PAGE_SIZE }),
@@ -200,14 +180,15 @@ function BankAccounts({ member }) {
   );
   return html`<${Card} title="Bank accounts" id="bank-accounts">
     <p class="muted small">Payouts go to these accounts. Only the last four characters are shown.</p>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading bank accounts" />`}
-    ${page.data && html`<${BankAccountTable}
-        accounts=${page.data.data}
-        canWrite=${canWrite}
-        removed=${page.reload}
-      />`}
-    <${Pager} page=${page.data} cursor=${cursor} prefix="accounts-" />
+    <${PagedTable}
+      page=${page}
+      prefix="accounts-"
+      what="Loading bank accounts"
+      id="accounts-table"
+      label="Bank accounts"
+      columns=${accountColumns(canWrite, page.reload)}
+      empty="No bank accounts yet."
+    />
     ${canWrite && html`<h3>Add a bank account</h3><${AddAccount} member=${member} done=${page.reload} />`}
   <//>`;
 }

@@ -5,54 +5,44 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime, label, money, toMajorText, toMinor } from '../format.js';
-import { useLocation } from '../router.js';
+import { typed, useAction } from '../forms.js';
+import { useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
 import {
   ActionButton,
   Card,
-  Empty,
   ErrorNote,
+  Facts,
   heldText,
-  Loading,
-  Pager,
+  modeName,
   Status,
   useLoad,
+  Waiting,
 } from '../ui.js';
-import { brand, cardName } from './cards.js';
+import { brand, cardName, expiry } from './cards.js';
 
 const INTERVALS = ['per_transaction', 'daily', 'weekly', 'monthly', 'all_time'];
 const PAGE_SIZE = 20;
 
 function MoveMoney({ card, done }) {
   const [amount, setAmount] = useState('');
-  const [error, setError] = useState(null);
   const [result, setResult] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const move = (direction) => async () => {
-    setError(null);
-    setResult(null);
-    const amountMinor = toMinor(amount, card.currency);
-    if (amountMinor === null) {
-      setError(new Error(`Enter an amount in ${card.currency}, such as 10.00.`));
-      return;
-    }
-    // Company cards are topped up through their own route (interface: company cards).
-    const base = direction === 'fund' && card.type === 'company' ? 'company-cards' : 'cards';
-    setBusy(true);
-    try {
+  const { busy, error, run } = useAction();
+  const move = (direction) => () =>
+    run(async () => {
+      setResult(null);
+      const amountMinor = toMinor(amount, card.currency);
+      if (amountMinor === null) {
+        throw new Error(`Enter an amount in ${card.currency}, such as 10.00.`);
+      }
+      // Company cards are topped up through their own route (interface: company cards).
+      const base = direction === 'fund' && card.type === 'company' ? 'company-cards' : 'cards';
       const answer = await api.post(`/merchant/${base}/${card.id}/${direction}`, { amountMinor });
-      const waiting = heldText(answer);
-      setResult(
-        waiting ||
-          `${direction === 'fund' ? 'Funded' : 'Withdrew'} ${money(amountMinor, card.currency)}.`,
-      );
+      const verb = direction === 'fund' ? 'Funded' : 'Withdrew';
+      setResult(heldText(answer) || `${verb} ${money(amountMinor, card.currency)}.`);
       setAmount('');
       done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return html`<${Card} title="Fund or withdraw" id="move-money">
     <p class="muted small">Money moves between the available balance and the card.</p>
     <form class="row" onSubmit=${(e) => e.preventDefault()}>
@@ -62,7 +52,7 @@ function MoveMoney({ card, done }) {
           id="move-amount"
           inputmode="decimal"
           value=${amount}
-          onInput=${(e) => setAmount(e.currentTarget.value)}
+          onInput=${typed(setAmount)}
         />
       </label>
       <button type="button" id="fund" disabled=${busy} onClick=${move('fund')}>Fund card</button>
@@ -117,42 +107,31 @@ function EditControls({ card, done }) {
   );
   const [allowed, setAllowed] = useState((initial.allowedCategories || []).join(', '));
   const [blocked, setBlocked] = useState((initial.blockedCategories || []).join(', '));
-  const [error, setError] = useState(null);
   const [saved, setSaved] = useState(false);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, submit } = useAction();
   const setLimit = (index, name) => (event) =>
     setLimits(
       limits.map((l, i) => (i === index ? { ...l, [name]: event.currentTarget.value } : l)),
     );
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const save = submit(async () => {
     setSaved(false);
     const spendingLimits = [];
     for (const limit of limits) {
       const amountMinor = toMinor(limit.amount, card.currency);
       if (amountMinor === null) {
-        setError(new Error(`Enter each limit in ${card.currency}, such as 100.00.`));
-        return;
+        throw new Error(`Enter each limit in ${card.currency}, such as 100.00.`);
       }
       spendingLimits.push({ amountMinor, interval: limit.interval });
     }
-    setBusy(true);
-    try {
-      await api.patch(`/merchant/cards/${card.id}/controls`, {
-        spendingLimits,
-        allowedCategories: categories(allowed),
-        blockedCategories: categories(blocked),
-      });
-      setSaved(true);
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return html`<form class="stack controls-form" aria-label="Spending controls" onSubmit=${submit}>
+    await api.patch(`/merchant/cards/${card.id}/controls`, {
+      spendingLimits,
+      allowedCategories: categories(allowed),
+      blockedCategories: categories(blocked),
+    });
+    setSaved(true);
+    done();
+  });
+  return html`<form class="stack controls-form" aria-label="Spending controls" onSubmit=${save}>
     ${limits.map(
       (limit, index) =>
         html`<div class="row" data-limit=${index}>
@@ -201,7 +180,7 @@ function EditControls({ card, done }) {
       <input
         id="allowed-categories"
         value=${allowed}
-        onInput=${(e) => setAllowed(e.currentTarget.value)}
+        onInput=${typed(setAllowed)}
       />
     </label>
     <label>
@@ -209,7 +188,7 @@ function EditControls({ card, done }) {
       <input
         id="blocked-categories"
         value=${blocked}
-        onInput=${(e) => setBlocked(e.currentTarget.value)}
+        onInput=${typed(setBlocked)}
       />
     </label>
     <div><button type="submit" id="save-controls" disabled=${busy}>Save controls</button></div>
@@ -218,52 +197,33 @@ function EditControls({ card, done }) {
   </form>`;
 }
 
+const AUTHORIZATION_COLUMNS = [
+  { title: 'Merchant', cell: (a) => a.merchantName || '—' },
+  { title: 'Category', cell: (a) => a.merchantCategory || '—' },
+  { title: 'Amount', amount: true, cell: (a) => money(a.amountMinor, a.currency) },
+  {
+    title: 'Outcome',
+    cell: (a) => html`<${Status} status=${a.approved ? 'APPROVED' : 'DECLINED'} />
+      ${a.declineReason && html` <span class="muted small">${label(a.declineReason)}</span>`}`,
+  },
+  { title: 'When', cell: (a) => dateTime(a.createdAt) },
+];
+
 function Authorizations({ card, round }) {
-  const { query } = useLocation();
-  const cursor = query.get('cursor') || '';
+  const { cursor } = useQuery('cursor');
   const page = useLoad(
     () => api.get(`/merchant/cards/${card.id}/transactions`, { cursor, limit: PAGE_SIZE }),
     [card.id, cursor, round],
   );
-  const rows = page.data ? page.data.data : [];
   return html`<${Card} title="Authorizations" id="authorizations">
-    <${ErrorNote} error=${page.error} />
-    ${page.data && rows.length === 0 && html`<${Empty}>No authorizations yet.<//>`}
-    ${
-      rows.length > 0 &&
-      html`<div class="table-wrap" tabindex="0" role="region" aria-label="Authorizations">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Merchant</th>
-              <th scope="col">Category</th>
-              <th scope="col" class="amount">Amount</th>
-              <th scope="col">Outcome</th>
-              <th scope="col">When</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (a) =>
-                html`<tr data-id=${a.id}>
-                  <td>${a.merchantName || '—'}</td>
-                  <td>${a.merchantCategory || '—'}</td>
-                  <td class="amount">${money(a.amountMinor, a.currency)}</td>
-                  <td>
-                    <${Status} status=${a.approved ? 'APPROVED' : 'DECLINED'} />
-                    ${
-                      a.declineReason &&
-                      html` <span class="muted small">${label(a.declineReason)}</span>`
-                    }
-                  </td>
-                  <td>${dateTime(a.createdAt)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} cursor=${cursor} page=${page.data} />
+    <${PagedTable}
+      page=${page}
+      quiet
+      what="Loading authorizations"
+      label="Authorizations"
+      columns=${AUTHORIZATION_COLUMNS}
+      empty="No authorizations yet."
+    />
   <//>`;
 }
 
@@ -272,12 +232,7 @@ export function CardDetail({ member, params }) {
   const [round, setRound] = useState(0);
   const again = () => setRound((n) => n + 1);
   const card = useLoad(() => api.get(`/merchant/cards/${encodeURIComponent(id)}`), [id, round]);
-  if (card.error)
-    return html`<h1>Card</h1>
-      <${ErrorNote} error=${card.error} />`;
-  if (!card.data)
-    return html`<h1>Card</h1>
-      <${Loading} />`;
+  if (!card.data) return html`<${Waiting} title="Card" load=${card} />`;
   const c = card.data;
   const can = member.scopes.includes('cards:write') && c.status !== 'TERMINATED';
   return html`<h1>${brand(c)} •••• ${c.last4} <${Status} status=${c.status} /></h1>
@@ -321,20 +276,16 @@ export function CardDetail({ member, params }) {
     </div>
     <div class="grid">
       <${Card} title="Details" id="card-details">
-        <dl class="facts">
-          <dt>Balance</dt>
-          <dd id="card-balance">${money(c.balanceMinor, c.currency)}</dd>
-          <dt>Kind</dt>
-          <dd>${label(c.type)} card</dd>
-          <dt>${c.type === 'company' ? 'Nickname' : 'Cardholder'}</dt>
-          <dd>${cardName(c)}</dd>
-          <dt>Expires</dt>
-          <dd>${String(c.expMonth).padStart(2, '0')}/${c.expYear}</dd>
-          <dt>Issued</dt>
-          <dd>${dateTime(c.createdAt)}</dd>
-          <dt>Mode</dt>
-          <dd>${c.livemode ? 'Live' : 'Test'}</dd>
-        </dl>
+        <${Facts}
+          items=${[
+            ['Balance', money(c.balanceMinor, c.currency), 'card-balance'],
+            ['Kind', `${label(c.type)} card`],
+            [c.type === 'company' ? 'Nickname' : 'Cardholder', cardName(c)],
+            ['Expires', expiry(c)],
+            ['Issued', dateTime(c.createdAt)],
+            ['Mode', modeName(c.livemode)],
+          ]}
+        />
       <//>
       <${Card} title="Spending controls" id="controls">
         <${LimitsList} controls=${c.controls || {}} currency=${c.currency} />

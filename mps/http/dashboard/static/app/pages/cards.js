@@ -3,9 +3,12 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { label, money, toMinor } from '../format.js';
-import { navigate, setQuery, useLocation } from '../router.js';
-import { Empty, ErrorNote, heldText, Loading, Pager, Status, useLoad } from '../ui.js';
+import { useAction, useFields } from '../forms.js';
+import { navigate, setQuery, useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
+import { ErrorNote, heldText, Status, useLoad } from '../ui.js';
 import { useCurrencies } from './payments.js';
 
 const TYPES = ['member', 'company'];
@@ -19,17 +22,27 @@ export function cardName(card) {
   return card.type === 'company' ? card.nickname : card.cardholderName;
 }
 
+/** "03/2029": when a card expires. */
+export const expiry = (card) => `${String(card.expMonth).padStart(2, '0')}/${card.expYear}`;
+
+const COLUMNS = [
+  {
+    title: 'Card',
+    cell: (c) => html`<a href=${`/dashboard/cards/${c.id}`}>${brand(c)} •••• ${c.last4}</a>`,
+  },
+  { title: 'For', cell: cardName },
+  { title: 'Kind', cell: (c) => label(c.type) },
+  { title: 'Balance', amount: true, cell: (c) => money(c.balanceMinor, c.currency) },
+  { title: 'Status', cell: (c) => html`<${Status} status=${c.status} />` },
+  { title: 'Expires', cell: expiry },
+];
+
 export function Cards({ member }) {
-  const { query } = useLocation();
-  const type = query.get('type') || '';
-  const status = query.get('status') || '';
-  const cursor = query.get('cursor') || '';
+  const { type, status, cursor } = useQuery('type', 'status', 'cursor');
   const page = useLoad(
     () => api.get('/merchant/cards', { type, status, cursor, limit: PAGE_SIZE }),
     [type, status, cursor],
   );
-  const rows = page.data ? page.data.data : [];
-  const filter = (name) => (event) => setQuery({ [name]: event.currentTarget.value, cursor: '' });
   return html`<h1>Cards</h1>
     <div class="actions">
       ${
@@ -37,56 +50,23 @@ export function Cards({ member }) {
         html`<a class="button-link" href="/dashboard/cards/new" id="issue-card">Issue a card</a>`
       }
     </div>
-    <form class="row filters" aria-label="Filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Kind
-        <select id="filter-type" value=${type} onChange=${filter('type')}>
-          <option value="">Any</option>
-          ${TYPES.map((t) => html`<option value=${t}>${label(t)} cards</option>`)}
-        </select>
-      </label>
-      <label>
-        Status
-        <select id="filter-status" value=${status} onChange=${filter('status')}>
-          <option value="">Any</option>
-          ${STATUSES.map((s) => html`<option value=${s}>${label(s)}</option>`)}
-        </select>
-      </label>
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading cards" />`}
-    ${page.data && rows.length === 0 && html`<${Empty}>No cards match.<//>`}
-    ${
-      rows.length > 0 &&
-      html`<div class="table-wrap">
-        <table id="cards-table">
-          <thead>
-            <tr>
-              <th scope="col">Card</th>
-              <th scope="col">For</th>
-              <th scope="col">Kind</th>
-              <th scope="col" class="amount">Balance</th>
-              <th scope="col">Status</th>
-              <th scope="col">Expires</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (c) =>
-                html`<tr data-id=${c.id}>
-                  <td><a href=${`/dashboard/cards/${c.id}`}>${brand(c)} •••• ${c.last4}</a></td>
-                  <td>${cardName(c)}</td>
-                  <td>${label(c.type)}</td>
-                  <td class="amount">${money(c.balanceMinor, c.currency)}</td>
-                  <td><${Status} status=${c.status} /></td>
-                  <td>${String(c.expMonth).padStart(2, '0')}/${c.expYear}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} cursor=${cursor} page=${page.data} />`;
+    <${Filters}>
+      <${FilterSelect}
+        name="Kind"
+        value=${type}
+        options=${TYPES}
+        param="type"
+        text=${(t) => `${label(t)} cards`}
+      />
+      <${FilterSelect} value=${status} options=${STATUSES} />
+    <//>
+    <${PagedTable}
+      page=${page}
+      what="Loading cards"
+      id="cards-table"
+      columns=${COLUMNS}
+      empty="No cards match."
+    />`;
 }
 
 function MemberChoice({ member, value, change }) {
@@ -110,24 +90,18 @@ function MemberChoice({ member, value, change }) {
 
 export function IssueCard({ member }) {
   const currencies = useCurrencies(member);
-  const { query } = useLocation();
-  const type = query.get('type') === 'company' ? 'company' : 'member';
-  const [fields, setFields] = useState({ name: '', memberId: '', currency: '', funding: '' });
-  const [error, setError] = useState(null);
+  const type = useQuery('type').type === 'company' ? 'company' : 'member';
+  const [fields, set, setFields] = useFields({ name: '', memberId: '', currency: '', funding: '' });
   const [held, setHeld] = useState(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, submit } = useAction();
   const currency = fields.currency || currencies[0] || '';
-  const set = (name) => (event) => setFields({ ...fields, [name]: event.currentTarget.value });
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const issue = submit(async () => {
     setHeld(null);
     const body = { currency };
     if (fields.funding.trim()) {
       const funding = toMinor(fields.funding, currency);
       if (funding === null) {
-        setError(new Error(`Enter the first funding in ${currency}, such as 50.00.`));
-        return;
+        throw new Error(`Enter the first funding in ${currency}, such as 50.00.`);
       }
       body.initialFundingMinor = funding;
     }
@@ -139,20 +113,13 @@ export function IssueCard({ member }) {
       body.cardholderName = fields.name.trim();
       if (fields.memberId) body.memberId = fields.memberId;
     }
-    setBusy(true);
-    try {
-      const answer = await api.post(path, body);
-      const waiting = heldText(answer);
-      if (waiting) setHeld(waiting);
-      else navigate(`/dashboard/cards/${answer.id}`);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    const answer = await api.post(path, body);
+    const waiting = heldText(answer);
+    if (waiting) setHeld(waiting);
+    else navigate(`/dashboard/cards/${answer.id}`);
+  });
   return html`<h1>Issue a card</h1>
-    <form class="stack issue-form" onSubmit=${submit}>
+    <form class="stack issue-form" onSubmit=${issue}>
       <label>
         Kind
         <select

@@ -5,7 +5,9 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime } from '../format.js';
+import { Saved, typed, useAction } from '../forms.js';
 import { useLocation } from '../router.js';
+import { Table } from '../table.js';
 import { Card, ErrorNote, Loading, Status, useLoad } from '../ui.js';
 
 const TABS = [
@@ -36,32 +38,32 @@ function explorerServed() {
 
 function PinVersion({ versions, pinned, done }) {
   const [chosen, setChosen] = useState(pinned);
-  const [error, setError] = useState(null);
   const [saved, setSaved] = useState(false);
-  const save = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const { error, submit } = useAction();
+  const save = submit(async () => {
     setSaved(false);
-    try {
-      await api.patch('/merchant/settings', { defaultApiVersion: chosen });
-      setSaved(true);
-      done();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    await api.patch('/merchant/settings', { defaultApiVersion: chosen });
+    setSaved(true);
+    done();
+  });
   return html`<form class="row pin-version" onSubmit=${save}>
     <label>
       Default version of this company
-      <select id="pin-version" value=${chosen} onChange=${(e) => setChosen(e.currentTarget.value)}>
+      <select id="pin-version" value=${chosen} onChange=${typed(setChosen)}>
         ${versions.map((v) => html`<option value=${v.version}>${v.version}</option>`)}
       </select>
     </label>
     <button type="submit" id="pin-version-save" disabled=${chosen === pinned}>Save</button>
-    ${saved && html`<span role="status" id="pin-version-saved">Saved.</span>`}
+    <${Saved} id="pin-version-saved" when=${saved} />
     <${ErrorNote} error=${error} />
   </form>`;
 }
+
+const VERSION_COLUMNS = [
+  { title: 'Version', cell: (row) => html`<code>${row.version}</code>` },
+  { title: 'Status', cell: (row) => html`<${Status} status=${row.status} />` },
+  { title: 'Sunset', cell: (row) => (row.sunsetAt ? dateTime(row.sunsetAt) : '—') },
+];
 
 export function Developers({ member }) {
   const versions = useLoad(() => api.get('/developer/versions'), []);
@@ -78,27 +80,13 @@ export function Developers({ member }) {
             ${' an '}<code>X-Api-Version</code> header get
             ${' '}<code id="default-version">${v.default}</code>.
           </p>
-          <div class="table-wrap" tabindex="0" role="region" aria-label="API versions">
-            <table id="versions-table">
-              <thead>
-                <tr>
-                  <th scope="col">Version</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Sunset</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${v.versions.map(
-                  (row) =>
-                    html`<tr data-version=${row.version}>
-                      <td><code>${row.version}</code></td>
-                      <td><${Status} status=${row.status} /></td>
-                      <td>${row.sunsetAt ? dateTime(row.sunsetAt) : '—'}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>
+          <${Table}
+            id="versions-table"
+            label="API versions"
+            columns=${VERSION_COLUMNS}
+            rows=${v.versions}
+            rowProps=${(row) => ({ 'data-version': row.version })}
+          />
           ${
             member.scopes.includes('settings:write') &&
             html`<${PinVersion}

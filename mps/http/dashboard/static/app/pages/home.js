@@ -7,8 +7,10 @@ import { api } from '../api.js';
 import { Chart } from '../chart.js';
 import { daysAgo, isoDate, label, major, money } from '../format.js';
 import { setQuery, useLocation } from '../router.js';
+import { Table } from '../table.js';
 import { Card, Empty, ErrorNote, Loading, useLoad } from '../ui.js';
-import { PaymentTable } from './payments.js';
+import { useBalances } from './balance.js';
+import { PAYMENTS } from './payments.js';
 
 const RANGES = [
   ['7', 'Last 7 days'],
@@ -17,14 +19,9 @@ const RANGES = [
 ];
 
 function Balances() {
-  const balances = useLoad(() => api.get('/merchant/balance'), []);
-  // Currencies where nothing ever moved say nothing; each one shown stands alone.
-  const moved = (b) => [b.availableMinor, b.pendingMinor, b.reservedMinor].some((v) => v !== '0');
-  const shown = balances.data && balances.data.data.filter(moved);
+  const { shown, loaded } = useBalances();
   return html`<${Card} title="Balance" id="balances">
-    <${ErrorNote} error=${balances.error} />
-    ${balances.loading && html`<${Loading} />`}
-    ${shown && shown.length === 0 && html`<${Empty}>No money has moved yet.<//>`}
+    ${loaded}
     <div class="grid">
       ${
         shown &&
@@ -108,7 +105,7 @@ function RecentPayments() {
   return html`<${Card} title="Recent payments" id="recent">
     <${ErrorNote} error=${recent.error} />
     ${recent.loading && html`<${Loading} />`}
-    ${recent.data && html`<${PaymentTable} payments=${recent.data.data} />`}
+    ${recent.data && html`<${Table} rows=${recent.data.data} ...${PAYMENTS} />`}
     <p><a href="/dashboard/payments">All payments</a></p>
   <//>`;
 }

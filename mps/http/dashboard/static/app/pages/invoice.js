@@ -4,15 +4,18 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime, label, money } from '../format.js';
+import { typed, useAction } from '../forms.js';
+import { Table } from '../table.js';
 import {
   ActionButton,
   Card,
   CopyField,
   Empty,
   ErrorNote,
-  Loading,
+  Facts,
   Status,
   useLoad,
+  Waiting,
 } from '../ui.js';
 
 const OPEN = ['SENT', 'OVERDUE'];
@@ -20,34 +23,24 @@ const OPEN = ['SENT', 'OVERDUE'];
 function MarkPaid({ invoice, done }) {
   const [reference, setReference] = useState('');
   const [note, setNote] = useState('');
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
-    setBusy(true);
-    try {
-      const body = {};
-      if (reference.trim()) body.reference = reference.trim();
-      if (note.trim()) body.note = note.trim();
-      await api.post(`/merchant/invoices/${invoice.id}/mark-paid`, body);
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, submit } = useAction();
+  const markPaid = submit(async () => {
+    const body = {};
+    if (reference.trim()) body.reference = reference.trim();
+    if (note.trim()) body.note = note.trim();
+    await api.post(`/merchant/invoices/${invoice.id}/mark-paid`, body);
+    done();
+  });
   return html`<${Card} title="Mark paid" id="mark-paid">
     <p class="muted small">For a payment made outside the service, such as a bank transfer.</p>
-    <form class="row" onSubmit=${submit}>
+    <form class="row" onSubmit=${markPaid}>
       <label>
         Reference (optional)
         <input
           id="paid-reference"
           maxlength="200"
           value=${reference}
-          onInput=${(e) => setReference(e.currentTarget.value)}
+          onInput=${typed(setReference)}
         />
       </label>
       <label class="grow">
@@ -56,7 +49,7 @@ function MarkPaid({ invoice, done }) {
           id="paid-note"
           maxlength="1000"
           value=${note}
-          onInput=${(e) => setNote(e.currentTarget.value)}
+          onInput=${typed(setNote)}
         />
       </label>
       <button type="submit" id="mark-paid-submit" disabled=${busy}>Mark paid</button>
@@ -79,19 +72,11 @@ function Timeline({ entries }) {
 }
 
 function Pdf({ invoice }) {
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
-  const fetchPdf = async () => {
-    setError(null);
-    setBusy(true);
-    try {
-      await api.download(`/merchant/invoices/${invoice.id}/pdf`, `${invoice.invoiceNumber}.pdf`);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, error, run } = useAction();
+  const fetchPdf = () =>
+    run(() =>
+      api.download(`/merchant/invoices/${invoice.id}/pdf`, `${invoice.invoiceNumber}.pdf`),
+    );
   return html`<span>
     <button type="button" class="secondary" id="download-pdf" disabled=${busy} onClick=${fetchPdf}>
       ${busy ? 'Preparing PDF…' : 'Download PDF'}
@@ -107,6 +92,15 @@ function lines(invoice) {
   return [{ description: 'Total', quantity: 1, unitAmountMinor: total, amountMinor: total }];
 }
 
+function lineColumns(currency) {
+  return [
+    { title: 'Description', cell: (item) => item.description },
+    { title: 'Quantity', amount: true, cell: (item) => item.quantity },
+    { title: 'Unit price', amount: true, cell: (item) => money(item.unitAmountMinor, currency) },
+    { title: 'Amount', amount: true, cell: (item) => money(item.amountMinor, currency) },
+  ];
+}
+
 export function InvoiceDetail({ member, params }) {
   const [id] = params;
   const [round, setRound] = useState(0);
@@ -114,12 +108,7 @@ export function InvoiceDetail({ member, params }) {
   const path = `/merchant/invoices/${encodeURIComponent(id)}`;
   const invoice = useLoad(() => api.get(path), [id, round]);
   const timeline = useLoad(() => api.get(`${path}/timeline`).then((a) => a.data), [id, round]);
-  if (invoice.error)
-    return html`<h1>Invoice</h1>
-      <${ErrorNote} error=${invoice.error} />`;
-  if (!invoice.data)
-    return html`<h1>Invoice</h1>
-      <${Loading} />`;
+  if (!invoice.data) return html`<${Waiting} title="Invoice" load=${invoice} />`;
   const i = invoice.data;
   const open = OPEN.includes(i.status);
   const can = member.scopes.includes('invoices:write');
@@ -163,24 +152,17 @@ export function InvoiceDetail({ member, params }) {
     <//>
     <div class="grid">
       <${Card} title="Details" id="invoice-details">
-        <dl class="facts">
-          <dt>Customer</dt>
-          <dd>${i.customer.name ? `${i.customer.name} · ` : ''}${i.customer.email}</dd>
-          <dt>Due</dt>
-          <dd>${i.dueDate || 'No due date'}</dd>
-          <dt>Email</dt>
-          <dd>${label(i.emailStatus || '—')}</dd>
-          <dt>Created</dt>
-          <dd>${dateTime(i.createdAt)}</dd>
-          <dt>Paid</dt>
-          <dd>
-            ${i.paidAt ? dateTime(i.paidAt) : '—'}${i.paidReference ? ` (${i.paidReference})` : ''}
-          </dd>
-          <dt>Voided</dt>
-          <dd>${i.voidedAt ? dateTime(i.voidedAt) : '—'}</dd>
-          <dt>Memo</dt>
-          <dd>${i.memo || '—'}</dd>
-        </dl>
+        <${Facts}
+          items=${[
+            ['Customer', `${i.customer.name ? `${i.customer.name} · ` : ''}${i.customer.email}`],
+            ['Due', i.dueDate || 'No due date'],
+            ['Email', label(i.emailStatus || '—')],
+            ['Created', dateTime(i.createdAt)],
+            ['Paid', `${dateTime(i.paidAt)}${i.paidReference ? ` (${i.paidReference})` : ''}`],
+            ['Voided', dateTime(i.voidedAt)],
+            ['Memo', i.memo || '—'],
+          ]}
+        />
       <//>
       <${Card} title="Timeline" id="invoice-timeline">
         <${ErrorNote} error=${timeline.error} />
@@ -188,35 +170,18 @@ export function InvoiceDetail({ member, params }) {
       <//>
     </div>
     <${Card} title="Line items" id="line-items">
-      <div class="table-wrap" tabindex="0" role="region" aria-label="Line items">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Description</th>
-              <th scope="col" class="amount">Quantity</th>
-              <th scope="col" class="amount">Unit price</th>
-              <th scope="col" class="amount">Amount</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${lines(i).map(
-              (item) =>
-                html`<tr>
-                  <td>${item.description}</td>
-                  <td class="amount">${item.quantity}</td>
-                  <td class="amount">${money(item.unitAmountMinor, i.currency)}</td>
-                  <td class="amount">${money(item.amountMinor, i.currency)}</td>
-                </tr>`,
-            )}
-          </tbody>
-          <tfoot>
-            <tr>
-              <th scope="row" colspan="3">Total</th>
-              <td class="amount" id="invoice-amount">${money(i.amountMinor, i.currency)}</td>
-            </tr>
-          </tfoot>
-        </table>
-      </div>
+      <${Table}
+        label="Line items"
+        columns=${lineColumns(i.currency)}
+        rows=${lines(i)}
+        rowProps=${() => ({})}
+        foot=${html`<tfoot>
+          <tr>
+            <th scope="row" colspan="3">Total</th>
+            <td class="amount" id="invoice-amount">${money(i.amountMinor, i.currency)}</td>
+          </tr>
+        </tfoot>`}
+      />
     <//>
     ${can && open && html`<${MarkPaid} invoice=${i} done=${again} />`}`;
 }

@@ -3,23 +3,35 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { dateTime, money, toMinor } from '../format.js';
-import { navigate, useLocation } from '../router.js';
-import { Empty, ErrorNote, FilterSelect, Loading, Pager, Status, useLoad } from '../ui.js';
+import { useAction, useFields } from '../forms.js';
+import { navigate, useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
+import { ErrorNote, Status, useLoad } from '../ui.js';
 import { useCurrencies } from './payments.js';
 
 const STATUSES = ['SENT', 'OVERDUE', 'PAID', 'VOID'];
 const PAGE_SIZE = 20;
 
+const COLUMNS = [
+  {
+    title: 'Number',
+    cell: (i) => html`<a href=${`/dashboard/invoices/${i.id}`}>${i.invoiceNumber}</a>`,
+  },
+  { title: 'Amount', amount: true, cell: (i) => money(i.amountMinor, i.currency) },
+  { title: 'Status', cell: (i) => html`<${Status} status=${i.status} />` },
+  { title: 'Customer', cell: (i) => i.customer.email },
+  { title: 'Due', cell: (i) => i.dueDate || '' },
+  { title: 'Created', cell: (i) => dateTime(i.createdAt) },
+];
+
 export function Invoices({ member }) {
-  const { query } = useLocation();
-  const status = query.get('status') || '';
-  const cursor = query.get('cursor') || '';
+  const { status, cursor } = useQuery('status', 'cursor');
   const page = useLoad(
     () => api.get('/merchant/invoices', { status, cursor, limit: PAGE_SIZE }),
     [status, cursor],
   );
-  const rows = page.data ? page.data.data : [];
   return html`<h1>Invoices</h1>
     <div class="actions">
       ${
@@ -27,49 +39,16 @@ export function Invoices({ member }) {
         html`<a class="button-link" href="/dashboard/invoices/new" id="new-invoice">New invoice</a>`
       }
     </div>
-    <form class="row filters" aria-label="Filters" onSubmit=${(e) => e.preventDefault()}>
-      <${FilterSelect}
-        id="filter-status"
-        name="Status"
-        value=${status}
-        options=${STATUSES}
-        param="status"
-      />
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading invoices" />`}
-    ${page.data && rows.length === 0 && html`<${Empty}>No invoices match.<//>`}
-    ${
-      rows.length > 0 &&
-      html`<div class="table-wrap">
-        <table id="invoices-table">
-          <thead>
-            <tr>
-              <th scope="col">Number</th>
-              <th scope="col" class="amount">Amount</th>
-              <th scope="col">Status</th>
-              <th scope="col">Customer</th>
-              <th scope="col">Due</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (i) =>
-                html`<tr data-id=${i.id}>
-                  <td><a href=${`/dashboard/invoices/${i.id}`}>${i.invoiceNumber}</a></td>
-                  <td class="amount">${money(i.amountMinor, i.currency)}</td>
-                  <td><${Status} status=${i.status} /></td>
-                  <td>${i.customer.email}</td>
-                  <td>${i.dueDate || ''}</td>
-                  <td>${dateTime(i.createdAt)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} cursor=${cursor} page=${page.data} />`;
+    <${Filters}>
+      <${FilterSelect} value=${status} options=${STATUSES} />
+    <//>
+    <${PagedTable}
+      page=${page}
+      what="Loading invoices"
+      id="invoices-table"
+      columns=${COLUMNS}
+      empty="No invoices match."
+    />`;
 }
 
 const blankLine = () => ({ description: '', quantity: '1', unit: '' });
@@ -157,27 +136,17 @@ function LineItems({ lines, currency, change }) {
 
 export function NewInvoice({ member }) {
   const currencies = useCurrencies(member);
-  const [fields, setFields] = useState({
-    email: '',
-    name: '',
-    currency: '',
-    dueDate: '',
-    memo: '',
-  });
+  const [fields, set] = useFields({ email: '', name: '', currency: '', dueDate: '', memo: '' });
   const [lines, setLines] = useState([blankLine()]);
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
+  // A created invoice opens: the form stays busy till then.
+  const { busy, error, submit } = useAction({ once: true });
   const currency = fields.currency || currencies[0] || '';
-  const set = (name) => (event) => setFields({ ...fields, [name]: event.currentTarget.value });
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const create = submit(async () => {
     const items = [];
     for (const [index, line] of lines.entries()) {
       const unitAmountMinor = toMinor(line.unit, currency);
       if (unitAmountMinor === null) {
-        setError(new Error(`Line ${index + 1}: enter a unit price in ${currency}, such as 10.00.`));
-        return;
+        throw new Error(`Line ${index + 1}: enter a unit price in ${currency}, such as 10.00.`);
       }
       items.push({
         description: line.description.trim(),
@@ -189,18 +158,12 @@ export function NewInvoice({ member }) {
     if (fields.name.trim()) body.customerName = fields.name.trim();
     if (fields.dueDate) body.dueDate = fields.dueDate;
     if (fields.memo.trim()) body.memo = fields.memo.trim();
-    setBusy(true);
-    try {
-      const invoice = await api.post('/merchant/invoices', body);
-      navigate(`/dashboard/invoices/${invoice.id}`);
-    } catch (failure) {
-      setError(failure);
-      setBusy(false);
-    }
-  };
+    const invoice = await api.post('/merchant/invoices', body);
+    navigate(`/dashboard/invoices/${invoice.id}`);
+  });
   return html`<h1>New invoice</h1>
     <p class="muted">The customer is emailed the invoice with a link to view and download it.</p>
-    <form class="stack invoice-form" onSubmit=${submit}>
+    <form class="stack invoice-form" onSubmit=${create}>
       <div class="row">
         <label class="grow">
           Customer email

@@ -3,9 +3,21 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { dateTime } from '../format.js';
-import { setQuery, useLocation } from '../router.js';
-import { Card, Empty, ErrorNote, Loading, Pager, ShownOnce, Status, useLoad } from '../ui.js';
+import { typed, useAction } from '../forms.js';
+import { setQuery, useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
+import {
+  ActionButton,
+  Card,
+  codes,
+  ErrorNote,
+  modeName,
+  ShownOnce,
+  Status,
+  useLoad,
+} from '../ui.js';
 import { DevTabs } from './developers.js';
 
 const PAGE_SIZE = 20;
@@ -17,31 +29,18 @@ function CreateKey({ member, created }) {
   const [type, setType] = useState('secret');
   const [mode, setMode] = useState(member.mode);
   const [scopes, setScopes] = useState([]);
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, submit } = useAction();
   const toggle = (scope) => (e) =>
     setScopes(e.currentTarget.checked ? [...scopes, scope] : scopes.filter((s) => s !== scope));
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
-    if (scopes.length === 0) {
-      setError(new Error('Choose at least one scope for the key.'));
-      return;
-    }
-    setBusy(true);
-    try {
-      const key = await api.post('/merchant/api-keys', { name: name.trim(), type, mode, scopes });
-      setName('');
-      setScopes([]);
-      created(key);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const create = submit(async () => {
+    if (scopes.length === 0) throw new Error('Choose at least one scope for the key.');
+    const key = await api.post('/merchant/api-keys', { name: name.trim(), type, mode, scopes });
+    setName('');
+    setScopes([]);
+    created(key);
+  });
   return html`<${Card} title="Create a key" id="create-key">
-    <form class="stack" onSubmit=${submit}>
+    <form class="stack" onSubmit=${create}>
       <div class="row">
         <label>
           Name
@@ -50,19 +49,19 @@ function CreateKey({ member, created }) {
             required
             maxlength="100"
             value=${name}
-            onInput=${(e) => setName(e.currentTarget.value)}
+            onInput=${typed(setName)}
           />
         </label>
         <label>
           Type
-          <select id="key-type" value=${type} onChange=${(e) => setType(e.currentTarget.value)}>
+          <select id="key-type" value=${type} onChange=${typed(setType)}>
             <option value="secret">Secret (sk_)</option>
             <option value="publishable">Publishable (pk_)</option>
           </select>
         </label>
         <label>
           Mode
-          <select id="key-mode" value=${mode} onChange=${(e) => setMode(e.currentTarget.value)}>
+          <select id="key-mode" value=${mode} onChange=${typed(setMode)}>
             <option value="test">Test</option>
             <option value="live">Live</option>
           </select>
@@ -90,83 +89,55 @@ function CreateKey({ member, created }) {
   <//>`;
 }
 
-function Revoke({ apiKey, done }) {
-  const [asking, setAsking] = useState(false);
-  const [error, setError] = useState(null);
-  const revoke = async () => {
-    setError(null);
-    try {
-      await api.post(`/merchant/api-keys/${encodeURIComponent(apiKey.id)}/revoke`);
-      setAsking(false);
-      done();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
-  if (!asking) {
-    return html`<button
-      type="button"
-      class="danger-text secondary"
-      id=${`revoke-${apiKey.id}`}
-      onClick=${() => setAsking(true)}
-    >
-      Revoke
-    </button>`;
-  }
-  return html`<span class="confirm" role="group" aria-label=${`Confirm revoking ${apiKey.name}`}>
-    <span class="row">
-      <span>Calls with it fail at once.</span>
-      <button type="button" class="danger" id=${`revoke-${apiKey.id}-yes`} onClick=${revoke}>
-        Revoke
-      </button>
-      <button type="button" class="secondary" onClick=${() => setAsking(false)}>Keep</button>
-    </span>
-    <${ErrorNote} error=${error} />
-  </span>`;
+function keyColumns(canWrite, done) {
+  return [
+    { title: 'Name', cell: (k) => k.name },
+    { title: 'Key', cell: (k) => html`<code>${k.prefix}…${k.last4}</code>` },
+    { title: 'Mode', cell: (k) => modeName(k.livemode) },
+    { title: 'Scopes', className: 'scopes', cell: (k) => codes(k.scopes) },
+    { title: 'Last used', cell: (k) => (k.lastUsedAt ? dateTime(k.lastUsedAt) : 'Never') },
+    {
+      title: 'Status',
+      cell: (k) => html`<${Status} status=${k.revokedAt ? 'REVOKED' : 'ACTIVE'} />`,
+    },
+    {
+      title: 'Actions',
+      hidden: true,
+      className: 'row-actions',
+      cell: (k) => html`<button
+          type="button"
+          class="link"
+          id=${`logs-${k.id}`}
+          onClick=${() => setQuery({ key: k.id, logs: '' })}
+        >
+          Request log
+        </button>
+        ${
+          canWrite &&
+          !k.revokedAt &&
+          html`<${ActionButton}
+            id=${`revoke-${k.id}`}
+            inRow
+            tone="danger"
+            text="Revoke"
+            question=${`Revoke ${k.name}? Calls with it fail at once.`}
+            yes="Revoke"
+            keep="Keep"
+            act=${() => api.post(`/merchant/api-keys/${encodeURIComponent(k.id)}/revoke`)}
+            done=${done}
+          />`
+        }`,
+    },
+  ];
 }
 
-function KeyTable({ keys, canWrite, selected, done }) {
-  if (keys.length === 0) return html`<${Empty}>No API keys yet.<//>`;
-  return html`<div class="table-wrap">
-    <table id="keys-table">
-      <thead>
-        <tr>
-          <th scope="col">Name</th>
-          <th scope="col">Key</th>
-          <th scope="col">Mode</th>
-          <th scope="col">Scopes</th>
-          <th scope="col">Last used</th>
-          <th scope="col">Status</th>
-          <th scope="col"><span class="visually-hidden">Actions</span></th>
-        </tr>
-      </thead>
-      <tbody>
-        ${keys.map(
-          (k) =>
-            html`<tr data-id=${k.id} aria-current=${k.id === selected ? 'true' : undefined}>
-              <td>${k.name}</td>
-              <td><code>${k.prefix}…${k.last4}</code></td>
-              <td>${k.livemode ? 'Live' : 'Test'}</td>
-              <td class="scopes">${k.scopes.map((s) => html`<code>${s}</code>`)}</td>
-              <td>${k.lastUsedAt ? dateTime(k.lastUsedAt) : 'Never'}</td>
-              <td><${Status} status=${k.revokedAt ? 'REVOKED' : 'ACTIVE'} /></td>
-              <td class="row-actions">
-                <button
-                  type="button"
-                  class="link"
-                  id=${`logs-${k.id}`}
-                  onClick=${() => setQuery({ key: k.id, logs: '' })}
-                >
-                  Request log
-                </button>
-                ${canWrite && !k.revokedAt && html`<${Revoke} apiKey=${k} done=${done} />`}
-              </td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
-}
+const LOG_COLUMNS = [
+  { title: 'At', cell: (r) => dateTime(r.at) },
+  { title: 'Request', cell: (r) => html`<code>${r.method} ${r.path}</code>` },
+  { title: 'Status', cell: (r) => r.statusCode },
+  { title: 'IP', cell: (r) => r.ip || '' },
+  { title: 'Request id', cell: (r) => html`<code>${r.requestId || ''}</code>` },
+];
 
 function RequestLog({ keyId, name, cursor }) {
   const log = useLoad(
@@ -183,47 +154,21 @@ function RequestLog({ keyId, name, cursor }) {
         Close the log
       </button>
     </p>
-    <${ErrorNote} error=${log.error} />
-    ${log.loading && html`<${Loading} what="Loading the request log" />`}
-    ${log.data && log.data.data.length === 0 && html`<${Empty}>No requests made with this key.<//>`}
-    ${
-      log.data &&
-      log.data.data.length > 0 &&
-      html`<div class="table-wrap" tabindex="0" role="region" aria-label="Request log">
-        <table id="key-logs-table">
-          <thead>
-            <tr>
-              <th scope="col">At</th>
-              <th scope="col">Request</th>
-              <th scope="col">Status</th>
-              <th scope="col">IP</th>
-              <th scope="col">Request id</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${log.data.data.map(
-              (r) =>
-                html`<tr data-id=${r.id}>
-                  <td>${dateTime(r.at)}</td>
-                  <td><code>${r.method} ${r.path}</code></td>
-                  <td>${r.statusCode}</td>
-                  <td>${r.ip || ''}</td>
-                  <td><code>${r.requestId || ''}</code></td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} page=${log.data} cursor=${cursor} param="logs" prefix="logs-" />
+    <${PagedTable}
+      page=${log}
+      param="logs"
+      prefix="logs-"
+      what="Loading the request log"
+      id="key-logs-table"
+      label="Request log"
+      columns=${LOG_COLUMNS}
+      empty="No requests made with this key."
+    />
   <//>`;
 }
 
 export function ApiKeys({ member }) {
-  const { query } = useLocation();
-  const mode = query.get('mode') || '';
-  const cursor = query.get('cursor') || '';
-  const selected = query.get('key') || '';
+  const { mode, cursor, key: selected, logs } = useQuery('mode', 'cursor', 'key', 'logs');
   const [round, setRound] = useState(0);
   const [created, setCreated] = useState(null);
   const canWrite = member.scopes.includes('settings:write');
@@ -256,38 +201,28 @@ export function ApiKeys({ member }) {
         }}
       />`
     }
-    <form class="row filters" aria-label="Filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Mode
-        <select
-          id="filter-mode"
-          value=${mode}
-          onChange=${(e) => setQuery({ mode: e.currentTarget.value, cursor: '' })}
-        >
-          <option value="">Both</option>
-          <option value="test">Test</option>
-          <option value="live">Live</option>
-        </select>
-      </label>
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && !page.data && html`<${Loading} what="Loading the keys" />`}
-    ${
-      page.data &&
-      html`<${KeyTable}
-        keys=${page.data.data}
-        canWrite=${canWrite}
-        selected=${selected}
-        done=${again}
-      />`
-    }
-    <${Pager} page=${page.data} cursor=${cursor} prefix="keys-" />
+    <${Filters}>
+      <${FilterSelect} value=${mode} options=${['test', 'live']} param="mode" any="Both" />
+    <//>
+    <${PagedTable}
+      page=${page}
+      quiet
+      prefix="keys-"
+      what="Loading the keys"
+      id="keys-table"
+      columns=${keyColumns(canWrite, again)}
+      rowProps=${(k) => ({
+        'data-id': k.id,
+        'aria-current': k.id === selected ? 'true' : undefined,
+      })}
+      empty="No API keys yet."
+    />
     ${
       selected &&
       html`<${RequestLog}
         keyId=${selected}
         name=${chosen && chosen.name}
-        cursor=${query.get('logs') || ''}
+        cursor=${logs}
       />`
     }`;
 }

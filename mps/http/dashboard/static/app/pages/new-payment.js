@@ -4,6 +4,7 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { money, toMinor } from '../format.js';
+import { useAction, useFields } from '../forms.js';
 import { Card, CopyField, ErrorNote } from '../ui.js';
 import { useCurrencies } from './payments.js';
 
@@ -14,32 +15,18 @@ export function CopyUrl({ url }) {
 
 export function NewPayment({ member }) {
   const currencies = useCurrencies(member);
-  const [fields, setFields] = useState({ amount: '', currency: '', description: '', email: '' });
-  const [error, setError] = useState(null);
+  const [fields, set] = useFields({ amount: '', currency: '', description: '', email: '' });
   const [created, setCreated] = useState(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, submit } = useAction();
   const currency = fields.currency || currencies[0];
-  const set = (name) => (e) => setFields({ ...fields, [name]: e.currentTarget.value });
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const create = submit(async () => {
     const amountMinor = toMinor(fields.amount, currency);
-    if (amountMinor === null) {
-      setError(new Error(`Enter an amount in ${currency}, such as 25.00.`));
-      return;
-    }
+    if (amountMinor === null) throw new Error(`Enter an amount in ${currency}, such as 25.00.`);
     const body = { amountMinor, currency };
     if (fields.description.trim()) body.description = fields.description.trim();
     if (fields.email.trim()) body.customerEmail = fields.email.trim();
-    setBusy(true);
-    try {
-      setCreated(await api.post('/merchant/payments', body));
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    setCreated(await api.post('/merchant/payments', body));
+  });
   return html`<h1>New payment link</h1>
     <${ErrorNote} error=${error} />
     ${
@@ -53,7 +40,7 @@ export function NewPayment({ member }) {
       <//>`
     }
     <${Card}>
-      <form class="stack" onSubmit=${submit} aria-label="New payment link">
+      <form class="stack" onSubmit=${create} aria-label="New payment link">
         <div class="row">
           <label>
             Amount

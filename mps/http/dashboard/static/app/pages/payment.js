@@ -5,8 +5,22 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime, label, money, toMajorText, toMinor } from '../format.js';
-import { useLocation } from '../router.js';
-import { Card, Empty, ErrorNote, Loading, Pager, Status, useLoad } from '../ui.js';
+import { typed, useAction } from '../forms.js';
+import { useQuery } from '../router.js';
+import { Table } from '../table.js';
+import {
+  ActionButton,
+  Card,
+  Empty,
+  ErrorNote,
+  Facts,
+  Loading,
+  modeName,
+  Pager,
+  Status,
+  useLoad,
+  Waiting,
+} from '../ui.js';
 import { CopyUrl } from './new-payment.js';
 
 const EVENTS_PER_PAGE = 10;
@@ -26,81 +40,38 @@ function timeline(payment, refunds) {
   return entries.sort((a, b) => String(a.at).localeCompare(String(b.at)));
 }
 
-function Cancel({ payment, done }) {
-  const [asking, setAsking] = useState(false);
-  const [error, setError] = useState(null);
-  const cancel = async () => {
-    try {
-      await api.post(`/merchant/payments/${payment.id}/cancel`);
-      done();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
-  return html`<div>
-    ${
-      !asking &&
-      html`<button type="button" class="danger" id="cancel" onClick=${() => setAsking(true)}>
-        Cancel payment
-      </button>`
-    }
-    ${
-      asking &&
-      html`<div class="row" role="group" aria-label="Confirm cancelling">
-        <span>The link stops taking payments. Cancel it?</span>
-        <button type="button" class="danger" id="confirm-cancel" onClick=${cancel}>
-          Yes, cancel it
-        </button>
-        <button type="button" class="secondary" onClick=${() => setAsking(false)}>Keep it</button>
-      </div>`
-    }
-    <${ErrorNote} error=${error} />
-  </div>`;
-}
-
 function Refund({ payment, done }) {
   const remaining = (
     BigInt(payment.amountMinor) - BigInt(payment.amountRefundedMinor || '0')
   ).toString();
   const [amount, setAmount] = useState(toMajorText(remaining, payment.currency));
   const [reason, setReason] = useState('');
-  const [error, setError] = useState(null);
   const [result, setResult] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const { busy, error, submit } = useAction();
+  const refund = submit(async () => {
     const amountMinor = toMinor(amount, payment.currency);
     if (amountMinor === null) {
-      setError(new Error(`Enter an amount in ${payment.currency}, such as 10.00.`));
-      return;
+      throw new Error(`Enter an amount in ${payment.currency}, such as 10.00.`);
     }
-    setBusy(true);
-    try {
-      const body = { paymentId: payment.id, amountMinor };
-      if (reason.trim()) body.reason = reason.trim();
-      const answer = await api.post('/merchant/refunds', body);
-      setResult(
-        answer.approvalRequest
-          ? `The refund needs approval first: request ${answer.approvalRequest.id}.`
-          : `Refund ${answer.id} of ${money(answer.amountMinor, payment.currency)} is ${label(answer.status)}.`,
-      );
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    const body = { paymentId: payment.id, amountMinor };
+    if (reason.trim()) body.reason = reason.trim();
+    const answer = await api.post('/merchant/refunds', body);
+    setResult(
+      answer.approvalRequest
+        ? `The refund needs approval first: request ${answer.approvalRequest.id}.`
+        : `Refund ${answer.id} of ${money(answer.amountMinor, payment.currency)} is ${label(answer.status)}.`,
+    );
+    done();
+  });
   return html`<${Card} title="Refund" id="refund">
-    <form class="row" onSubmit=${submit}>
+    <form class="row" onSubmit=${refund}>
       <label>
         Amount (${payment.currency})
         <input
           id="refund-amount"
           inputmode="decimal"
           value=${amount}
-          onInput=${(e) => setAmount(e.currentTarget.value)}
+          onInput=${typed(setAmount)}
         />
       </label>
       <label>
@@ -109,7 +80,7 @@ function Refund({ payment, done }) {
           id="refund-reason"
           value=${reason}
           maxlength="500"
-          onInput=${(e) => setReason(e.currentTarget.value)}
+          onInput=${typed(setReason)}
         />
       </label>
       <button type="submit" id="refund-submit" disabled=${busy}>Refund</button>
@@ -118,6 +89,23 @@ function Refund({ payment, done }) {
     <${ErrorNote} error=${error} />
   <//>`;
 }
+
+const DELIVERY_COLUMNS = [
+  {
+    title: 'Delivery',
+    cell: (d) => html`${
+      d.endpointId
+        ? html`<a href=${`/dashboard/developers/webhooks/${d.endpointId}`}>${d.id}</a>`
+        : d.id
+    }
+    ${d.replay && html` <span class="muted small">replay</span>`}`,
+  },
+  { title: 'To', cell: (d) => d.url },
+  { title: 'Status', cell: (d) => html`<${Status} status=${d.status} />` },
+  { title: 'Attempts', cell: (d) => d.attempts },
+  { title: 'Last answer', cell: (d) => d.lastStatusCode || d.lastError || '—' },
+  { title: 'Created', cell: (d) => dateTime(d.createdAt) },
+];
 
 /** One event's webhook deliveries: to each endpoint subscribed, or the payment's own URL. */
 function Deliveries({ event }) {
@@ -132,40 +120,12 @@ function Deliveries({ event }) {
   if (!deliveries.data) return html`<${Loading} what="Loading deliveries" />`;
   if (deliveries.data.length === 0)
     return html`<p class="muted small">Not sent: no webhook endpoint took this event.</p>`;
-  return html`<div class="table-wrap">
-    <table aria-label=${`Deliveries of ${event.type}`}>
-      <thead>
-        <tr>
-          <th scope="col">Delivery</th>
-          <th scope="col">To</th>
-          <th scope="col">Status</th>
-          <th scope="col">Attempts</th>
-          <th scope="col">Last answer</th>
-          <th scope="col">Created</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${deliveries.data.map(
-          (d) =>
-            html`<tr data-id=${d.id} data-event=${event.id}>
-              <td>
-                ${
-                  d.endpointId
-                    ? html`<a href=${`/dashboard/developers/webhooks/${d.endpointId}`}>${d.id}</a>`
-                    : d.id
-                }
-                ${d.replay && html` <span class="muted small">replay</span>`}
-              </td>
-              <td>${d.url}</td>
-              <td><${Status} status=${d.status} /></td>
-              <td>${d.attempts}</td>
-              <td>${d.lastStatusCode || d.lastError || '—'}</td>
-              <td>${dateTime(d.createdAt)}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
+  return html`<${Table}
+    tableLabel=${`Deliveries of ${event.type}`}
+    columns=${DELIVERY_COLUMNS}
+    rows=${deliveries.data}
+    rowProps=${(d) => ({ 'data-id': d.id, 'data-event': event.id })}
+  />`;
 }
 
 /**
@@ -174,8 +134,7 @@ function Deliveries({ event }) {
  * no older events.
  */
 function Events({ payment, round }) {
-  const { query } = useLocation();
-  const cursor = query.get('eventsCursor') || '';
+  const { eventsCursor: cursor } = useQuery('eventsCursor');
   const events = useLoad(
     () =>
       api.get('/merchant/events', {
@@ -205,8 +164,19 @@ function Events({ payment, round }) {
         )}
       </ul>`
     }
-    <${Pager} page=${events.data} cursor=${cursor} param="eventsCursor" prefix="events-" />
+    <${Pager} page=${events.data} param="eventsCursor" prefix="events-" />
   <//>`;
+}
+
+/** A payment's refunds, in the payment's currency (a refund names none). */
+function refundColumns(payment) {
+  return [
+    { title: 'Refund', cell: (r) => r.id },
+    { title: 'Amount', amount: true, cell: (r) => money(r.amountMinor, payment.currency) },
+    { title: 'Status', cell: (r) => html`<${Status} status=${r.status} />` },
+    { title: 'Reason', cell: (r) => r.reason || '' },
+    { title: 'Created', cell: (r) => dateTime(r.createdAt) },
+  ];
 }
 
 export function PaymentDetail({ member, params }) {
@@ -225,38 +195,40 @@ export function PaymentDetail({ member, params }) {
         : Promise.resolve([]),
     [id, round],
   );
-  if (payment.error)
-    return html`<h1>Payment</h1>
-      <${ErrorNote} error=${payment.error} />`;
-  if (!payment.data)
-    return html`<h1>Payment</h1>
-      <${Loading} />`;
+  if (!payment.data) return html`<${Waiting} title="Payment" load=${payment} />`;
   const p = payment.data;
   const refundable = ['PAID', 'PARTIAL_REFUND'].includes(p.status);
   return html`<h1>${money(p.amountMinor, p.currency)} <${Status} status=${p.status} /></h1>
     <p class="muted" id="payment-reference">${p.reference} · ${p.id}</p>
     <div class="actions">
-      ${can('payments:write') && p.status === 'PENDING' && html`<${Cancel} payment=${p} done=${again} />`}
+      ${
+        can('payments:write') &&
+        p.status === 'PENDING' &&
+        html`<${ActionButton}
+          id="cancel"
+          text="Cancel payment"
+          tone="danger"
+          question="The link stops taking payments. Cancel it?"
+          yes="Yes, cancel it"
+          act=${() => api.post(`/merchant/payments/${p.id}/cancel`)}
+          done=${again}
+        />`
+      }
     </div>
     ${p.status === 'PENDING' && html`<${Card} title="Payment link"><${CopyUrl} url=${p.payUrl} /><//>`}
     <div class="grid">
       <${Card} title="Details" id="details">
-        <dl class="facts">
-          <dt>Description</dt>
-          <dd>${p.description || '—'}</dd>
-          <dt>Customer</dt>
-          <dd>${p.customerEmail || p.customerPhone || '—'}</dd>
-          <dt>Created</dt>
-          <dd>${dateTime(p.createdAt)}</dd>
-          <dt>Paid</dt>
-          <dd>${dateTime(p.paidAt)}</dd>
-          <dt>Refunded</dt>
-          <dd>${money(p.amountRefundedMinor || '0', p.currency)}</dd>
-          <dt>Expires</dt>
-          <dd>${p.expiresAt ? dateTime(p.expiresAt) : 'Never'}</dd>
-          <dt>Mode</dt>
-          <dd>${p.livemode ? 'Live' : 'Test'}</dd>
-        </dl>
+        <${Facts}
+          items=${[
+            ['Description', p.description || '—'],
+            ['Customer', p.customerEmail || p.customerPhone || '—'],
+            ['Created', dateTime(p.createdAt)],
+            ['Paid', dateTime(p.paidAt)],
+            ['Refunded', money(p.amountRefundedMinor || '0', p.currency)],
+            ['Expires', p.expiresAt ? dateTime(p.expiresAt) : 'Never'],
+            ['Mode', modeName(p.livemode)],
+          ]}
+        />
       <//>
       <${Card} title="Timeline" id="timeline">
         <ol class="timeline">
@@ -274,35 +246,9 @@ export function PaymentDetail({ member, params }) {
       can('refunds:read') &&
       html`<${Card} title="Refunds" id="refunds">
         <${ErrorNote} error=${refunds.error} />
-        ${refunds.data && refunds.data.length === 0 && html`<${Empty}>No refunds.<//>`}
         ${
           refunds.data &&
-          refunds.data.length > 0 &&
-          html`<div class="table-wrap">
-            <table>
-              <thead>
-                <tr>
-                  <th scope="col">Refund</th>
-                  <th scope="col" class="amount">Amount</th>
-                  <th scope="col">Status</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Created</th>
-                </tr>
-              </thead>
-              <tbody>
-                ${refunds.data.map(
-                  (r) =>
-                    html`<tr data-id=${r.id}>
-                      <td>${r.id}</td>
-                      <td class="amount">${money(r.amountMinor, p.currency)}</td>
-                      <td><${Status} status=${r.status} /></td>
-                      <td>${r.reason || ''}</td>
-                      <td>${dateTime(r.createdAt)}</td>
-                    </tr>`,
-                )}
-              </tbody>
-            </table>
-          </div>`
+          html`<${Table} columns=${refundColumns(p)} rows=${refunds.data} empty="No refunds." />`
         }
       <//>`
     }

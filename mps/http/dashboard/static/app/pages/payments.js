@@ -3,9 +3,12 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api, everyRow, saveFile } from '../api.js';
-import { dateTime, label, money, toMajorText } from '../format.js';
-import { setQuery, useLocation } from '../router.js';
-import { Empty, ErrorNote, Loading, Pager, Status, useLoad } from '../ui.js';
+import { ClearFilters, DateRange, FilterSelect, Filters } from '../filters.js';
+import { dateTime, money, toMajorText } from '../format.js';
+import { useAction } from '../forms.js';
+import { useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
+import { ErrorNote, Status, useLoad } from '../ui.js';
 
 export const STATUSES = [
   'PENDING',
@@ -32,34 +35,21 @@ export function useCurrencies(member) {
   return settings.data || DEFAULT_CURRENCIES;
 }
 
-export function PaymentTable({ payments }) {
-  if (payments.length === 0) return html`<${Empty}>No payments match.<//>`;
-  return html`<div class="table-wrap">
-    <table id="payments-table">
-      <thead>
-        <tr>
-          <th scope="col">Reference</th>
-          <th scope="col" class="amount">Amount</th>
-          <th scope="col">Status</th>
-          <th scope="col">Customer</th>
-          <th scope="col">Created</th>
-        </tr>
-      </thead>
-      <tbody>
-        ${payments.map(
-          (p) =>
-            html`<tr data-id=${p.id}>
-              <td><a href=${`/dashboard/payments/${p.id}`}>${p.reference}</a></td>
-              <td class="amount">${money(p.amountMinor, p.currency)}</td>
-              <td><${Status} status=${p.status} /></td>
-              <td>${p.customerEmail || ''}</td>
-              <td>${dateTime(p.createdAt)}</td>
-            </tr>`,
-        )}
-      </tbody>
-    </table>
-  </div>`;
-}
+/** The payments table, for any list of payments (`Table`'s props but its rows). */
+export const PAYMENTS = {
+  id: 'payments-table',
+  columns: [
+    {
+      title: 'Reference',
+      cell: (p) => html`<a href=${`/dashboard/payments/${p.id}`}>${p.reference}</a>`,
+    },
+    { title: 'Amount', amount: true, cell: (p) => money(p.amountMinor, p.currency) },
+    { title: 'Status', cell: (p) => html`<${Status} status=${p.status} />` },
+    { title: 'Customer', cell: (p) => p.customerEmail || '' },
+    { title: 'Created', cell: (p) => dateTime(p.createdAt) },
+  ],
+  empty: 'No payments match.',
+};
 
 const CSV_COLUMNS = [
   'id',
@@ -92,48 +82,32 @@ function toCsv(payments) {
 }
 
 function Export({ filters }) {
-  const [progress, setProgress] = useState(null);
-  const [error, setError] = useState(null);
-  const run = async () => {
-    setError(null);
-    setProgress(0);
-    try {
+  const [progress, setProgress] = useState(0);
+  const { busy, error, run } = useAction();
+  const start = () =>
+    run(async () => {
+      setProgress(0);
       const rows = await everyRow('/merchant/payments', filters, setProgress);
       const stamp = new Date().toISOString().slice(0, 10);
       const csv = new Blob([toCsv(rows)], { type: 'text/csv;charset=utf-8' });
       saveFile(`payments-${stamp}.csv`, csv);
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setProgress(null);
-    }
-  };
+    });
   return html`<span>
-    <button
-      type="button"
-      class="secondary"
-      id="export"
-      onClick=${run}
-      disabled=${progress !== null}
-    >
-      ${progress === null ? 'Export CSV' : `Exporting… ${progress} rows`}
+    <button type="button" class="secondary" id="export" onClick=${start} disabled=${busy}>
+      ${busy ? `Exporting… ${progress} rows` : 'Export CSV'}
     </button>
     <${ErrorNote} error=${error} />
   </span>`;
 }
 
 export function Payments({ member }) {
-  const { query } = useLocation();
   const currencies = useCurrencies(member);
-  const filters = Object.fromEntries(FILTERS.map((name) => [name, query.get(name) || '']));
-  const cursor = query.get('cursor') || '';
+  const { cursor, ...filters } = useQuery(...FILTERS, 'cursor');
   const key = FILTERS.map((n) => filters[n]).join('|') + '|' + cursor;
   const page = useLoad(
     () => api.get('/merchant/payments', { ...filters, cursor, limit: PAGE_SIZE }),
     [key],
   );
-  // A new filter starts from the first page again.
-  const filter = (name) => (event) => setQuery({ [name]: event.currentTarget.value, cursor: '' });
   return html`<h1>Payments</h1>
     <div class="actions">
       ${
@@ -144,42 +118,16 @@ export function Payments({ member }) {
       }
       <${Export} filters=${filters} />
     </div>
-    <form class="row filters" aria-label="Filters" onSubmit=${(e) => e.preventDefault()}>
-      <label>
-        Status
-        <select id="filter-status" value=${filters.status} onChange=${filter('status')}>
-          <option value="">Any</option>
-          ${STATUSES.map((s) => html`<option value=${s}>${label(s)}</option>`)}
-        </select>
-      </label>
-      <label>
-        Currency
-        <select id="filter-currency" value=${filters.currency} onChange=${filter('currency')}>
-          <option value="">Any</option>
-          ${currencies.map((c) => html`<option value=${c}>${c}</option>`)}
-        </select>
-      </label>
-      <label>
-        From
-        <input id="filter-from" type="date" value=${filters.from} onChange=${filter('from')} />
-      </label>
-      <label>
-        To
-        <input id="filter-to" type="date" value=${filters.to} onChange=${filter('to')} />
-      </label>
-      ${
-        FILTERS.some((n) => filters[n]) &&
-        html`<button
-          type="button"
-          class="link"
-          onClick=${() => setQuery({ status: '', currency: '', from: '', to: '', cursor: '' })}
-        >
-          Clear filters
-        </button>`
-      }
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading payments" />`}
-    ${page.data && html`<${PaymentTable} payments=${page.data.data} />`}
-    <${Pager} page=${page.data} cursor=${cursor} />`;
+    <${Filters}>
+      <${FilterSelect} value=${filters.status} options=${STATUSES} />
+      <${FilterSelect}
+        value=${filters.currency}
+        options=${currencies}
+        param="currency"
+        text=${(c) => c}
+      />
+      <${DateRange} from=${filters.from} to=${filters.to} />
+      <${ClearFilters} values=${filters} />
+    <//>
+    <${PagedTable} page=${page} what="Loading payments" ...${PAYMENTS} />`;
 }

@@ -4,20 +4,12 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { dateTime, label, money, toMinor } from '../format.js';
-import { useLocation } from '../router.js';
-import {
-  ActionButton,
-  Card,
-  count,
-  Empty,
-  ErrorNote,
-  FilterSelect,
-  Loading,
-  Pager,
-  Status,
-  useLoad,
-} from '../ui.js';
+import { typed, useAction } from '../forms.js';
+import { useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
+import { ActionButton, Card, count, Empty, ErrorNote, Status, useLoad } from '../ui.js';
 
 export const PAYOUT_STATUSES = ['PENDING', 'IN_TRANSIT', 'PAID', 'FAILED', 'CANCELLED'];
 const PAGE_SIZE = 20;
@@ -29,50 +21,38 @@ function RequestPayout({ member, accounts, done }) {
   const [accountId, setAccountId] = useState(accounts[0] ? accounts[0].id : '');
   const [amount, setAmount] = useState('');
   const [description, setDescription] = useState('');
-  const [error, setError] = useState(null);
   const [outcome, setOutcome] = useState(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, submit } = useAction();
   const account = accounts.find((a) => a.id === accountId);
   if (accounts.length === 0) {
     return html`<${Empty}>Add a bank account on the <a href="/dashboard/balance">Balance</a> view to pay out to.<//>`;
   }
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const request = submit(async () => {
     setOutcome(null);
     const amountMinor = toMinor(amount, account.currency);
     if (amountMinor === null) {
-      setError(new Error(`Enter an amount in ${account.currency}, such as 100.00.`));
-      return;
+      throw new Error(`Enter an amount in ${account.currency}, such as 100.00.`);
     }
-    setBusy(true);
-    try {
-      const body = { amountMinor, currency: account.currency, bankAccountId: account.id };
-      if (description.trim()) body.description = description.trim();
-      const answer = await api.post('/merchant/payouts', body);
-      setOutcome(answer);
-      setAmount('');
-      setDescription('');
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    const body = { amountMinor, currency: account.currency, bankAccountId: account.id };
+    if (description.trim()) body.description = description.trim();
+    setOutcome(await api.post('/merchant/payouts', body));
+    setAmount('');
+    setDescription('');
+    done();
+  });
   const held = outcome && outcome.approvalRequest;
   return html`<form
       class="row"
       id="request-payout"
       aria-label="Request a payout"
-      onSubmit=${submit}
+      onSubmit=${request}
     >
       <label>
         To
         <select
           id="payout-account"
           value=${accountId}
-          onChange=${(e) => setAccountId(e.currentTarget.value)}
+          onChange=${typed(setAccountId)}
         >
           ${accounts.map(
             (a) => html`<option value=${a.id}>${a.accountNumberMasked} · ${a.currency} · ${a.accountHolderName}</option>`,
@@ -86,7 +66,7 @@ function RequestPayout({ member, accounts, done }) {
           inputmode="decimal"
           required
           value=${amount}
-          onInput=${(e) => setAmount(e.currentTarget.value)}
+          onInput=${typed(setAmount)}
         />
       </label>
       <label>
@@ -95,7 +75,7 @@ function RequestPayout({ member, accounts, done }) {
           id="payout-description"
           maxlength="200"
           value=${description}
-          onInput=${(e) => setDescription(e.currentTarget.value)}
+          onInput=${typed(setDescription)}
         />
       </label>
       <button type="submit" id="request-payout-submit" disabled=${busy}>Request payout</button>
@@ -119,67 +99,49 @@ function RequestPayout({ member, accounts, done }) {
     <${ErrorNote} error=${error} />`;
 }
 
-function PayoutTable({ payouts, accounts, canWrite, changed }) {
-  if (payouts.length === 0) return html`<${Empty}>No payouts match.<//>`;
-  const byId = new Map(accounts.map((a) => [a.id, a]));
-  return html`<div
-      class="table-wrap"
-      tabindex="0"
-      role="region"
-      aria-label="Payouts"
-    ><table id="payouts-table">
-    <thead>
-      <tr>
-        <th scope="col">Payout</th>
-        <th scope="col" class="amount">Amount</th>
-        <th scope="col">Status</th>
-        <th scope="col">To</th>
-        <th scope="col">Description</th>
-        <th scope="col">Created</th>
-        <th scope="col">Arrival</th>
-        ${canWrite && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}
-      </tr>
-    </thead>
-    <tbody>
-      ${payouts.map((p) => {
-        const account = byId.get(p.bankAccountId);
-        return html`<tr data-id=${p.id} data-status=${p.status}>
-          <td><code>${p.id}</code>${p.automatic && html` <span class="muted small">automatic</span>`}</td>
-          <td class="amount">${money(p.amountMinor, p.currency)}</td>
-          <td>
-            <${Status} status=${p.status} />
-            ${p.failureReason && html`<div class="muted small">${p.failureReason}</div>`}
-          </td>
-          <td>${account ? account.accountNumberMasked : p.bankAccountId}</td>
-          <td>${p.description || ''}</td>
-          <td>${dateTime(p.createdAt)}</td>
-          <td>${p.arrivalAt ? dateTime(p.arrivalAt) : '—'}</td>
-          ${canWrite &&
-          html`<td>
-            ${p.status === 'PENDING' &&
-            html`<${ActionButton}
-              id=${`cancel-${p.id}`}
-              inRow
-              tone="danger"
-              text="Cancel"
-              question="Cancel this payout?"
-              yes="Yes, cancel it"
-              act=${async () => {
-                await api.post(`/merchant/payouts/${encodeURIComponent(p.id)}/cancel`);
-                changed();
-              }}
-            />`}
-          </td>`}
-        </tr>`;
-      })}
-    </tbody>
-  </table></div>`;
+/** The payouts' columns: each names its bank account from `accounts` where it is known. */
+function payoutColumns(accounts, canWrite, changed) {
+  const masked = new Map(accounts.map((a) => [a.id, a.accountNumberMasked]));
+  const cancel = (p) => async () => {
+    await api.post(`/merchant/payouts/${encodeURIComponent(p.id)}/cancel`);
+    changed();
+  };
+  return [
+    {
+      title: 'Payout',
+      cell: (p) =>
+        html`<code>${p.id}</code>${p.automatic && html` <span class="muted small">automatic</span>`}`,
+    },
+    { title: 'Amount', amount: true, cell: (p) => money(p.amountMinor, p.currency) },
+    {
+      title: 'Status',
+      cell: (p) => html`<${Status} status=${p.status} />
+        ${p.failureReason && html`<div class="muted small">${p.failureReason}</div>`}`,
+    },
+    { title: 'To', cell: (p) => masked.get(p.bankAccountId) || p.bankAccountId },
+    { title: 'Description', cell: (p) => p.description || '' },
+    { title: 'Created', cell: (p) => dateTime(p.createdAt) },
+    { title: 'Arrival', cell: (p) => (p.arrivalAt ? dateTime(p.arrivalAt) : '—') },
+    canWrite && {
+      title: 'Actions',
+      hidden: true,
+      cell: (p) =>
+        p.status === 'PENDING' &&
+        html`<${ActionButton}
+          id=${`cancel-${p.id}`}
+          inRow
+          tone="danger"
+          text="Cancel"
+          question="Cancel this payout?"
+          yes="Yes, cancel it"
+          act=${cancel(p)}
+        />`,
+    },
+  ];
 }
 
 export function Payouts({ member }) {
-  const { query } = useLocation();
-  const status = query.get('status') || '';
-  const cursor = query.get('cursor') || '';
+  const { status, cursor } = useQuery('status', 'cursor');
   const canWrite = member.scopes.includes('payouts:write');
   const accounts = useLoad(
     () => api.get('/merchant/bank-accounts', { limit: ACCOUNTS_SHOWN }).then((p) => p.data),
@@ -199,23 +161,16 @@ export function Payouts({ member }) {
         done=${page.reload}
       />`}
     <//>`}
-    <form class="row filters" aria-label="Filters" onSubmit=${(e) => e.preventDefault()}>
-      <${FilterSelect}
-        id="filter-status"
-        name="Status"
-        value=${status}
-        options=${PAYOUT_STATUSES}
-        param="status"
-      />
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading payouts" />`}
-    ${page.data &&
-    html`<${PayoutTable}
-      payouts=${page.data.data}
-      accounts=${accounts.data || []}
-      canWrite=${canWrite}
-      changed=${page.reload}
-    />`}
-    <${Pager} page=${page.data} cursor=${cursor} />`;
+    <${Filters}>
+      <${FilterSelect} value=${status} options=${PAYOUT_STATUSES} />
+    <//>
+    <${PagedTable}
+      page=${page}
+      what="Loading payouts"
+      id="payouts-table"
+      label="Payouts"
+      columns=${payoutColumns(accounts.data || [], canWrite, page.reload)}
+      rowProps=${(p) => ({ 'data-id': p.id, 'data-status': p.status })}
+      empty="No payouts match."
+    />`;
 }

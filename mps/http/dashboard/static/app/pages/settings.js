@@ -5,9 +5,11 @@ import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
 import { dateTime, label } from '../format.js';
-import { useLocation } from '../router.js';
+import { Saved, typed, useAction, useFields } from '../forms.js';
+import { useQuery } from '../router.js';
 import { session } from '../session.js';
-import { Card, Empty, ErrorNote, Loading, Pager, Status, useLoad } from '../ui.js';
+import { PagedTable } from '../table.js';
+import { Card, ErrorNote, Facts, Loading, Status, useLoad } from '../ui.js';
 
 const DOCUMENT_TYPES = [
   'passport',
@@ -23,58 +25,45 @@ function patchSettings(changes) {
   return api.patch('/merchant/settings', changes);
 }
 
-function Saved({ id, when }) {
-  return when ? html`<span role="status" id=${id}>Saved.</span>` : null;
-}
-
 function CompanyDetails({ settings, canWrite, done }) {
-  const [fields, setFields] = useState({
-    name: settings.name,
-    payoutSchedule: settings.payoutSchedule,
-    settlementDelayHours: String(settings.settlementDelaySec / 3600),
-  });
-  const [error, setError] = useState(null);
   const [saved, setSaved] = useState(false);
-  const set = (name) => (e) => {
-    setSaved(false);
-    setFields({ ...fields, [name]: e.currentTarget.value });
-  };
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
+  const [fields, set] = useFields(
+    {
+      name: settings.name,
+      payoutSchedule: settings.payoutSchedule,
+      settlementDelayHours: String(settings.settlementDelaySec / 3600),
+    },
+    () => setSaved(false),
+  );
+  const { error, submit } = useAction();
+  const save = submit(async () => {
     const hours = Number(fields.settlementDelayHours);
     if (!Number.isFinite(hours) || hours < 0) {
-      setError(new Error('Enter the settlement delay as a number of hours, such as 24.'));
-      return;
+      throw new Error('Enter the settlement delay as a number of hours, such as 24.');
     }
-    try {
-      const answer = await patchSettings({
-        name: fields.name.trim(),
-        payoutSchedule: fields.payoutSchedule,
-        settlementDelaySec: Math.round(hours * 3600),
-      });
-      done(answer);
-      setSaved(true);
-      // The frame shows the company's name from the member; a new name is read back into it.
-      if (answer.name !== settings.name) session.setMember(await api.get('/auth/me'));
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+    const answer = await patchSettings({
+      name: fields.name.trim(),
+      payoutSchedule: fields.payoutSchedule,
+      settlementDelaySec: Math.round(hours * 3600),
+    });
+    done(answer);
+    setSaved(true);
+    // The frame shows the company's name from the member; a new name is read back into it.
+    if (answer.name !== settings.name) session.setMember(await api.get('/auth/me'));
+  });
   if (!canWrite) {
     return html`<${Card} title="Company" id="company">
-      <dl class="facts">
-        <dt>Name</dt>
-        <dd id="settings-name">${settings.name}</dd>
-        <dt>Payout schedule</dt>
-        <dd>${label(settings.payoutSchedule)}</dd>
-        <dt>Settlement delay</dt>
-        <dd>${settings.settlementDelaySec / 3600} h</dd>
-      </dl>
+      <${Facts}
+        items=${[
+          ['Name', settings.name, 'settings-name'],
+          ['Payout schedule', label(settings.payoutSchedule)],
+          ['Settlement delay', `${settings.settlementDelaySec / 3600} h`],
+        ]}
+      />
     <//>`;
   }
   return html`<${Card} title="Company" id="company">
-    <form class="row" onSubmit=${submit}>
+    <form class="row" onSubmit=${save}>
       <label class="grow">
         Name (both modes)
         <input
@@ -111,27 +100,20 @@ function CompanyDetails({ settings, canWrite, done }) {
 
 function Currencies({ settings, canWrite, done }) {
   const [adding, setAdding] = useState('');
-  const [error, setError] = useState(null);
+  const { error, run, submit } = useAction();
   const change = async (list) => {
-    setError(null);
-    try {
-      done(await patchSettings({ supportedCurrencies: list }));
-      setAdding('');
-    } catch (failure) {
-      setError(failure);
-    }
+    done(await patchSettings({ supportedCurrencies: list }));
+    setAdding('');
   };
-  const add = (event) => {
-    event.preventDefault();
+  const add = submit(async () => {
     const code = adding.trim().toUpperCase();
     if (!/^[A-Z]{3}$/.test(code)) {
-      setError(new Error('Enter a three-letter currency code, such as CHF.'));
-      return;
+      throw new Error('Enter a three-letter currency code, such as CHF.');
     }
     if (!settings.supportedCurrencies.includes(code)) {
-      change([...settings.supportedCurrencies, code]);
+      await change([...settings.supportedCurrencies, code]);
     }
-  };
+  });
   const list = settings.supportedCurrencies;
   return html`<${Card} title="Currencies" id="currencies">
     <p class="muted small">The currencies payments and invoices may use in this mode.</p>
@@ -148,7 +130,7 @@ function Currencies({ settings, canWrite, done }) {
                 class="link"
                 id=${`remove-currency-${c}`}
                 aria-label=${`Remove ${c}`}
-                onClick=${() => change(list.filter((x) => x !== c))}
+                onClick=${() => run(() => change(list.filter((x) => x !== c)))}
               >
                 ×
               </button>`
@@ -166,7 +148,7 @@ function Currencies({ settings, canWrite, done }) {
             maxlength="3"
             placeholder="CHF"
             value=${adding}
-            onInput=${(e) => setAdding(e.currentTarget.value)}
+            onInput=${typed(setAdding)}
           />
         </label>
         <button type="submit" class="secondary" id="currency-add-submit">Add</button>
@@ -177,16 +159,9 @@ function Currencies({ settings, canWrite, done }) {
 }
 
 function KeyAccess({ settings, canWrite, done }) {
-  const [error, setError] = useState(null);
+  const { error, run } = useAction();
   const on = settings.apiKeyAccess;
-  const flip = async () => {
-    setError(null);
-    try {
-      done(await patchSettings({ apiKeyAccess: !on }));
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+  const flip = () => run(async () => done(await patchSettings({ apiKeyAccess: !on })));
   return html`<${Card} title="Server-to-server keys" id="key-access">
     <p>
       ${'Secret keys of this mode '}<strong id="key-access-state">${on ? 'may' : 'may not'}</strong>
@@ -207,39 +182,33 @@ function UploadDocument({ done }) {
   const [type, setType] = useState(DOCUMENT_TYPES[0]);
   const [file, setFile] = useState(null);
   const [progress, setProgress] = useState(null);
-  const [error, setError] = useState(null);
   const [uploaded, setUploaded] = useState(null);
-  const submit = async (event) => {
+  const { error, run } = useAction();
+  const submit = (event) => {
     event.preventDefault();
     const formElement = event.currentTarget;
-    setError(null);
     setUploaded(null);
-    if (!file) {
-      setError(new Error('Choose a PDF, JPEG or PNG file first.'));
-      return;
-    }
-    const form = new FormData();
-    form.append('type', type);
-    form.append('file', file, file.name);
-    setProgress(0);
-    try {
-      const answer = await api.upload('/merchant/kyc/documents', form, (sent, total) =>
-        setProgress(Math.round((100 * sent) / total)),
-      );
-      setUploaded(answer);
-      formElement.reset();
-      setFile(null);
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setProgress(null);
-    }
+    run(async () => {
+      if (!file) throw new Error('Choose a PDF, JPEG or PNG file first.');
+      const form = new FormData();
+      form.append('type', type);
+      form.append('file', file, file.name);
+      setProgress(0);
+      try {
+        const progressed = (sent, total) => setProgress(Math.round((100 * sent) / total));
+        setUploaded(await api.upload('/merchant/kyc/documents', form, progressed));
+        formElement.reset();
+        setFile(null);
+        done();
+      } finally {
+        setProgress(null);
+      }
+    });
   };
   return html`<form class="row" onSubmit=${submit} aria-label="Upload a document">
     <label>
       Document type
-      <select id="document-type" value=${type} onChange=${(e) => setType(e.currentTarget.value)}>
+      <select id="document-type" value=${type} onChange=${typed(setType)}>
         ${DOCUMENT_TYPES.map((t) => html`<option value=${t}>${label(t)}</option>`)}
       </select>
     </label>
@@ -270,9 +239,16 @@ function UploadDocument({ done }) {
   </form>`;
 }
 
+const DOCUMENT_COLUMNS = [
+  { title: 'Type', cell: (d) => label(d.type) },
+  { title: 'File', cell: (d) => d.fileName },
+  { title: 'Size', cell: (d) => `${Math.max(1, Math.round(d.sizeBytes / 1024))} KiB` },
+  { title: 'Review', cell: (d) => html`<${Status} status=${d.status} />` },
+  { title: 'Uploaded', cell: (d) => dateTime(d.createdAt) },
+];
+
 function Verification({ canWrite }) {
-  const { query } = useLocation();
-  const cursor = query.get('docs') || '';
+  const { docs: cursor } = useQuery('docs');
   const [round, setRound] = useState(0);
   const again = () => setRound((n) => n + 1);
   const status = useLoad(() => api.get('/merchant/kyc'), [round]);
@@ -281,7 +257,6 @@ function Verification({ canWrite }) {
     [cursor, round],
   );
   const s = status.data;
-  const rows = documents.data ? documents.data.data : [];
   return html`<${Card} title="Identity verification" id="kyc">
     <${ErrorNote} error=${status.error} />
     ${
@@ -294,38 +269,17 @@ function Verification({ canWrite }) {
     ${s && s.reason && html`<p class="error" id="kyc-reason">${s.reason}</p>`}
     ${canWrite && html`<${UploadDocument} done=${again} />`}
     <h3>Documents</h3>
-    <${ErrorNote} error=${documents.error} />
-    ${documents.loading && !documents.data && html`<${Loading} what="Loading the documents" />`}
-    ${documents.data && rows.length === 0 && html`<${Empty}>No documents uploaded yet.<//>`}
-    ${
-      rows.length > 0 &&
-      html`<div class="table-wrap" tabindex="0" role="region" aria-label="Documents">
-        <table id="documents-table">
-          <thead>
-            <tr>
-              <th scope="col">Type</th>
-              <th scope="col">File</th>
-              <th scope="col">Size</th>
-              <th scope="col">Review</th>
-              <th scope="col">Uploaded</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (d) =>
-                html`<tr data-id=${d.id}>
-                  <td>${label(d.type)}</td>
-                  <td>${d.fileName}</td>
-                  <td>${Math.max(1, Math.round(d.sizeBytes / 1024))} KiB</td>
-                  <td><${Status} status=${d.status} /></td>
-                  <td>${dateTime(d.createdAt)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} page=${documents.data} cursor=${cursor} param="docs" prefix="documents-" />
+    <${PagedTable}
+      page=${documents}
+      quiet
+      param="docs"
+      prefix="documents-"
+      what="Loading the documents"
+      id="documents-table"
+      label="Documents"
+      columns=${DOCUMENT_COLUMNS}
+      empty="No documents uploaded yet."
+    />
   <//>`;
 }
 

@@ -4,6 +4,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { request } from '../api.js';
+import { typed, useAction } from '../forms.js';
 import { session } from '../session.js';
 import { ErrorNote } from '../ui.js';
 
@@ -15,9 +16,8 @@ export function SignIn() {
   const [code, setCode] = useState('');
   const [login, setLogin] = useState(null);
   const [pending, setPending] = useState(null); // {session, companies}
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
   const [note, setNote] = useState(null);
+  const { busy, error, run, submit } = useAction();
   const focus = useRef(null);
 
   useEffect(() => {
@@ -25,26 +25,11 @@ export function SignIn() {
     if (focus.current) focus.current.focus();
   }, [step]);
 
-  const run = async (work) => {
-    setBusy(true);
-    setError(null);
-    try {
-      await work();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
-
-  const sendCode = (event) => {
-    event.preventDefault();
-    run(async () => {
-      setLogin(await request('POST', '/auth/login', { body: { email: email.trim() } }));
-      setNote(`If ${email.trim()} belongs to a team, a 6-digit code is on its way there.`);
-      setStep('code');
-    });
-  };
+  const sendCode = submit(async () => {
+    setLogin(await request('POST', '/auth/login', { body: { email: email.trim() } }));
+    setNote(`If ${email.trim()} belongs to a team, a 6-digit code is on its way there.`);
+    setStep('code');
+  });
 
   const resend = () =>
     run(async () => {
@@ -52,22 +37,19 @@ export function SignIn() {
       setNote('A fresh code is on its way.');
     });
 
-  const verify = (event) => {
-    event.preventDefault();
-    run(async () => {
-      const opened = await request('POST', '/auth/otp/verify', {
-        body: { loginId: login.loginId, code: code.trim() },
-      });
-      const bearer = { Authorization: `Bearer ${opened.sessionToken}` };
-      const companies = (await request('GET', '/auth/companies', { headers: bearer })).data;
-      if (companies.length < 2) {
-        session.start(opened.sessionToken, opened.expiresAt);
-        return;
-      }
-      setPending({ opened, companies, bearer });
-      setStep('company');
+  const verify = submit(async () => {
+    const opened = await request('POST', '/auth/otp/verify', {
+      body: { loginId: login.loginId, code: code.trim() },
     });
-  };
+    const bearer = { Authorization: `Bearer ${opened.sessionToken}` };
+    const companies = (await request('GET', '/auth/companies', { headers: bearer })).data;
+    if (companies.length < 2) {
+      session.start(opened.sessionToken, opened.expiresAt);
+      return;
+    }
+    setPending({ opened, companies, bearer });
+    setStep('company');
+  });
 
   const choose = (companyId) =>
     run(async () => {
@@ -97,7 +79,7 @@ export function SignIn() {
           autocomplete="email"
           required
           value=${email}
-          onInput=${(e) => setEmail(e.currentTarget.value)}
+          onInput=${typed(setEmail)}
         />
         <button type="submit" id="send-code" disabled=${busy}>Email me a code</button>
       </form>`
@@ -116,7 +98,7 @@ export function SignIn() {
           maxlength="6"
           required
           value=${code}
-          onInput=${(e) => setCode(e.currentTarget.value)}
+          onInput=${typed(setCode)}
         />
         <button type="submit" id="verify" disabled=${busy}>Sign in</button>
         <button type="button" class="link" onClick=${resend} disabled=${busy}>

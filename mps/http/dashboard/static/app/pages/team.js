@@ -6,21 +6,13 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { dateTime } from '../format.js';
-import { setQuery, useLocation } from '../router.js';
+import { Saved, typed, useAction } from '../forms.js';
+import { setQuery, useQuery } from '../router.js';
 import { session } from '../session.js';
-import {
-  ActionButton,
-  Card,
-  count,
-  Empty,
-  ErrorNote,
-  FilterSelect,
-  Loading,
-  Pager,
-  Status,
-  useLoad,
-} from '../ui.js';
+import { PagedTable, Table } from '../table.js';
+import { ActionButton, Card, count, ErrorNote, Loading, Status, useLoad } from '../ui.js';
 
 const OWNER = 'role_owner';
 const INVITATION_STATUSES = ['PENDING', 'ACCEPTED', 'REJECTED', 'REVOKED', 'EXPIRED'];
@@ -33,24 +25,14 @@ function grantable(roles) {
 
 function RoleChange({ person, roles, changed }) {
   const [roleId, setRoleId] = useState(person.roleId);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
   const [saved, setSaved] = useState(false);
-  const save = async (event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
+  const { busy, error, submit } = useAction();
+  const save = submit(async () => {
     setSaved(false);
-    try {
-      await api.patch(`/team/members/${encodeURIComponent(person.id)}`, { roleId });
-      setSaved(true);
-      changed();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    await api.patch(`/team/members/${encodeURIComponent(person.id)}`, { roleId });
+    setSaved(true);
+    changed();
+  });
   return html`<form class="inline" onSubmit=${save}>
     <label>
       <span class="visually-hidden">Role of ${person.email}</span>
@@ -73,11 +55,7 @@ function RoleChange({ person, roles, changed }) {
     >
       Change role
     </button>
-    ${saved && html`<span
-        role="status"
-        class="muted small"
-        id=${`role-saved-${person.id}`}
-      >Saved.</span>`}
+    <${Saved} when=${saved} className="muted small" id=${`role-saved-${person.id}`} />
     <${ErrorNote} error=${error} />
   </form>`;
 }
@@ -94,72 +72,75 @@ function Members({ member, roles, rolesChanged }) {
   const owner = member.role.id === OWNER;
   // The owner's role moves only by a transfer, and a member does not remove themselves here.
   const changeable = (p) => canWrite && p.roleId !== OWNER && p.id !== member.user.id;
+  const transfer = (p) => async () => {
+    await api.post('/team/transfer-ownership', { userId: p.id });
+    // This member's own role changed: what the dashboard shows them follows.
+    session.setMember(await api.get('/auth/me'));
+    people.reload();
+  };
+  const remove = (p) => async () => {
+    await api.delete(`/team/members/${encodeURIComponent(p.id)}`);
+    changed();
+  };
+  const columns = [
+    {
+      title: 'Email',
+      cell: (p) =>
+        html`${p.email}${p.id === member.user.id && html` <span class="muted small">(you)</span>`}`,
+    },
+    { title: 'Name', cell: (p) => p.name || '' },
+    {
+      title: 'Role',
+      className: 'role-cell',
+      cell: (p) =>
+        changeable(p) && roles
+          ? html`<${RoleChange} person=${p} roles=${roles} changed=${changed} />`
+          : html`<span class="role-name">${p.roleName || p.roleId}</span>`,
+    },
+    { title: 'Joined', cell: (p) => dateTime(p.joinedAt) },
+    canWrite && {
+      title: 'Actions',
+      hidden: true,
+      cell: (p) => html`${
+        owner &&
+        p.id !== member.user.id &&
+        html`<${ActionButton}
+          id=${`transfer-${p.id}`}
+          inRow
+          tone="danger"
+          text="Make owner"
+          question=${`Make ${p.email} the owner? You become an admin.`}
+          yes="Yes, transfer"
+          act=${transfer(p)}
+        />`
+      }
+      ${
+        changeable(p) &&
+        html`<${ActionButton}
+          id=${`remove-${p.id}`}
+          inRow
+          tone="danger"
+          text="Remove"
+          question=${`Remove ${p.email}? Their sessions end at once.`}
+          yes="Yes, remove"
+          act=${remove(p)}
+        />`
+      }`,
+    },
+  ];
   return html`<${Card} title="Members" id="members">
     <${ErrorNote} error=${people.error} />
     ${people.loading && html`<${Loading} what="Loading members" />`}
-    ${people.data &&
-    html`<div
-        class="table-wrap"
-        tabindex="0"
-        role="region"
-        aria-label="Members"
-      ><table id="members-table">
-      <thead>
-        <tr>
-          <th scope="col">Email</th>
-          <th scope="col">Name</th>
-          <th scope="col">Role</th>
-          <th scope="col">Joined</th>
-          ${canWrite && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}
-        </tr>
-      </thead>
-      <tbody>
-        ${people.data.data.map(
-          (p) => html`<tr data-id=${p.id} data-email=${p.email}>
-            <td>${p.email}${p.id === member.user.id && html` <span class="muted small">(you)</span>`}</td>
-            <td>${p.name || ''}</td>
-            <td class="role-cell">
-              ${changeable(p) && roles
-                ? html`<${RoleChange} person=${p} roles=${roles} changed=${changed} />`
-                : html`<span class="role-name">${p.roleName || p.roleId}</span>`}
-            </td>
-            <td>${dateTime(p.joinedAt)}</td>
-            ${canWrite &&
-            html`<td>
-              ${owner &&
-              p.id !== member.user.id &&
-              html`<${ActionButton}
-                id=${`transfer-${p.id}`}
-                inRow
-                tone="danger"
-                text="Make owner"
-                question=${`Make ${p.email} the owner? You become an admin.`}
-                yes="Yes, transfer"
-                act=${async () => {
-                  await api.post('/team/transfer-ownership', { userId: p.id });
-                  // This member's own role changed: what the dashboard shows them follows.
-                  session.setMember(await api.get('/auth/me'));
-                  people.reload();
-                }}
-              />`}
-              ${changeable(p) &&
-              html`<${ActionButton}
-                id=${`remove-${p.id}`}
-                inRow
-                tone="danger"
-                text="Remove"
-                question=${`Remove ${p.email}? Their sessions end at once.`}
-                yes="Yes, remove"
-                act=${async () => {
-                  await api.delete(`/team/members/${encodeURIComponent(p.id)}`);
-                  changed();
-                }}
-              />`}
-            </td>`}
-          </tr>`,
-        )}
-      </tbody>
-    </table></div>`}
+    ${
+      people.data &&
+      html`<${Table}
+        id="members-table"
+        label="Members"
+        columns=${columns}
+        rows=${people.data.data}
+        rowProps=${(p) => ({ 'data-id': p.id, 'data-email': p.email })}
+      />`
+    }
   <//>`;
 }
 
@@ -169,26 +150,15 @@ function Invite({ roles, done }) {
   // The narrowest built-in role first: a wider one is a choice made on purpose.
   const first = choices.some((r) => r.id === 'role_viewer') ? 'role_viewer' : choices[0].id;
   const [roleId, setRoleId] = useState(first);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
   const [sent, setSent] = useState(null);
-  const submit = async (event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
+  const { busy, error, submit } = useAction();
+  const invite = submit(async () => {
     setSent(null);
-    try {
-      const invitation = await api.post('/team/invitations', { email: email.trim(), roleId });
-      setSent(invitation);
-      setEmail('');
-      done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
-  return html`<form class="row" id="invite" aria-label="Invite a teammate" onSubmit=${submit}>
+    setSent(await api.post('/team/invitations', { email: email.trim(), roleId }));
+    setEmail('');
+    done();
+  });
+  return html`<form class="row" id="invite" aria-label="Invite a teammate" onSubmit=${invite}>
     <label>
       Email
       <input
@@ -196,12 +166,12 @@ function Invite({ roles, done }) {
         type="email"
         required
         value=${email}
-        onInput=${(e) => setEmail(e.currentTarget.value)}
+        onInput=${typed(setEmail)}
       />
     </label>
     <label>
       Role
-      <select id="invite-role" value=${roleId} onChange=${(e) => setRoleId(e.currentTarget.value)}>
+      <select id="invite-role" value=${roleId} onChange=${typed(setRoleId)}>
         ${choices.map((r) => html`<option value=${r.id}>${r.name}</option>`)}
       </select>
     </label>
@@ -218,9 +188,10 @@ function Invite({ roles, done }) {
 }
 
 function Invitations({ member, roles }) {
-  const { query } = useLocation();
-  const status = query.get('invitations') || '';
-  const cursor = query.get('invitationsCursor') || '';
+  const { invitations: status, invitationsCursor: cursor } = useQuery(
+    'invitations',
+    'invitationsCursor',
+  );
   const canWrite = member.scopes.includes('team:write');
   const page = useLoad(
     () => api.get('/team/invitations', { status, cursor, limit: PAGE_SIZE }),
@@ -230,70 +201,58 @@ function Invitations({ member, roles }) {
     const found = (roles || []).find((r) => r.id === id);
     return found ? found.name : id;
   };
+  const revoke = (i) => async () => {
+    await api.post(`/team/invitations/${encodeURIComponent(i.id)}/revoke`);
+    page.reload();
+  };
+  const columns = [
+    { title: 'Email', cell: (i) => i.email },
+    { title: 'Role', cell: (i) => roleName(i.roleId) },
+    {
+      title: 'Status',
+      cell: (i) => html`<${Status} status=${i.status} />
+        ${i.emailStatus === 'FAILED' && html`<div class="muted small">Email not sent</div>`}`,
+    },
+    { title: 'Sent', cell: (i) => dateTime(i.createdAt) },
+    { title: 'Expires', cell: (i) => dateTime(i.expiresAt) },
+    canWrite && {
+      title: 'Actions',
+      hidden: true,
+      cell: (i) =>
+        i.status === 'PENDING' &&
+        html`<${ActionButton}
+          id=${`revoke-${i.id}`}
+          inRow
+          tone="danger"
+          text="Revoke"
+          question=${`Withdraw the invitation to ${i.email}?`}
+          yes="Yes, revoke"
+          act=${revoke(i)}
+        />`,
+    },
+  ];
   return html`<${Card} title="Invitations" id="invitations">
     ${canWrite && roles && html`<${Invite} roles=${roles} done=${page.reload} />`}
-    <form class="row filters" aria-label="Invitation filters" onSubmit=${(e) => e.preventDefault()}>
+    <${Filters} label="Invitation filters">
       <${FilterSelect}
-        id="filter-invitations"
         name="Status"
         value=${status}
         options=${INVITATION_STATUSES}
-        param="invitations" cursorParam="invitationsCursor"
+        param="invitations"
+        cursorParam="invitationsCursor"
       />
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && html`<${Loading} what="Loading invitations" />`}
-    ${page.data && page.data.data.length === 0 && html`<${Empty}>No invitations match.<//>`}
-    ${page.data &&
-    page.data.data.length > 0 &&
-    html`<div
-        class="table-wrap"
-        tabindex="0"
-        role="region"
-        aria-label="Invitations"
-      ><table id="invitations-table">
-      <thead>
-        <tr>
-          <th scope="col">Email</th>
-          <th scope="col">Role</th>
-          <th scope="col">Status</th>
-          <th scope="col">Sent</th>
-          <th scope="col">Expires</th>
-          ${canWrite && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}
-        </tr>
-      </thead>
-      <tbody>
-        ${page.data.data.map(
-          (i) => html`<tr data-id=${i.id} data-email=${i.email}>
-            <td>${i.email}</td>
-            <td>${roleName(i.roleId)}</td>
-            <td>
-              <${Status} status=${i.status} />
-              ${i.emailStatus === 'FAILED' && html`<div class="muted small">Email not sent</div>`}
-            </td>
-            <td>${dateTime(i.createdAt)}</td>
-            <td>${dateTime(i.expiresAt)}</td>
-            ${canWrite &&
-            html`<td>
-              ${i.status === 'PENDING' &&
-              html`<${ActionButton}
-                id=${`revoke-${i.id}`}
-                inRow
-                tone="danger"
-                text="Revoke"
-                question=${`Withdraw the invitation to ${i.email}?`}
-                yes="Yes, revoke"
-                act=${async () => {
-                  await api.post(`/team/invitations/${encodeURIComponent(i.id)}/revoke`);
-                  page.reload();
-                }}
-              />`}
-            </td>`}
-          </tr>`,
-        )}
-      </tbody>
-    </table></div>`}
-    <${Pager} page=${page.data} cursor=${cursor} param="invitationsCursor" prefix="invitations-" />
+    <//>
+    <${PagedTable}
+      page=${page}
+      param="invitationsCursor"
+      prefix="invitations-"
+      what="Loading invitations"
+      id="invitations-table"
+      label="Invitations"
+      columns=${columns}
+      rowProps=${(i) => ({ 'data-id': i.id, 'data-email': i.email })}
+      empty="No invitations match."
+    />
   <//>`;
 }
 
@@ -319,8 +278,8 @@ function RoleForm({ role, scopes, member, saved, close }) {
   const key = role ? role.id : 'new';
   const [name, setName] = useState(role ? role.name : '');
   const [chosen, setChosen] = useState(new Set(role ? role.scopes : []));
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState(null);
+  // A saved form closes: it stays busy till then.
+  const { busy, error, submit } = useAction({ once: true });
   const byResource = new Map();
   for (const scope of scopes) {
     const [resource] = scope.split(':');
@@ -332,26 +291,19 @@ function RoleForm({ role, scopes, member, saved, close }) {
     else next.add(scope);
     setChosen(next);
   };
-  const submit = async (event) => {
-    event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      const body = { name: name.trim(), scopes: [...chosen].sort() };
-      const after = role
+  const save = submit(async () => {
+    const body = { name: name.trim(), scopes: [...chosen].sort() };
+    saved(
+      role
         ? await api.patch(`/team/roles/${encodeURIComponent(role.id)}`, body)
-        : await api.post('/team/roles', body);
-      saved(after);
-    } catch (failure) {
-      setError(failure);
-      setBusy(false);
-    }
-  };
+        : await api.post('/team/roles', body),
+    );
+  });
   return html`<form
     class="role-form"
     id=${`role-form-${key}`}
     aria-label=${role ? `Edit the role ${role.name}` : 'New custom role'}
-    onSubmit=${submit}
+    onSubmit=${save}
   >
     <label>
       Name
@@ -360,7 +312,7 @@ function RoleForm({ role, scopes, member, saved, close }) {
         required
         maxlength="100"
         value=${name}
-        onInput=${(e) => setName(e.currentTarget.value)}
+        onInput=${typed(setName)}
       />
     </label>
     <fieldset class="role-scopes">
@@ -404,8 +356,7 @@ function RoleForm({ role, scopes, member, saved, close }) {
  * so a reload shows it again.
  */
 function Roles({ member, roles, error, changed }) {
-  const { query } = useLocation();
-  const editing = query.get('role') || '';
+  const { role: editing } = useQuery('role');
   const canWrite = member.scopes.includes('team:write');
   const scopes = useLoad(
     () =>

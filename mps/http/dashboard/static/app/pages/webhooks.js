@@ -4,18 +4,24 @@
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { api } from '../api.js';
+import { FilterSelect, Filters } from '../filters.js';
 import { dateTime } from '../format.js';
-import { navigate, setQuery, useLocation } from '../router.js';
+import { Saved, useAction, useFields } from '../forms.js';
+import { navigate, setQuery, useQuery } from '../router.js';
+import { PagedTable } from '../table.js';
 import {
+  ActionButton,
   Card,
+  codes,
   Empty,
   ErrorNote,
-  FilterSelect,
+  Facts,
   Loading,
-  Pager,
+  modeName,
   ShownOnce,
   Status,
   useLoad,
+  Waiting,
 } from '../ui.js';
 import { DevTabs } from './developers.js';
 
@@ -59,28 +65,19 @@ function EndpointFields({ fields, set }) {
     </label>`;
 }
 
+const BLANK = { url: '', events: '*', description: '' };
+
 function CreateEndpoint({ created }) {
-  const [fields, setFields] = useState({ url: '', events: '*', description: '' });
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const set = (name) => (e) => setFields({ ...fields, [name]: e.currentTarget.value });
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
-    setBusy(true);
-    try {
-      const body = { url: fields.url.trim(), events: eventList(fields.events) };
-      if (fields.description.trim()) body.description = fields.description.trim();
-      created(await api.post('/merchant/webhooks', body));
-      setFields({ url: '', events: '*', description: '' });
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+  const [fields, set, setFields] = useFields(BLANK);
+  const { busy, error, submit } = useAction();
+  const add = submit(async () => {
+    const body = { url: fields.url.trim(), events: eventList(fields.events) };
+    if (fields.description.trim()) body.description = fields.description.trim();
+    created(await api.post('/merchant/webhooks', body));
+    setFields(BLANK);
+  });
   return html`<${Card} title="Add an endpoint" id="create-endpoint">
-    <form class="row" onSubmit=${submit}>
+    <form class="row" onSubmit=${add}>
       <${EndpointFields} fields=${fields} set=${set} />
       <button type="submit" id="endpoint-submit" disabled=${busy}>Add endpoint</button>
     </form>
@@ -88,16 +85,21 @@ function CreateEndpoint({ created }) {
   <//>`;
 }
 
+const ENDPOINT_COLUMNS = [
+  { title: 'URL', className: 'wrap', cell: (e) => html`<a href=${`${HOME}/${e.id}`}>${e.url}</a>` },
+  { title: 'Events', className: 'scopes', cell: (e) => codes(e.events) },
+  { title: 'Status', cell: (e) => html`<${Status} status=${e.status} />` },
+  { title: 'Created', cell: (e) => dateTime(e.createdAt) },
+];
+
 export function Webhooks({ member }) {
-  const { query } = useLocation();
-  const cursor = query.get('cursor') || '';
+  const { cursor } = useQuery('cursor');
   const [round, setRound] = useState(0);
   const [created, setCreated] = useState(null);
   const page = useLoad(
     () => api.get('/merchant/webhooks', { cursor, limit: PAGE_SIZE }),
     [cursor, round],
   );
-  const rows = page.data ? page.data.data : [];
   return html`<h1>Webhooks</h1>
     <${DevTabs} />
     ${
@@ -121,89 +123,53 @@ export function Webhooks({ member }) {
         }}
       />`
     }
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && !page.data && html`<${Loading} what="Loading the endpoints" />`}
-    ${page.data && rows.length === 0 && html`<${Empty}>No webhook endpoints in this mode.<//>`}
-    ${
-      rows.length > 0 &&
-      html`<div class="table-wrap">
-        <table id="endpoints-table">
-          <thead>
-            <tr>
-              <th scope="col">URL</th>
-              <th scope="col">Events</th>
-              <th scope="col">Status</th>
-              <th scope="col">Created</th>
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (e) =>
-                html`<tr data-id=${e.id}>
-                  <td class="wrap"><a href=${`${HOME}/${e.id}`}>${e.url}</a></td>
-                  <td class="scopes">${e.events.map((t) => html`<code>${t}</code>`)}</td>
-                  <td><${Status} status=${e.status} /></td>
-                  <td>${dateTime(e.createdAt)}</td>
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} page=${page.data} cursor=${cursor} prefix="endpoints-" />`;
+    <${PagedTable}
+      page=${page}
+      quiet
+      prefix="endpoints-"
+      what="Loading the endpoints"
+      id="endpoints-table"
+      columns=${ENDPOINT_COLUMNS}
+      empty="No webhook endpoints in this mode."
+    />`;
 }
 
 function EditEndpoint({ endpoint, done }) {
-  const [fields, setFields] = useState({
-    url: endpoint.url,
-    events: endpoint.events.join(', '),
-    description: endpoint.description || '',
-  });
-  const [error, setError] = useState(null);
   const [saved, setSaved] = useState(false);
-  const set = (name) => (e) => {
-    setSaved(false);
-    setFields({ ...fields, [name]: e.currentTarget.value });
-  };
-  const submit = async (event) => {
-    event.preventDefault();
-    setError(null);
-    try {
-      const body = {
-        url: fields.url.trim(),
-        events: eventList(fields.events),
-        description: fields.description.trim() || null,
-      };
-      await api.patch(`/merchant/webhooks/${encodeURIComponent(endpoint.id)}`, body);
-      setSaved(true);
-      done();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
-  const setStatus = async (status) => {
-    setError(null);
-    try {
-      await api.patch(`/merchant/webhooks/${encodeURIComponent(endpoint.id)}`, { status });
-      done();
-    } catch (failure) {
-      setError(failure);
-    }
-  };
+  const [fields, set] = useFields(
+    {
+      url: endpoint.url,
+      events: endpoint.events.join(', '),
+      description: endpoint.description || '',
+    },
+    () => setSaved(false),
+  );
+  const { error, run, submit } = useAction();
+  const path = `/merchant/webhooks/${encodeURIComponent(endpoint.id)}`;
+  const save = submit(async () => {
+    const body = {
+      url: fields.url.trim(),
+      events: eventList(fields.events),
+      description: fields.description.trim() || null,
+    };
+    await api.patch(path, body);
+    setSaved(true);
+    done();
+  });
   const enabled = endpoint.status === 'enabled';
+  const toggle = () =>
+    run(async () => {
+      await api.patch(path, { status: enabled ? 'disabled' : 'enabled' });
+      done();
+    });
   return html`<${Card} title="Edit" id="edit-endpoint">
-    <form class="row" onSubmit=${submit}>
+    <form class="row" onSubmit=${save}>
       <${EndpointFields} fields=${fields} set=${set} />
       <button type="submit" id="endpoint-save">Save</button>
-      ${saved && html`<span role="status" id="endpoint-saved">Saved.</span>`}
+      <${Saved} id="endpoint-saved" when=${saved} />
     </form>
     <p>
-      <button
-        type="button"
-        class="secondary"
-        id="endpoint-toggle"
-        onClick=${() => setStatus(enabled ? 'disabled' : 'enabled')}
-      >
+      <button type="button" class="secondary" id="endpoint-toggle" onClick=${toggle}>
         ${enabled ? 'Disable the endpoint' : 'Enable the endpoint'}
       </button>
     </p>
@@ -213,20 +179,9 @@ function EditEndpoint({ endpoint, done }) {
 
 function Rotate({ endpoint, done }) {
   const [secret, setSecret] = useState(null);
-  const [asking, setAsking] = useState(false);
-  const [error, setError] = useState(null);
   const rotate = async () => {
-    setError(null);
-    try {
-      const answer = await api.post(
-        `/merchant/webhooks/${encodeURIComponent(endpoint.id)}/rotate-secret`,
-      );
-      setAsking(false);
-      setSecret(answer.secret);
-      done();
-    } catch (failure) {
-      setError(failure);
-    }
+    const path = `/merchant/webhooks/${encodeURIComponent(endpoint.id)}/rotate-secret`;
+    setSecret((await api.post(path)).secret);
   };
   return html`<${Card} title="Signing secret" id="rotate">
     ${
@@ -245,72 +200,40 @@ function Rotate({ endpoint, done }) {
         onDone=${() => setSecret(null)}
       />`
     }
-    ${
-      !asking &&
-      html`<button type="button" class="secondary" id="rotate-secret" onClick=${() => setAsking(true)}>
-        Rotate the secret
-      </button>`
-    }
-    ${
-      asking &&
-      html`<div class="row" role="group" aria-label="Confirm rotating">
-        <span>A new secret signs from now on; the old one keeps signing for 24 hours.</span>
-        <button type="button" id="rotate-secret-yes" onClick=${rotate}>Rotate</button>
-        <button type="button" class="secondary" onClick=${() => setAsking(false)}>Keep</button>
-      </div>`
-    }
-    <${ErrorNote} error=${error} />
+    <${ActionButton}
+      id="rotate-secret"
+      yesId="rotate-secret-yes"
+      text="Rotate the secret"
+      question="A new secret signs from now on; the old one keeps signing for 24 hours."
+      yesTone=""
+      yes="Rotate"
+      keep="Keep"
+      act=${rotate}
+      done=${done}
+    />
   <//>`;
 }
 
 function Delete({ endpoint }) {
-  const [asking, setAsking] = useState(false);
-  const [error, setError] = useState(null);
-  const remove = async () => {
-    setError(null);
-    try {
-      await api.delete(`/merchant/webhooks/${encodeURIComponent(endpoint.id)}`);
-      navigate(HOME);
-    } catch (failure) {
-      setError(failure);
-    }
-  };
-  return html`<div>
-    ${
-      !asking &&
-      html`<button type="button" class="danger" id="delete-endpoint" onClick=${() => setAsking(true)}>
-        Delete endpoint
-      </button>`
-    }
-    ${
-      asking &&
-      html`<div class="row" role="group" aria-label="Confirm deleting">
-        <span>No more events are sent to it. Delete it?</span>
-        <button type="button" class="danger" id="delete-endpoint-yes" onClick=${remove}>
-          Yes, delete it
-        </button>
-        <button type="button" class="secondary" onClick=${() => setAsking(false)}>Keep it</button>
-      </div>`
-    }
-    <${ErrorNote} error=${error} />
-  </div>`;
+  return html`<${ActionButton}
+    id="delete-endpoint"
+    yesId="delete-endpoint-yes"
+    tone="danger"
+    text="Delete endpoint"
+    question="No more events are sent to it. Delete it?"
+    yes="Yes, delete it"
+    act=${() => api.delete(`/merchant/webhooks/${encodeURIComponent(endpoint.id)}`)}
+    done=${() => navigate(HOME)}
+  />`;
 }
 
 function Replay({ delivery, done }) {
-  const [error, setError] = useState(null);
-  const [busy, setBusy] = useState(false);
-  const replay = async () => {
-    setError(null);
-    setBusy(true);
-    try {
+  const { busy, error, run } = useAction();
+  const replay = () =>
+    run(async () => {
       await api.post(`/merchant/webhooks/deliveries/${encodeURIComponent(delivery.id)}/replay`);
       done();
-    } catch (failure) {
-      setError(failure);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return html`<span>
     <button
       type="button"
@@ -359,10 +282,7 @@ function Attempts({ deliveryId, round }) {
 }
 
 function Deliveries({ endpoint, canWrite, round, done }) {
-  const { query } = useLocation();
-  const status = query.get('status') || '';
-  const cursor = query.get('cursor') || '';
-  const opened = query.get('delivery') || '';
+  const { status, cursor, delivery: opened } = useQuery('status', 'cursor', 'delivery');
   const page = useLoad(
     () =>
       api.get(`/merchant/webhooks/${encodeURIComponent(endpoint.id)}/deliveries`, {
@@ -372,64 +292,49 @@ function Deliveries({ endpoint, canWrite, round, done }) {
       }),
     [endpoint.id, status, cursor, round],
   );
-  const rows = page.data ? page.data.data : [];
+  const columns = [
+    {
+      title: 'Event',
+      cell: (d) =>
+        html`<a href=${`/dashboard/developers/events/${d.eventId}`}><code>${d.eventType}</code></a>
+          ${d.replay && html` <span class="muted small">(replay)</span>`}`,
+    },
+    { title: 'Status', cell: (d) => html`<${Status} status=${d.status} />` },
+    {
+      title: 'Attempts',
+      cell: (d) =>
+        html`<button
+          type="button"
+          class="link"
+          id=${`attempts-${d.id}`}
+          aria-label=${`${d.attempts} attempts: show them`}
+          onClick=${() => setQuery({ delivery: d.id })}
+        >
+          ${d.attempts}
+        </button>`,
+    },
+    { title: 'Last answer', cell: (d) => d.lastStatusCode || d.lastError || '—' },
+    { title: 'Created', cell: (d) => dateTime(d.createdAt) },
+    canWrite && {
+      title: 'Actions',
+      hidden: true,
+      cell: (d) => html`<${Replay} delivery=${d} done=${done} />`,
+    },
+  ];
   return html`<${Card} title="Deliveries" id="deliveries">
-    <form class="row filters" aria-label="Delivery filters" onSubmit=${(e) => e.preventDefault()}>
-      <${FilterSelect}
-        id="filter-delivery-status"
-        name="Status"
-        value=${status}
-        options=${DELIVERY_STATES}
-        param="status"
-      />
-    </form>
-    <${ErrorNote} error=${page.error} />
-    ${page.loading && !page.data && html`<${Loading} what="Loading the deliveries" />`}
-    ${page.data && rows.length === 0 && html`<${Empty}>No deliveries.<//>`}
-    ${
-      rows.length > 0 &&
-      html`<div class="table-wrap">
-        <table id="deliveries-table">
-          <thead>
-            <tr>
-              <th scope="col">Event</th>
-              <th scope="col">Status</th>
-              <th scope="col">Attempts</th>
-              <th scope="col">Last answer</th>
-              <th scope="col">Created</th>
-              ${canWrite && html`<th scope="col"><span class="visually-hidden">Actions</span></th>`}
-            </tr>
-          </thead>
-          <tbody>
-            ${rows.map(
-              (d) =>
-                html`<tr data-id=${d.id} data-event=${d.eventId}>
-                  <td>
-                    <a href=${`/dashboard/developers/events/${d.eventId}`}><code>${d.eventType}</code></a>
-                    ${d.replay && html` <span class="muted small">(replay)</span>`}
-                  </td>
-                  <td><${Status} status=${d.status} /></td>
-                  <td>
-                    <button
-                      type="button"
-                      class="link"
-                      id=${`attempts-${d.id}`}
-                      aria-label=${`${d.attempts} attempts: show them`}
-                      onClick=${() => setQuery({ delivery: d.id })}
-                    >
-                      ${d.attempts}
-                    </button>
-                  </td>
-                  <td>${d.lastStatusCode || d.lastError || '—'}</td>
-                  <td>${dateTime(d.createdAt)}</td>
-                  ${canWrite && html`<td><${Replay} delivery=${d} done=${done} /></td>`}
-                </tr>`,
-            )}
-          </tbody>
-        </table>
-      </div>`
-    }
-    <${Pager} page=${page.data} cursor=${cursor} prefix="deliveries-" />
+    <${Filters} label="Delivery filters">
+      <${FilterSelect} id="filter-delivery-status" value=${status} options=${DELIVERY_STATES} />
+    <//>
+    <${PagedTable}
+      page=${page}
+      quiet
+      prefix="deliveries-"
+      what="Loading the deliveries"
+      id="deliveries-table"
+      columns=${columns}
+      rowProps=${(d) => ({ 'data-id': d.id, 'data-event': d.eventId })}
+      empty="No deliveries."
+    />
     ${opened && html`<${Attempts} deliveryId=${opened} round=${round} />`}
   <//>`;
 }
@@ -443,15 +348,8 @@ export function WebhookDetail({ member, params }) {
     () => api.get(`/merchant/webhooks/${encodeURIComponent(id)}`),
     [id, round],
   );
-  if (endpoint.error) {
-    return html`<h1>Webhook endpoint</h1>
-      <${DevTabs} />
-      <${ErrorNote} error=${endpoint.error} />`;
-  }
   if (!endpoint.data) {
-    return html`<h1>Webhook endpoint</h1>
-      <${DevTabs} />
-      <${Loading} />`;
+    return html`<${Waiting} title="Webhook endpoint" load=${endpoint}><${DevTabs} /><//>`;
   }
   const e = endpoint.data;
   return html`<h1 class="wrap-title">Webhook endpoint <${Status} status=${e.status} /></h1>
@@ -459,19 +357,16 @@ export function WebhookDetail({ member, params }) {
     <p class="muted" id="endpoint-url-shown">${e.url} · ${e.id}</p>
     ${canWrite && html`<div class="actions"><${Delete} endpoint=${e} /></div>`}
     <${Card} title="Details" id="endpoint-details">
-      <dl class="facts">
-        <dt>Events</dt>
-        <dd>${e.events.join(', ')}</dd>
-        <dt>Description</dt>
-        <dd>${e.description || '—'}</dd>
-        <dt>Mode</dt>
-        <dd>${e.livemode ? 'Live' : 'Test'}</dd>
-        ${e.disabledReason && html`<dt>Disabled because</dt><dd>${e.disabledReason}</dd>`}
-        <dt>Created</dt>
-        <dd>${dateTime(e.createdAt)}</dd>
-        <dt>Updated</dt>
-        <dd>${dateTime(e.updatedAt)}</dd>
-      </dl>
+      <${Facts}
+        items=${[
+          ['Events', e.events.join(', ')],
+          ['Description', e.description || '—'],
+          ['Mode', modeName(e.livemode)],
+          e.disabledReason && ['Disabled because', e.disabledReason],
+          ['Created', dateTime(e.createdAt)],
+          ['Updated', dateTime(e.updatedAt)],
+        ]}
+      />
     <//>
     ${canWrite && html`<${EditEndpoint} key=${e.id} endpoint=${e} done=${again} />`}
     ${canWrite && html`<${Rotate} endpoint=${e} done=${again} />`}
