@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import socket
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 from aiohttp import ClientResponse
@@ -222,20 +224,43 @@ def _xdist_worker() -> tuple[int, int]:
 
 def free_port() -> int:
     """A loopback port nothing listens on right now and no other caller in this process was
-    given, for a server a test starts itself.
+    given, for a server a test starts itself (`free_ports`)."""
+    return free_ports(1)
 
-    Under pytest-xdist each worker takes only its share of the ports, so that two workers,
-    which cannot see each other's handed-out ports, are never given the same one. The shares
-    go by half the port: Linux gives a bind to port 0 odd ports only (it keeps the even ones
-    for outgoing connections), so by the port itself one worker would wait for ever."""
-    index, count = _xdist_worker()
+
+def free_ports(count: int) -> int:
+    """The first of `count` consecutive loopback ports nothing listens on right now, none of
+    them given before in this process.
+
+    Below the ephemeral range, which the kernel hands to outgoing connections: a port from it
+    can be taken by one of the many connections a test's servers open (to Postgres, RabbitMQ,
+    each other) between the moment it is chosen and the moment a server binds it. Under
+    pytest-xdist each worker takes its own slice of that range, so two workers, which cannot
+    see each other's ports, are never given the same one."""
+    index, workers = _xdist_worker()
+    lowest_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    share = (lowest_ephemeral - _LOWEST) // workers
+    low = _LOWEST + index * share
     while True:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port: int = sock.getsockname()[1]
-        if (port // 2) % count == index and port not in _HANDED_OUT:
-            _HANDED_OUT.add(port)
-            return port
+        first = random.randrange(low, low + share - count)
+        ports = range(first, first + count)
+        if _HANDED_OUT.intersection(ports) or not all(_bindable(port) for port in ports):
+            continue
+        _HANDED_OUT.update(ports)
+        return first
+
+
+# Below the ports of the servers this machine runs (Postgres, RabbitMQ, Redis, ...).
+_LOWEST = 10_000
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
 
 
 @contextmanager

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import secrets
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -31,6 +29,7 @@ from bench.balancers import NGINX
 from bench.cluster_layout import Layout, is_ready
 from tests.cluster import delete_cluster_queues, new_cluster_name, require_reachable
 from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
+from tests.helpers import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
@@ -48,27 +47,6 @@ def _drop_schema(schema: str) -> None:
             await admin.close()
 
     asyncio.run(drop())
-
-
-def _ports_free(first: int, count: int) -> bool:
-    for port in range(first, first + count):
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                return False
-    return True
-
-
-def _port_range() -> int:
-    """A first port P with P … P+30 all free now, below the ephemeral range: a port in it can
-    be taken, before a node binds it, by one of the many connections the nodes open to
-    Postgres, RabbitMQ and each other meanwhile (as bench/workers_balanced.py picks)."""
-    lowest_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    while True:
-        first = random.randrange(10_000, lowest_ephemeral - PORTS_TAKEN, 50)
-        if _ports_free(first, PORTS_TAKEN):
-            return first
 
 
 @pytest.fixture
@@ -92,7 +70,7 @@ def production_cluster(tmp_path: Path) -> Iterator[Layout]:
             "--folder",
             str(folder),
             "--port",
-            str(_port_range()),
+            str(free_ports(PORTS_TAKEN)),
             "--database-url",
             f"{PG_URL}?schema={schema}",
             "--broker-url",

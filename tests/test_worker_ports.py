@@ -31,7 +31,7 @@ from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.workers import plan_workers
 from tests.cluster import delete_cluster_queues, new_cluster_name, require_reachable
 from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
-from tests.helpers import free_port, port_in_use
+from tests.helpers import free_port, free_ports, port_in_use
 from tests.server import RunningServer
 from tests.test_balancer import JS_MODULE, NGINX, Nginx
 from tests.test_workers import (
@@ -142,9 +142,7 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnPorts]:
     workers = Workers(
         tmp_path_factory.mktemp("worker-ports"), f"{PG_URL}?schema={schema}", AMQP_URL
     )
-    # Below the ephemeral range: a port from it (free_port's) can be taken, before a worker
-    # binds it, by one of the many connections the workers open meanwhile.
-    workers.metrics_port, first = _fixed_ports(2), _fixed_ports(2)
+    workers.metrics_port, first = free_ports(2), free_ports(2)
     workers.env["MPS_METRICS_PORT"] = str(workers.metrics_port)
     workers.env["MPS_WORKER_PORT"] = str(first)
     running = OwnPorts(workers, [first, first + 1])
@@ -163,29 +161,6 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnPorts]:
     finally:
         workers.close()
         _drop_schema(schema)
-
-
-# The ports `_fixed_ports` gave out, never given again in this process.
-_GIVEN: set[int] = set()
-
-
-def _fixed_ports(count: int) -> int:
-    """The first of `count` consecutive loopback ports free now, below the ephemeral range
-    (which the kernel gives outgoing connections), and given out once in this process."""
-    lowest_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    while True:
-        first = secrets.choice(range(10_000, lowest_ephemeral - count))
-        ports = range(first, first + count)
-        if set(ports) & _GIVEN:
-            continue
-        try:
-            for port in ports:
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        _GIVEN.update(ports)
-        return first
 
 
 def _drop_schema(schema: str) -> None:

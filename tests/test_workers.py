@@ -13,7 +13,6 @@ import contextlib
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -27,7 +26,7 @@ from mps.config import ConfigError, load_settings
 from mps.domain.shards import SHARD_COUNT
 from mps.workers import plan_workers
 from tests.cluster import delete_cluster_queues, new_cluster_name
-from tests.helpers import eventually, free_port, port_in_use
+from tests.helpers import eventually, free_port, free_ports, port_in_use
 from tests.server import RUN_PY, server_environment
 
 # The workers share what a cluster's nodes share: these tests run on Postgres.
@@ -40,26 +39,13 @@ AMOUNT = {"amountMinor": "2500", "currency": "USD", "description": "workers"}
 ASKS = 32
 
 
-def _adjacent_free_ports(count: int) -> int:
-    """The first of `count` consecutive loopback ports that are all free now."""
-    while True:
-        first = free_port()
-        try:
-            for port in range(first + 1, first + count):
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return first
-
-
 class Workers:
     """`run.py --workers 2` on a port of its own, its output in `folder/server.log`."""
 
     def __init__(self, folder: Path, database_url: str, amqp_url: str) -> None:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        self.metrics_port = _adjacent_free_ports(2)
+        self.metrics_port = free_ports(2)
         self.amqp_url = amqp_url
         self.name = new_cluster_name()
         self.log_path = folder / "server.log"
