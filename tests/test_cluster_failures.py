@@ -22,7 +22,10 @@ import aiohttp
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from mps.actors.shards import Shard, ShardRouter
+from mps.cluster.asks import OwnerLost
 from mps.cluster.membership import Heartbeat, Membership
+from mps.cluster.node import ClusterNode
 from mps.cluster.timings import ClusterTimings
 from mps.domain.shards import shard_of
 from tests.cluster import LocalCluster, sign_up_on
@@ -73,6 +76,45 @@ def test_a_shard_taken_from_a_lost_node_names_it_once_and_a_drained_node_never()
     assert membership.former_owner(0, 111.0) is None  # reported once
     assert membership.former_owner(1, 111.0) is not None
     assert membership.former_owner(2, 111.0) is None  # it handed its shards over
+
+
+async def test_a_request_this_node_runs_itself_is_not_cut_by_a_stale_claim_of_its_shard() -> None:
+    # given a node that asked shard 3's queue twice, and a peer whose last heartbeat (from
+    # before it handed shard 3 over, balancing) still claims it
+    node = ClusterNode(
+        "amqp://127.0.0.1/",
+        "node1",
+        ShardRouter(8, _no_shard, clustered=True),
+        _no_epoch,
+        secret=b"s" * 32,
+    )
+    now = time.monotonic()
+    node.membership.saw(_beat("node2", {3}, at=now))
+    node.membership.saw(_beat("node3", set(), at=now - 10.0))
+    loop = asyncio.get_running_loop()
+    asks = {"mine": loop.create_future(), "lost": loop.create_future()}
+    # one run by this node itself (it took shard 3 and consumed the request), one by node3,
+    # silent past the timeout
+    for correlation, runner in (("mine", "node1"), ("lost", "node3")):
+        node._replies[correlation] = asks[correlation]
+        node._started[correlation] = (runner, now)
+        node._shards_asked[correlation] = 3
+
+    # when the heartbeat looks for requests whose owner was lost
+    node._fail_orphans(now)
+
+    # then only the one on the silent node is cut short: this node's own answer comes from
+    # this process, and the stale claim says nothing about it
+    assert not asks["mine"].done()
+    assert isinstance(asks["lost"].exception(), OwnerLost)
+
+
+def _no_shard(index: int, epoch: int | None) -> Shard:
+    raise AssertionError(index, epoch)
+
+
+async def _no_epoch(index: int) -> int:
+    raise AssertionError(index)
 
 
 # --- a real cluster ---------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import threading
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, fields
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -659,6 +660,54 @@ async def test_a_long_background_scan_does_not_hold_up_other_reads(database: Dat
     assert value == 1
     assert not scan.done(), "the scan should still be running"
     assert (await scan)[0]["c"] == 3000000
+
+
+def _sqlite_connection_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
+
+
+async def test_closing_while_a_first_scan_opens_its_connection_leaves_no_connection_open(
+    tmp_path: Path,
+) -> None:
+    # A connection left open outlives its event loop: its thread answers on the closed loop
+    # later and dies of it, in whatever test runs then.
+    before = _sqlite_connection_threads()
+    database = SqliteDatabase(str(tmp_path / "scanned.db"))
+    await database.open()
+
+    # given the first background scan, opening the scan connection
+    scan = asyncio.ensure_future(database.scans().fetch("SELECT 1"))
+    await asyncio.sleep(0)
+
+    # when the database closes meanwhile (a shutdown while a reconciliation pass starts)
+    await database.close()
+    with contextlib.suppress(RuntimeError):
+        await scan
+
+    # then every connection it opened is closed, the scan's too, and a scan after is refused
+    await wait_until(lambda: not _sqlite_connection_threads() - before, within=PATIENCE)
+    with pytest.raises(RuntimeError, match="not open"):
+        await database.scans().fetch("SELECT 1")
+
+
+async def test_a_scan_cancelled_while_its_connection_opens_leaves_it_closed(
+    tmp_path: Path,
+) -> None:
+    before = _sqlite_connection_threads()
+    database = SqliteDatabase(str(tmp_path / "scanned.db"))
+    await database.open()
+
+    # given the first scan, cancelled while it opens the scan connection (its task stopped at
+    # shutdown)
+    scan = asyncio.ensure_future(database.scans().fetch("SELECT 1"))
+    await asyncio.sleep(0)
+    scan.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await scan
+
+    # then the database closes every connection it has, and no thread is left behind
+    await database.close()
+    await wait_until(lambda: not _sqlite_connection_threads() - before, within=PATIENCE)
 
 
 def new_user_unless_known(user_id: str, email: str) -> Statement:

@@ -348,11 +348,17 @@ class Asks:
 
         A node still heard from is waited for even once its shard has moved: it is handing its
         shards over (a rolling restart) and finishes what it accepted first, so its answer is the
-        request's real outcome, which cutting the wait short would turn into an unknown one."""
+        request's real outcome, which cutting the wait short would turn into an unknown one.
+
+        Never this node itself: what it runs answers from this process (or fails with the
+        broker's loss), and another's heartbeat claiming the shard may be one sent before that
+        node handed it over here, still within the timeout."""
+        if node == self.node_id:
+            return False
         heard = self.membership.heard_at(node)
         if heard is not None and now - heard <= self.membership.timeout:
             return False
-        if node != self.node_id and self.router.owns_shard(index):
+        if self.router.owns_shard(index):
             return True
         return self.membership.claimed_by_another(index, node, now)
 

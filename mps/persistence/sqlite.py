@@ -11,6 +11,7 @@ acknowledge it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 import re
@@ -95,9 +96,11 @@ class SqliteDatabase(Database):
         self._reader: aiosqlite.Connection | None = None
         self._scanner: aiosqlite.Connection | None = None
         self._scanner_opening = asyncio.Lock()
+        self._closing = False
         self._scan_reads: _ScanReads | None = None
 
     async def open(self) -> None:
+        self._closing = False
         try:
             if self.path != ":memory:":
                 _create_private(Path(self.path))
@@ -115,6 +118,18 @@ class SqliteDatabase(Database):
             raise
 
     async def _connect(self) -> aiosqlite.Connection:
+        """A new connection, opened whole even when the caller is cancelled meanwhile (a
+        scan's task stopped at shutdown): a connection abandoned half-way keeps a thread that
+        answers, later, on an event loop that may be closed by then, and dies of it."""
+        opening = asyncio.ensure_future(self._open_connection())
+        try:
+            return await asyncio.shield(opening)
+        except asyncio.CancelledError:
+            with contextlib.suppress(BaseException):
+                await (await opening).close()
+            raise
+
+    async def _open_connection(self) -> aiosqlite.Connection:
         conn = await aiosqlite.connect(self.path, isolation_level=None)
         try:
             conn.row_factory = sqlite3.Row
@@ -128,9 +143,12 @@ class SqliteDatabase(Database):
         return conn
 
     async def close(self) -> None:
-        if self._scanner is not None:
-            await self._scanner.close()
-            self._scanner = None
+        self._closing = True
+        # After a scan opening its connection, if one is (else it would open one nobody closes).
+        async with self._scanner_opening:
+            scanner, self._scanner = self._scanner, None
+        if scanner is not None:
+            await scanner.close()
         if self._reader is not None and self._reader is not self._writer:
             await self._reader.close()
         if self._writer is not None:
@@ -219,9 +237,12 @@ class SqliteDatabase(Database):
     async def _scan_fetch(self, sql: str, *params: Any) -> list[Row]:
         opened(self._reader)
         async with self._scanner_opening:
+            if self._closing:
+                opened(None)  # closed while this scan waited for the scan connection
             if self._scanner is None:
                 self._scanner = await self._connect()
-        rows = await self._scanner.execute_fetchall(_sqlite_sql(sql), params)
+            scanner = self._scanner
+        rows = await scanner.execute_fetchall(_sqlite_sql(sql), params)
         return [dict(row) for row in rows]
 
     async def _fetch(self, sql: str, *params: Any) -> list[Row]:
