@@ -1032,14 +1032,40 @@ def _report(args: argparse.Namespace, results: list[Result]) -> None:
                 print(f"      {line}")
 
 
-async def main(args: argparse.Namespace) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
+def print_machine(out: Path) -> None:
+    """Make the run's folder, and say first what ran where, so its figures can be compared."""
+    out.mkdir(parents=True, exist_ok=True)
     print(f"command: {shlex.join(sys.orig_argv)}")
     print(
         f"machine: nproc {len(os.sched_getaffinity(0))}, Python {platform.python_version()}, "
         f"Linux {platform.release()}, aiohttp {aiohttp.__version__}, SQLite "
-        f"{sqlite3.sqlite_version}; files: {args.out}"
+        f"{sqlite3.sqlite_version}; files: {out}"
     )
+
+
+def storage_arguments(parser: argparse.ArgumentParser, database: str) -> None:
+    """The options of where a run keeps its data: the Postgres `database` it drops and creates,
+    the broker, and the folder of its files."""
+    parser.add_argument(
+        "--pg-admin-url",
+        default="postgresql://postgres@127.0.0.1:5432/postgres",
+        help="where the bench database is dropped and created",
+    )
+    parser.add_argument("--pg-database", default=database)
+    parser.add_argument("--broker-url", default="amqp://guest:guest@127.0.0.1:5672/")
+    parser.add_argument("--keep", action="store_true", help="keep the data dir and database")
+    parser.add_argument("--out", type=Path, help="where a run's files go")
+
+
+def name_the_run(args: argparse.Namespace, bench: str) -> None:
+    """A nonce of the run's own (for its schemas and queues), and its folder unless given."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    args.nonce = f"{stamp.replace('-', '')}{secrets.token_hex(3)}"
+    args.out = args.out or ROOT / "var" / "bench" / f"{stamp}-{bench}"
+
+
+async def main(args: argparse.Namespace) -> int:
+    print_machine(args.out)
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     results = [await _run_backend(args, backend) for backend in backends]
     _report(args, results)
@@ -1062,21 +1088,11 @@ def _arguments() -> argparse.Namespace:
         "reconciliation pass of the service)",
     )
     parser.add_argument("--no-raw", action="store_true", help="skip the raw SQL comparison")
-    parser.add_argument(
-        "--pg-admin-url",
-        default="postgresql://postgres@127.0.0.1:5432/postgres",
-        help="where the bench database is dropped and created",
-    )
-    parser.add_argument("--pg-database", default="mps_bench_analytics")
-    parser.add_argument("--broker-url", default="amqp://guest:guest@127.0.0.1:5672/")
-    parser.add_argument("--keep", action="store_true", help="keep the data dir and database")
-    parser.add_argument("--out", type=Path, help="where a run's files go")
+    storage_arguments(parser, "mps_bench_analytics")
     args = parser.parse_args()
     if args.payments < 1 or args.requests < 1 or args.warmup < 0 or args.days < 1:
         parser.error("--payments, --requests and --days must be positive")
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    args.nonce = f"{stamp.replace('-', '')}{secrets.token_hex(3)}"
-    args.out = args.out or ROOT / "var" / "bench" / f"{stamp}-analytics"
+    name_the_run(args, "analytics")
     return args
 
 

@@ -25,20 +25,16 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mps.bootstrap import Overrides, build_app
-from mps.config import Settings
-from mps.persistence.database import Database, Fences, UnitOutcome
-from mps.persistence.statements import Row, WriteUnit
+from bench.distant import DistantDatabase, distant_service, latency_arguments, paid_payment
 from tests.helpers import Member, sign_up
 
 ACCOUNT = {
@@ -48,34 +44,6 @@ ACCOUNT = {
     "currency": "USD",
     "country": "US",
 }
-CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
-
-
-class DistantDatabase(Database):
-    """Every round trip `delay` seconds later; counts the group commits."""
-
-    def __init__(self, real: Database, delay: float) -> None:
-        self.real = real
-        self.delay = delay
-        self.dialect = real.dialect  # type: ignore[misc]
-        self.commits = 0
-
-    async def open(self) -> None:
-        await self.real.open()
-
-    async def close(self) -> None:
-        await self.real.close()
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        self.commits += 1
-        await asyncio.sleep(self.delay)
-        return await self.real.write(units, fences)
-
-    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        await asyncio.sleep(self.delay)
-        return await self.real.fetch(sql, *params)
 
 
 async def _round(
@@ -96,14 +64,7 @@ async def _round(
 
 async def _prepare(client: TestClient[Any, Any], need: int) -> tuple[Member, str]:
     member = await sign_up(client)
-    payment = await client.post(
-        "/api/v1/merchant/payments",
-        json={"amountMinor": str(need), "currency": "USD"},
-        headers=member.headers,
-    )
-    reference = (await payment.json())["reference"]
-    paid = await client.post(f"/api/v1/checkout/{reference}/pay", json={"card": CARD})
-    assert paid.status == 200, await paid.text()
+    await paid_payment(client, member, need)
     account = await client.post(
         "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=member.headers
     )
@@ -112,41 +73,21 @@ async def _prepare(client: TestClient[Any, Any], need: int) -> tuple[Member, str
 
 
 async def run(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as data_dir:
-        url = args.database_url or f"sqlite:///{data_dir}/bench.db"
-        settings = Settings(
-            mode="development",
-            data_dir=Path(data_dir),
-            database_url=url,
-            broker_url="memory://",
-            public_url="http://127.0.0.1:8080",
-            session_secret=b"bench-session-secret-0123456789abcdef",
-            encryption_key=b"bench-encryption-key-0123456789abcdef",
-            rate_limit_scale=0,
-        )
-        distant: list[DistantDatabase] = []
+    async with distant_service(args.latency, args.database_url) as (client, db):
+        member, account_id = await _prepare(client, 100 * args.concurrency * args.rounds)
 
-        def wrap(real: Database) -> Database:
-            distant.append(DistantDatabase(real, args.latency))
-            return distant[0]
+        def create() -> Awaitable[Any]:
+            body = {"amountMinor": "100", "currency": "USD"}
+            return client.post("/api/v1/merchant/payments", json=body, headers=member.headers)
 
-        app = build_app(settings, Overrides(wrap_database=wrap))
-        async with TestClient(TestServer(app)) as client:
-            db = distant[0]
-            member, account_id = await _prepare(client, 100 * args.concurrency * args.rounds)
+        def payout() -> Awaitable[Any]:
+            body = {"amountMinor": "100", "currency": "USD", "bankAccountId": account_id}
+            return client.post("/api/v1/merchant/payouts", json=body, headers=member.headers)
 
-            def create() -> Awaitable[Any]:
-                body = {"amountMinor": "100", "currency": "USD"}
-                return client.post("/api/v1/merchant/payments", json=body, headers=member.headers)
-
-            def payout() -> Awaitable[Any]:
-                body = {"amountMinor": "100", "currency": "USD", "bankAccountId": account_id}
-                return client.post("/api/v1/merchant/payouts", json=body, headers=member.headers)
-
-            creates = [await _round(db, create, args.concurrency) for _ in range(args.rounds)]
-            payouts = [await _round(db, payout, args.concurrency) for _ in range(args.rounds)]
-            verify = await client.get("/api/v1/team/audit/verify", headers=member.headers)
-            verdict = await verify.json()
+        creates = [await _round(db, create, args.concurrency) for _ in range(args.rounds)]
+        payouts = [await _round(db, payout, args.concurrency) for _ in range(args.rounds)]
+        verify = await client.get("/api/v1/team/audit/verify", headers=member.headers)
+        verdict = await verify.json()
 
     create_s = statistics.median(s for s, _ in creates)
     payout_s = statistics.median(s for s, _ in payouts)
@@ -160,11 +101,11 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds per round trip")
-    parser.add_argument("--concurrency", type=int, default=20, help="requests at once")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds of each, median shown")
-    parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser = latency_arguments(
+        __doc__.splitlines()[0],
+        concurrency="requests at once",
+        rounds="rounds of each, median shown",
+    )
     return parser.parse_args()
 
 

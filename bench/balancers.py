@@ -42,6 +42,7 @@ __all__ = [
     "Nginx",
     "balancer_for",
     "nginx_command",
+    "port_open",
     "render_haproxy",
     "render_nginx",
 ]
@@ -251,7 +252,7 @@ class _Balancer:
                 start_new_session=True,
             )
         deadline = time.monotonic() + 10
-        while not _port_open(self.layout.port):
+        while not port_open(self.layout.port):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 msg = f"{self.name} did not start: see {self.folder}"
                 raise RuntimeError(msg)
@@ -311,7 +312,7 @@ def balancer_for(layout: Layout) -> Nginx | Haproxy:
     return Haproxy(layout) if layout.balancer_kind == "haproxy" else Nginx(layout)
 
 
-def _port_open(port: int) -> bool:
+def port_open(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=1):
             return True

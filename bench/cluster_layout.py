@@ -46,6 +46,7 @@ __all__ = [
     "alive",
     "is_ready",
     "node_pid",
+    "private_file",
     "render_env",
     "start_node",
     "stop_node",
@@ -164,7 +165,7 @@ def render_env(example: str, values: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _private_file(path: Path, text: str) -> None:
+def private_file(path: Path, text: str) -> None:
     """Write a file only its owner can read, never readable by others even for a moment."""
     descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as stream:
@@ -186,7 +187,7 @@ def _secrets(folder: Path) -> dict[str, str]:
             # rotated later without giving customers new ids (operations.md, "Key rotation").
             "MPS_ID_KEY": session,
         }
-        _private_file(path, "".join(f"{name}={value}\n" for name, value in made.items()))
+        private_file(path, "".join(f"{name}={value}\n" for name, value in made.items()))
     pairs = (line.partition("=") for line in path.read_text().splitlines() if "=" in line)
     return {name: value for name, _, value in pairs}
 
@@ -210,7 +211,7 @@ def write_settings(layout: Layout, smtp_url: str, smtp_ca_file: str, grace: str 
     if grace is not None:
         values["MPS_SHUTDOWN_GRACE"] = grace
     example = (DEPLOY / "production.env.example").read_text()
-    _private_file(layout.production_env, render_env(example, values))
+    private_file(layout.production_env, render_env(example, values))
     for node in range(1, layout.nodes + 1):
         data_dir = layout.folder / f"node{node}"
         data_dir.mkdir(mode=0o700, exist_ok=True)
@@ -222,7 +223,7 @@ def write_settings(layout: Layout, smtp_url: str, smtp_ca_file: str, grace: str 
             "MPS_METRICS_PORT": str(layout.metrics_port(node)),
             "MPS_DATA_DIR": str(data_dir),
         }
-        _private_file(layout.node_env(node), "".join(f"{k}={v}\n" for k, v in own.items()))
+        private_file(layout.node_env(node), "".join(f"{k}={v}\n" for k, v in own.items()))
 
 
 # --- The nodes --------------------------------------------------------------------------------

@@ -40,10 +40,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import platform
 import random
-import secrets
-import shlex
 import sqlite3
 import sys
 import time
@@ -456,13 +453,7 @@ def _print(r: Result) -> None:
 
 
 async def main(args: argparse.Namespace) -> int:
-    args.out.mkdir(parents=True, exist_ok=True)
-    print(f"command: {shlex.join(sys.orig_argv)}")
-    print(
-        f"machine: nproc {len(os.sched_getaffinity(0))}, Python {platform.python_version()}, "
-        f"Linux {platform.release()}, aiohttp {aiohttp.__version__}, SQLite "
-        f"{sqlite3.sqlite_version}; files: {args.out}"
-    )
+    analytics.print_machine(args.out)
     backends = ["sqlite", "postgres"] if args.backend == "both" else [args.backend]
     results = [await _run_backend(args, backend) for backend in backends]
     print(
@@ -488,24 +479,14 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--pending", type=int, default=20, help="of the approval requests")
     parser.add_argument("--webhooks", type=int, default=5)
     parser.add_argument("--seed", type=int, default=1, help="random seed of the distribution")
-    parser.add_argument(
-        "--pg-admin-url",
-        default="postgresql://postgres@127.0.0.1:5432/postgres",
-        help="where the bench database is dropped and created",
-    )
-    parser.add_argument("--pg-database", default="mps_bench_home")
-    parser.add_argument("--broker-url", default="amqp://guest:guest@127.0.0.1:5672/")
-    parser.add_argument("--keep", action="store_true", help="keep the data dir and database")
-    parser.add_argument("--out", type=Path, help="where a run's files go")
+    analytics.storage_arguments(parser, "mps_bench_home")
     args = parser.parse_args()
     if min(args.payments, args.loads, args.range) < 1 or args.warmup < 0:
         parser.error("--payments, --loads and --range must be positive")
     # What bench/analytics.py's seed reads besides these.
     args.no_raw = True
     args.days = args.range
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    args.nonce = f"{stamp.replace('-', '')}{secrets.token_hex(3)}"
-    args.out = args.out or ROOT / "var" / "bench" / f"{stamp}-home"
+    analytics.name_the_run(args, "home")
     return args
 
 

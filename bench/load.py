@@ -752,6 +752,17 @@ async def _stored_all(
     return list(await asyncio.gather(*(_stored(session, base, c, what) for c in companies)))
 
 
+def report_stored(
+    name: str, acknowledged: int, missing: list[str], absent: str = "missing"
+) -> bool:
+    """Print how many of the `acknowledged` writes of `name` are stored, and the first of the
+    `missing` ones (`absent` says how they fell short); whether none is."""
+    print(f"acknowledged {name} stored: {acknowledged - len(missing):,}/{acknowledged:,}")
+    if missing:
+        print(f"  {absent} ({len(missing):,}), first: {', '.join(missing[:5])}")
+    return not missing
+
+
 def _verify(
     check: Check, stored: list[list[dict[str, Any]]], refunds: list[list[dict[str, Any]]]
 ) -> bool:
@@ -775,11 +786,7 @@ def _verify(
         if not acknowledged and name != "creates":
             continue
         missing = sorted(x for x in acknowledged if not stored_as[name](x))
-        found = len(acknowledged) - len(missing)
-        print(f"acknowledged {name} stored: {found}/{len(acknowledged)}")
-        if missing:
-            ok = False
-            print(f"  missing ({len(missing)}), first: {', '.join(missing[:5])}")
+        ok = report_stored(name, len(acknowledged), missing) and ok
     if check.unreadable:
         ok = False
         print(f"acknowledged writes without a readable id: {check.unreadable} (*.unreadable)")
@@ -1219,6 +1226,20 @@ def _report_summary(runs: list[tuple[int, Run]], bare: Run | None, floor: Run | 
     )
 
 
+def service_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of the service a run drives (started here, or running at --url), where it
+    keeps its data and files, and the wrk that drives it."""
+    parser.add_argument("--url", help="a running service on loopback, e.g. http://127.0.0.1:8080")
+    parser.add_argument("--server-pid", type=int, help="its pid, when --url cannot find it")
+    parser.add_argument(
+        "--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres", help="postgres only"
+    )
+    parser.add_argument("--broker-url", help="default: RabbitMQ on loopback for postgres")
+    parser.add_argument("--keep", action="store_true", help="keep the data dir or schema")
+    parser.add_argument("--out", type=Path, help="where a run's files go")
+    parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
+
+
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
@@ -1244,19 +1265,11 @@ def _arguments() -> argparse.Namespace:
         help="the bare endpoint's event loop: uvloop, as the service runs (default), or "
         "asyncio's own, as plain aiohttp runs",
     )
-    parser.add_argument("--url", help="a running service on loopback, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--server-pid", type=int, help="its pid, when --url cannot find it")
-    parser.add_argument(
-        "--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres", help="postgres only"
-    )
-    parser.add_argument("--broker-url", help="default: RabbitMQ on loopback for postgres")
+    service_arguments(parser)
     parser.add_argument("--profile", action="store_true", help="py-spy the server during the run")
     parser.add_argument(
         "--nonblocking", action="store_true", help="py-spy without pausing the server"
     )
-    parser.add_argument("--keep", action="store_true", help="keep the data dir or schema")
-    parser.add_argument("--out", type=Path, help="where a run's files go")
-    parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
     parser.add_argument(
         "--workers",
         default="1",

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import datetime
 import ipaddress
-import os
 import ssl
 from pathlib import Path
 
@@ -26,23 +25,16 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-__all__ = ["MailRelay"]
+from bench.cluster_layout import private_file
+
+__all__ = ["MailRelay", "loopback_certificate"]
 
 
-def _private_file(path: Path, text: str) -> None:
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(descriptor, "w") as stream:
-        stream.write(text)
-    path.chmod(0o600)
-
-
-def _certificate(folder: Path) -> tuple[Path, Path]:
-    """A self-signed certificate for 127.0.0.1 (its own authority) and its key, made once."""
-    cert_path, key_path = folder / "relay.pem", folder / "relay-key.pem"
-    if cert_path.exists() and key_path.exists():
-        return cert_path, key_path
+def loopback_certificate(common_name: str, valid_for: datetime.timedelta) -> tuple[bytes, bytes]:
+    """A self-signed certificate for 127.0.0.1, its own authority, and its key (PKCS#8): both
+    PEM, the key unencrypted."""
     key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "mps local mail relay")])
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
     now = datetime.datetime.now(datetime.UTC)
     certificate = (
         x509.CertificateBuilder()
@@ -51,7 +43,7 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=3650))
+        .not_valid_after(now + valid_for)
         .add_extension(
             x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
             critical=False,
@@ -59,15 +51,22 @@ def _certificate(folder: Path) -> tuple[Path, Path]:
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
-    _private_file(
-        key_path,
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ).decode(),
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
     )
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    return certificate.public_bytes(serialization.Encoding.PEM), key_pem
+
+
+def _certificate(folder: Path) -> tuple[Path, Path]:
+    """The relay's certificate and key, made once."""
+    cert_path, key_path = folder / "relay.pem", folder / "relay-key.pem"
+    if cert_path.exists() and key_path.exists():
+        return cert_path, key_path
+    certificate, key = loopback_certificate("mps local mail relay", datetime.timedelta(days=3650))
+    private_file(key_path, key.decode())
+    cert_path.write_bytes(certificate)
     return cert_path, key_path
 
 

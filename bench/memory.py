@@ -48,7 +48,6 @@ import asyncio
 import contextlib
 import math
 import secrets
-import shutil
 import sys
 import time
 from collections import Counter
@@ -416,17 +415,12 @@ def _judge(
     created: Created, touched: Touched, stored: str, missing: list[str], uncancelled: list[str]
 ) -> bool:
     print(f"\n{stored}")
-    ok = True
-    print(f"acknowledged creates stored: {len(created.ids) - len(missing):,}/{len(created.ids):,}")
-    if missing:
-        ok = False
-        print(f"  missing ({len(missing):,}), first: {', '.join(missing[:5])}")
+    ok = load.report_stored("creates", len(created.ids), missing)
     if touched.cancelled:
-        found = len(touched.cancelled) - len(uncancelled)
-        print(f"acknowledged cancels stored: {found:,}/{len(touched.cancelled):,}")
-        if uncancelled:
-            ok = False
-            print(f"  not CANCELLED ({len(uncancelled):,}), first: {', '.join(uncancelled[:5])}")
+        stored_cancels = load.report_stored(
+            "cancels", len(touched.cancelled), uncancelled, "not CANCELLED"
+        )
+        ok = stored_cancels and ok
     if created.unreadable:
         ok = False
         print(f"acknowledged creates without a readable id: {created.unreadable:,}")
@@ -558,15 +552,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=10, help="seconds after the touch (10)")
     parser.add_argument("--limit-mb", type=float, default=600, help="the RSS target, MB (600)")
     parser.add_argument("--verbose", action="store_true", help="wrk's progress lines each second")
-    parser.add_argument("--url", help="a running service on loopback, e.g. http://127.0.0.1:8080")
-    parser.add_argument("--server-pid", type=int, help="its pid, when --url cannot find it")
-    parser.add_argument(
-        "--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres", help="postgres only"
-    )
-    parser.add_argument("--broker-url", help="default: RabbitMQ on loopback for postgres")
-    parser.add_argument("--keep", action="store_true", help="keep the data dir or schema")
-    parser.add_argument("--out", type=Path, help="where a run's files go")
-    parser.add_argument("--wrk", default=shutil.which("wrk") or "/usr/bin/wrk")
+    load.service_arguments(parser)
     args = parser.parse_args()
     if args.connections < args.threads:
         parser.error("--connections must be at least --threads")

@@ -51,23 +51,14 @@ async def _round(
     url = cluster.urls()[survivors[0]]
     cluster.pause(owner)
     paused_at = time.monotonic()
-    first = asyncio.ensure_future(
-        _timed_create(
-            http,
-            url,
-            {"Authorization": f"Bearer {token}", "Idempotency-Key": secrets.token_hex(8)},
-            paused_at,
-        )
-    )
+
+    def create() -> asyncio.Future[tuple[int, float, str | None]]:
+        headers = {"Authorization": f"Bearer {token}", "Idempotency-Key": secrets.token_hex(8)}
+        return asyncio.ensure_future(_timed_create(http, url, headers, paused_at))
+
+    first = create()
     await asyncio.sleep(1.0)
-    second = asyncio.ensure_future(
-        _timed_create(
-            http,
-            url,
-            {"Authorization": f"Bearer {token}", "Idempotency-Key": secrets.token_hex(8)},
-            paused_at,
-        )
-    )
+    second = create()
     moved = await asyncio.to_thread(cluster.wait_owned, company, survivors, 60.0)
     results = await asyncio.gather(first, second)
     print(

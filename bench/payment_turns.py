@@ -20,68 +20,23 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
+from aiohttp.test_utils import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mps.bootstrap import Overrides, build_app
-from mps.config import Settings
-from mps.persistence.database import Database, Fences, UnitOutcome
-from mps.persistence.statements import Row, WriteUnit
+from bench.distant import distant_service, latency_arguments, paid_payment
 from tests.helpers import Member, sign_up
-
-CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
-
-
-class DistantDatabase(Database):
-    """Every round trip `delay` seconds later."""
-
-    def __init__(self, real: Database, delay: float) -> None:
-        self.real = real
-        self.delay = delay
-        self.dialect = real.dialect  # type: ignore[misc]
-
-    async def open(self) -> None:
-        await self.real.open()
-
-    async def close(self) -> None:
-        await self.real.close()
-
-    async def write(
-        self, units: Sequence[WriteUnit], fences: Fences | None = None
-    ) -> list[UnitOutcome]:
-        await asyncio.sleep(self.delay)
-        return await self.real.write(units, fences)
-
-    async def _fetch(self, sql: str, *params: Any) -> list[Row]:
-        await asyncio.sleep(self.delay)
-        return await self.real.fetch(sql, *params)
-
-
-async def _paid(client: TestClient[Any, Any], member: Member, amount: int) -> str:
-    payment = await client.post(
-        "/api/v1/merchant/payments",
-        json={"amountMinor": str(amount), "currency": "USD"},
-        headers=member.headers,
-    )
-    body = await payment.json()
-    paid = await client.post(f"/api/v1/checkout/{body['reference']}/pay", json={"card": CARD})
-    assert paid.status == 200, await paid.text()
-    payment_id: str = body["id"]
-    return payment_id
 
 
 async def _round(
     client: TestClient[Any, Any], member: Member, concurrency: int
 ) -> tuple[float, float]:
     """Seconds until the refund was answered, and until the last refusal was."""
-    payment_id = await _paid(client, member, 2000)
+    payment_id = await paid_payment(client, member, 2000)
 
     async def refund(amount: int) -> tuple[int, float]:
         response = await client.post(
@@ -105,26 +60,9 @@ async def _round(
 
 
 async def run(args: argparse.Namespace) -> None:
-    with tempfile.TemporaryDirectory() as data_dir:
-        url = args.database_url or f"sqlite:///{data_dir}/bench.db"
-        settings = Settings(
-            mode="development",
-            data_dir=Path(data_dir),
-            database_url=url,
-            broker_url="memory://",
-            public_url="http://127.0.0.1:8080",
-            session_secret=b"bench-session-secret-0123456789abcdef",
-            encryption_key=b"bench-encryption-key-0123456789abcdef",
-            rate_limit_scale=0,
-        )
-
-        def wrap(real: Database) -> Database:
-            return DistantDatabase(real, args.latency)
-
-        app = build_app(settings, Overrides(wrap_database=wrap))
-        async with TestClient(TestServer(app)) as client:
-            member = await sign_up(client)
-            rounds = [await _round(client, member, args.concurrency) for _ in range(args.rounds)]
+    async with distant_service(args.latency, args.database_url) as (client, _):
+        member = await sign_up(client)
+        rounds = [await _round(client, member, args.concurrency) for _ in range(args.rounds)]
 
     made = statistics.median(m for m, _ in rounds)
     refused = statistics.median(r for _, r in rounds)
@@ -136,11 +74,9 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def parse_args() -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--latency", type=float, default=0.05, help="seconds per round trip")
-    parser.add_argument("--concurrency", type=int, default=20, help="refusals at once")
-    parser.add_argument("--rounds", type=int, default=5, help="rounds, median shown")
-    parser.add_argument("--database-url", default=None, help="default: a temporary SQLite file")
+    parser = latency_arguments(
+        __doc__.splitlines()[0], concurrency="refusals at once", rounds="rounds, median shown"
+    )
     return parser.parse_args()
 
 

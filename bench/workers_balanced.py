@@ -37,7 +37,6 @@ import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -54,8 +53,9 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import load  # noqa: E402
-from bench.balancers import NGINX, nginx_command, render_nginx  # noqa: E402
+from bench.balancers import NGINX, nginx_command, port_open, render_nginx  # noqa: E402
 from mps.domain.shards import SHARD_COUNT, shard_of  # noqa: E402
+from tests.helpers import free_port, free_ports  # noqa: E402
 
 DEPLOY = ROOT / "deploy"
 API = "/api/v1"
@@ -98,25 +98,6 @@ class Case:
 # -- processes ---------------------------------------------------------------------------------
 
 
-def _free_ports(count: int, avoid: set[int]) -> int:
-    """The first of `count` consecutive loopback ports free now and not in `avoid`, below the
-    ephemeral range: a port from it can be taken, before a worker binds it, by one of the many
-    connections the workers open to Postgres, RabbitMQ and each other meanwhile."""
-    lowest_ephemeral = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    while True:
-        first = secrets.choice(range(10_000, lowest_ephemeral - count))
-        ports = set(range(first, first + count))
-        if ports & avoid:
-            continue
-        try:
-            for port in ports:
-                with socket.socket() as sock:
-                    sock.bind(("127.0.0.1", port))
-        except OSError:
-            continue
-        return first
-
-
 def _cpu(pid: int | None) -> float:
     """CPU seconds of `pid` and its children so far (a supervisor's workers, nginx's)."""
     return load._group_cpu(load._group(pid)) if pid else 0.0
@@ -153,9 +134,7 @@ async def _service(args: argparse.Namespace, workers: int) -> AsyncIterator[Serv
     label = f"w{workers}"
     data_dir = Path(tempfile.mkdtemp(prefix="mps-workers-balanced-"))
     env = _service_env(args, label, data_dir)
-    shared = _free_ports(1, set())
-    metrics = _free_ports(workers, {shared})
-    own = _free_ports(workers, {shared, *range(metrics, metrics + workers)})
+    shared, metrics, own = free_port(), free_ports(workers), free_ports(workers)
     env.update(MPS_PORT=str(shared), MPS_METRICS_PORT=str(metrics), MPS_WORKER_PORT=str(own))
     command = [sys.executable, str(ROOT / "run.py"), "--workers", str(workers)]
     try:
@@ -240,7 +219,7 @@ class Nginx:
     def __init__(self, folder: Path, service: Service) -> None:
         folder.mkdir(exist_ok=True)
         self.folder = folder
-        self.port = load._free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.map = folder / "shards.map"
         self.service = service
@@ -275,7 +254,7 @@ class Nginx:
                 nginx_command(self.folder), stdout=out, stderr=subprocess.STDOUT
             )
         try:
-            while not _port_open(self.port):
+            while not port_open(self.port):
                 if self.process.poll() is not None or time.monotonic() > deadline:
                     raise SystemExit(f"nginx did not start: see {self.folder}")
                 time.sleep(0.05)
@@ -288,14 +267,6 @@ class Nginx:
                 except subprocess.TimeoutExpired:
                     self.process.kill()
                     self.process.wait()
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 # -- runs --------------------------------------------------------------------------------------

@@ -1,18 +1,23 @@
 """Actors on real storage, for the tests that drive them directly rather than through HTTP: the
-context they run in, with a writer actor of its own, and a company's or a payment's actor."""
+context they run in, with a writer actor of its own, and a company's or a payment's actor; and
+what every actor owes its callers when its task is cancelled."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
+
 from mps.actors.company import CompanyActor, CreateCompany
 from mps.actors.context import ActorContext
+from mps.actors.directory import ActorDirectory
 from mps.actors.payment import PaymentActor
 from mps.actors.persistence import PersistenceActor
-from mps.actors.runtime import ActorRef, ask, stop
+from mps.actors.runtime import ActorDeadError, ActorRef, ActorStoppedBeforeHandling, ask, stop
 from mps.adapters.processor import CardInput, Processor
 from mps.auth.keyring import Keyring
 from mps.domain.clock import Clock
@@ -38,6 +43,24 @@ async def actor_context(
         yield ActorContext(database, writer, clock)
     finally:
         await stop(writer)
+
+
+@asynccontextmanager
+async def company_directory(
+    context: ActorContext,
+) -> AsyncIterator[ActorDirectory[str, CompanyActor]]:
+    """Companies' actors on `context`, each started when first asked (ten in memory at most,
+    passivated after five idle minutes); closed when the block ends."""
+    directory: ActorDirectory[str, CompanyActor] = ActorDirectory(
+        "company",
+        lambda company_id: CompanyActor(company_id, context, KEYRING, public_url=PUBLIC_URL),
+        capacity=10,
+        idle_after=300.0,
+    )
+    try:
+        yield directory
+    finally:
+        await directory.close()
 
 
 @asynccontextmanager
@@ -74,3 +97,16 @@ def payment_actor(
         functools.partial(ask, company),
         **options,
     )
+
+
+async def assert_nobody_left_waiting(
+    in_progress: Awaitable[Any], queued: Awaitable[Any], cut_short: str, within: float
+) -> None:
+    """Once an actor's task is cancelled, the caller of the message it was handling is told it
+    died (`cut_short`, the words of the error) and the caller of one queued behind it that it
+    was never handled, both within `within` seconds."""
+    async with asyncio.timeout(within):
+        with pytest.raises(ActorDeadError, match=cut_short):
+            await in_progress
+        with pytest.raises(ActorStoppedBeforeHandling):
+            await queued

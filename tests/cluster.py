@@ -23,8 +23,8 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -35,6 +35,7 @@ import aiohttp
 import asyncpg
 import orjson
 import pytest
+from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.cluster.listener import listen_for_peers
@@ -42,20 +43,31 @@ from mps.cluster.node import ClusterNode, delete_cluster
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.http.keys import SERVICES
 from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
-from tests.helpers import free_port
+from tests.helpers import eventually, free_port
 from tests.server import RUN_PY, RunningServer
 
 __all__ = [
     "CLUSTER_SECRET",
     "LocalCluster",
     "NodeMember",
+    "OwnClusterNode",
     "balanced_cluster",
+    "company_and_its_owner",
     "delete_cluster_queues",
+    "drop_schema",
     "in_halves",
+    "in_process_beside_one_node",
     "new_cluster_name",
+    "node_at",
+    "node_of_its_own_cluster",
     "require_reachable",
     "serve_passed_requests",
     "sign_up_on",
+]
+
+# What the `own_cluster_node` fixture gives a test: it starts a node of a cluster of its own.
+OwnClusterNode = Callable[
+    ..., AbstractAsyncContextManager[tuple[TestClient[Any, Any], ClusterNode]]
 ]
 
 SESSION_SECRET = "cluster-test-session-secret-0123456789abcdef"
@@ -148,12 +160,7 @@ class LocalCluster:
     def node_state(self, index: int) -> dict[str, Any] | None:
         """The node's own account of itself (GET /health from loopback); None if it does not
         answer."""
-        try:
-            with urlopen(f"{self.nodes[index].base_url}/api/v1/health", timeout=2) as response:
-                state: dict[str, Any] = orjson.loads(response.read())["node"]
-                return state
-        except OSError:
-            return None
+        return node_at(self.nodes[index].base_url)
 
     def owned(self, alive: list[int] | None = None) -> dict[int, list[int]]:
         """The shards each answering node says it owns, by node index."""
@@ -211,6 +218,17 @@ class LocalCluster:
         self.nodes[index].process.send_signal(signal.SIGCONT)
 
 
+def node_at(base_url: str) -> dict[str, Any] | None:
+    """The own account of itself (GET /health) of the node or worker at `base_url`; None while
+    it does not answer."""
+    try:
+        with urlopen(f"{base_url}/api/v1/health", timeout=2) as response:
+            state: dict[str, Any] = orjson.loads(response.read())["node"]
+            return state
+    except OSError:
+        return None
+
+
 def require_reachable(port: int, what: str) -> None:
     """Skips the test when nothing answers on loopback `port`; fails it instead when this run
     requires the services (MPS_REQUIRE_SERVICES), so a missing service cannot pass quietly."""
@@ -237,10 +255,12 @@ def balanced_cluster(
             nodes.wait_balanced()
             yield nodes
     finally:
-        _drop_schema(schema)
+        drop_schema(schema)
 
 
-def _drop_schema(schema: str) -> None:
+def drop_schema(schema: str) -> None:
+    """Drop a test's Postgres schema, with everything in it."""
+
     async def drop() -> None:
         admin = await asyncpg.connect(PG_URL)
         try:
@@ -311,8 +331,78 @@ async def sign_up_on(http: aiohttp.ClientSession, base: str, email: str) -> Node
     return NodeMember(session["sessionToken"], signup["companyId"])
 
 
+async def company_and_its_owner(
+    cluster: LocalCluster, http: aiohttp.ClientSession, email: str
+) -> tuple[NodeMember, int, list[int]]:
+    """A company signed up through the cluster's first node; the index of the node that owns
+    its shard, and those of the other nodes."""
+    member = await sign_up_on(http, cluster.urls()[0], email)
+    owner = cluster.owner_of(member.company)
+    return member, owner, [i for i in range(len(cluster.nodes)) if i != owner]
+
+
 async def in_halves(node: ClusterNode, cluster: LocalCluster) -> bool:
     """Whether an in-process `node` and the one node of `cluster` each own half the shards."""
     mine = set(node.router.owned)
     theirs = set((await asyncio.to_thread(cluster.owned)).get(0, []))
     return len(mine) == len(theirs) == SHARD_COUNT // 2 and not mine & theirs
+
+
+@asynccontextmanager
+async def in_process_beside_one_node(
+    cluster: LocalCluster,
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    role: str,
+) -> AsyncIterator[TestClient[Any, Any]]:
+    """A client of an in-process node of `cluster` (node id `<cluster name>-<role>`) serving
+    passed requests, with `cluster`'s one run.py node started: once the two own half the shards
+    each. Both are stopped on leaving."""
+    # Starting and stopping a node waits for it: off the event loop, which serves the app.
+    await asyncio.to_thread(cluster.__enter__)
+    client: TestClient[Any, Any] | None = None
+    try:
+        client = await aiohttp_client(
+            make_app(
+                broker_url=cluster.amqp_url,
+                cluster_name=cluster.name,
+                node_id=f"{cluster.name}-{role}",
+                session_secret=SESSION_SECRET.encode(),
+                encryption_key=ENCRYPTION_KEY.encode(),
+                cluster_secret=CLUSTER_SECRET.encode(),
+                rate_limit_scale=0.0,
+            )
+        )
+        await serve_passed_requests(client)
+        node = client.app[SERVICES].cluster
+        assert node is not None
+        await eventually(
+            lambda: in_halves(node, cluster), within=30, what="the two nodes share the shards"
+        )
+        yield client
+    finally:
+        if client is not None:
+            await client.close()
+        await asyncio.to_thread(cluster.__exit__, None, None, None)
+
+
+@asynccontextmanager
+async def node_of_its_own_cluster(
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    amqp_url: str,
+    **settings: Any,
+) -> AsyncIterator[tuple[TestClient[Any, Any], ClusterNode]]:
+    """A client of an in-process node made with `settings`, the one node of a cluster named
+    for it alone (its queues deleted afterwards); and the node."""
+    name = new_cluster_name()
+    client: TestClient[Any, Any] = await aiohttp_client(
+        make_app(broker_url=amqp_url, cluster_name=name, node_id=name, **settings)
+    )
+    try:
+        node = client.app[SERVICES].cluster if client.app is not None else None
+        assert node is not None
+        yield client, node
+    finally:
+        await client.close()
+        await asyncio.to_thread(delete_cluster_queues, amqp_url, name)

@@ -10,14 +10,17 @@ run instead of skipping the tests that need it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import secrets
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit, urlunsplit
 
+import aiohttp
 import asyncpg
 import pytest
 import pytest_asyncio
@@ -25,18 +28,26 @@ from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from playwright.async_api import Browser
 
+from mps.actors.company import CompanyActor
+from mps.actors.context import ActorContext
+from mps.actors.directory import ActorDirectory
 from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
 from mps.persistence.database import Database, open_database
+from tests.actors import actor_context, company_directory
 from tests.databases import (
     PostgresSchema,
     SessionLoop,
     copy_sqlite_template,
     make_sqlite_template,
 )
-from tests.helpers import free_port
+from tests.fakes import RefusingDatabase, Serving, slowed_passes
+from tests.helpers import Member, free_port, sign_up
 from tests.log_guard import LogGuard, watch
 from tests.pages.browser import SharedChromium
+
+if TYPE_CHECKING:
+    from tests.cluster import LocalCluster, OwnClusterNode
 
 
 def _own_database(url: str) -> str:
@@ -79,6 +90,9 @@ async def _create_own_database() -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "both_backends: run the test on SQLite and on Postgres")
+    config.addinivalue_line(
+        "markers", "slowed_passes: the `client` app runs its background passes once an hour"
+    )
     # The whole run's log, redacted as run.py redacts it, must hold no secret the run used.
     config.pluginmanager.register(LogGuard(), "log_guard")
     if PG_URL != GIVEN_PG_URL:
@@ -154,15 +168,25 @@ async def empty_database_url(backend: str, tmp_path: Path) -> AsyncIterator[str]
         yield f"sqlite:///{tmp_path / 'empty.db'}"
         return
     schema = f"t_{secrets.token_hex(6)}"
+    # A bare connection: opening a Database would migrate the public schema as a side effect.
+    async with postgres_admin() as admin:
+        try:
+            yield f"{PG_URL}?schema={schema}"
+        finally:
+            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@asynccontextmanager
+async def postgres_admin() -> AsyncIterator[asyncpg.Connection]:
+    """A bare connection to this process's test database (PG_URL), closed when the block ends;
+    the test is skipped (failed under MPS_REQUIRE_SERVICES) if the server is not reachable."""
     try:
-        # A bare connection: opening a Database would migrate the public schema as a side effect.
         admin = await asyncpg.connect(PG_URL)
     except (OSError, asyncpg.PostgresError) as exc:
         _unavailable(f"PostgreSQL at {PG_URL} ({exc})")
     try:
-        yield f"{PG_URL}?schema={schema}"
+        yield admin
     finally:
-        await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
         await admin.close()
 
 
@@ -174,6 +198,29 @@ async def database(database_url: str) -> AsyncIterator[Database]:
         yield db
     finally:
         await db.close()
+
+
+@pytest.fixture
+def refusing(database: Database) -> RefusingDatabase:
+    """The test database behind a wrapper that can refuse, hold or lose a commit."""
+    return RefusingDatabase(database)
+
+
+@pytest.fixture
+async def context(
+    database: Database, refusing: RefusingDatabase, clock: Clock
+) -> AsyncIterator[ActorContext]:
+    """The context actors run in, on the test database, committing through `refusing`; a
+    module whose actors need another clock or writer defines its own."""
+    async with actor_context(database, clock, writes_to=refusing) as running:
+        yield running
+
+
+@pytest.fixture
+async def companies(context: ActorContext) -> AsyncIterator[ActorDirectory[str, CompanyActor]]:
+    """Companies' actors on `context`, each started when first asked."""
+    async with company_directory(context) as directory:
+        yield directory
 
 
 @pytest.fixture
@@ -229,10 +276,31 @@ def make_app(settings: Settings, clock: Clock) -> Callable[..., web.Application]
 
 @pytest.fixture
 async def client(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+    request: pytest.FixtureRequest,
 ) -> TestClient[Any, Any]:
-    result: TestClient[Any, Any] = await aiohttp_client(make_app())
+    """The app; under the `slowed_passes` mark, with its background passes slowed to once an
+    hour after their first, so that only the test moves money: a pass running beside the
+    test's reads could change a balance between two of them."""
+    slowed = request.node.get_closest_marker("slowed_passes") is not None
+    result: TestClient[Any, Any] = await aiohttp_client(
+        make_app(**slowed_passes() if slowed else {})
+    )
     return result
+
+
+@pytest.fixture
+async def member(client: TestClient[Any, Any]) -> Member:
+    """The owner of a company just signed up on `client`."""
+    return await sign_up(client)
+
+
+@pytest.fixture
+def serving(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
+) -> Serving:
+    return Serving(aiohttp_client, make_app, clock)
 
 
 @pytest.fixture
@@ -245,6 +313,52 @@ def amqp_url() -> str:
     except OSError:
         _unavailable(f"RabbitMQ at {AMQP_URL}")
     return AMQP_URL
+
+
+@pytest.fixture
+def three_nodes(tmp_path: Path, empty_database_url: str, amqp_url: str) -> Iterator[LocalCluster]:
+    """Three real run.py nodes on one database and broker, each owning a share of the shards."""
+    from tests.cluster import LocalCluster  # it imports this module
+
+    with LocalCluster(tmp_path, 3, empty_database_url, amqp_url) as cluster:
+        cluster.wait_balanced()
+        yield cluster
+
+
+@pytest.fixture
+async def node_and_one_beside(
+    tmp_path: Path,
+    database_url: str,
+    amqp_url: str,
+    aiohttp_client: Callable[..., Any],
+    make_app: Callable[..., web.Application],
+) -> AsyncIterator[tuple[LocalCluster, TestClient[Any, Any]]]:
+    """A cluster of one run.py node, and a client of an in-process node of that cluster beside
+    it: once each owns half the shards (so a test can watch and tune the in-process one)."""
+    from tests.cluster import LocalCluster, in_process_beside_one_node
+
+    cluster = LocalCluster(tmp_path, 1, database_url, amqp_url)
+    async with in_process_beside_one_node(cluster, aiohttp_client, make_app, "beside") as client:
+        yield cluster, client
+
+
+@pytest.fixture
+def own_cluster_node(
+    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], amqp_url: str
+) -> OwnClusterNode:
+    """Starts an in-process node made with the settings it is given, the one node of a cluster
+    of its own (`node_of_its_own_cluster`)."""
+    from tests.cluster import node_of_its_own_cluster
+
+    return functools.partial(node_of_its_own_cluster, aiohttp_client, make_app, amqp_url)
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[aiohttp.ClientSession]:
+    # Long enough to outlast a node's wait on a paused or dying peer: the test must see the
+    # node's own answer to such a request, never the client giving up first.
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
+        yield session
 
 
 CHROMIUM = "/usr/bin/chromium"

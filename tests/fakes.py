@@ -12,9 +12,11 @@ from typing import Any, TypeVar
 from aiohttp import web
 from aiohttp.test_utils import TestClient
 
+from mps.adapters.processor import Processor
 from mps.bootstrap import Overrides
 from mps.config import Settings
 from mps.domain.clock import Clock
+from mps.http.keys import SERVICES
 from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import Row, Statement, WriteUnit
 from tests.helpers import Member, sign_up
@@ -211,18 +213,41 @@ class Serving:
         """A client of the app whose database is wrapped by `wrapper`, that wrapped database,
         and the owner of a company signed up on it.
 
-        The background passes (expiry, money's due work, approvals, overdue invoices, KYC
-        reviews, the reconciliation, housekeeping) read and write storage on their own
-        schedule: every one of them is slowed here, after its first pass at start, so the round
-        trips a test counts are the requests' own. Taken from the settings so that a pass added
-        later is slowed too."""
+        The background passes read and write storage on their own schedule: every one of them
+        is slowed here (`slowed_passes`), so the round trips a test counts are the requests'
+        own."""
         wrapped: list[W] = []
 
         def wrap(real: Database) -> Database:
             wrapped.append(wrapper(real))
             return wrapped[0]
 
-        slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
-        app = self.make_app(Overrides(clock=self.clock, wrap_database=wrap), **slow)
+        app = self.make_app(Overrides(clock=self.clock, wrap_database=wrap), **slowed_passes())
         client = await self.aiohttp_client(app)
         return client, wrapped[0], await sign_up(client)
+
+    async def paying_through(
+        self, processor: Processor, wrapper: Callable[[Database], Database]
+    ) -> TestClient[Any, Any]:
+        """A client of the app that asks `processor` for test-mode cards, on a database wrapped
+        by `wrapper` (`app_database` finds it). Its background passes keep their own schedule:
+        the tests of checkouts wait for them."""
+        overrides = Overrides(clock=self.clock, test_processor=processor, wrap_database=wrapper)
+        client: TestClient[Any, Any] = await self.aiohttp_client(self.make_app(overrides))
+        return client
+
+
+def app_database(client: TestClient[Any, Any], kind: type[W]) -> W:
+    """The database the app behind `client` runs on, which the test had wrapped as `kind`."""
+    assert client.app is not None
+    database = client.app[SERVICES].database
+    assert isinstance(database, kind), database
+    return database
+
+
+def slowed_passes() -> dict[str, float]:
+    """Settings changes that run every background pass (expiry, money's due work, approvals,
+    overdue invoices, KYC reviews, the reconciliation, housekeeping) once an hour after its
+    first at start, so that only the test reads and writes storage meanwhile. Taken from the
+    settings so that a pass added later is slowed too."""
+    return {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}

@@ -9,7 +9,7 @@ from aiohttp.test_utils import TestClient
 
 from mps.http.keys import SERVICES
 from mps.services import Services
-from tests.helpers import Member, create_payment, pay, sign_up
+from tests.helpers import Member, create_payment, pay, read_as, sign_up
 
 # A bank account the payout tests open (decisions 5).
 ACCOUNT = {
@@ -69,6 +69,13 @@ async def every_item(
         cursor = body["nextCursor"]
         if cursor is None:
             return found
+
+
+async def payouts(client: TestClient[Any, Any], member: Member) -> list[dict[str, Any]]:
+    """The first page of the company's payouts, as `member` lists them."""
+    listed = await read_as(client, member, "/api/v1/merchant/payouts")
+    found: list[dict[str, Any]] = listed["data"]
+    return found
 
 
 async def movements(
@@ -136,6 +143,15 @@ async def simulate(
     client: TestClient[Any, Any], key: dict[str, str], kind: str, **body: Any
 ) -> Any:
     return await client.post(f"/api/v1/developer/sandbox/{kind}", json=body, headers=key)
+
+
+async def authorize_card(
+    client: TestClient[Any, Any], key: dict[str, str], card_id: str, amount: str, **extra: Any
+) -> Any:
+    """The sandbox's answer to an authorization of `amount` USD on the card, with `extra`
+    fields (a merchant category, say), made with the test key `key`."""
+    body = {"cardId": card_id, "amountMinor": amount, "currency": "USD", **extra}
+    return await simulate(client, key, "card.authorization", **body)
 
 
 async def until(condition: Any, within: float = 5.0) -> None:

@@ -1,14 +1,16 @@
 """What the property tests of the money and the cards share: a real app of its own for each
 Hypothesis example, on a fresh copy of the session's migrated SQLite file, with its background
 loops slowed to once an hour (so due work runs only when a step runs it, an example is the same
-run each time, and Hypothesis can shrink a failure); the check that an answer is one the step
-allows; and the check that the ledger balances."""
+run each time, and Hypothesis can shrink a failure); what an example holds and the step that
+moves its clock; the check that an answer is one the step allows; and the check that the ledger
+balances."""
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -19,14 +21,41 @@ from mps.bootstrap import Overrides, build_app
 from mps.config import Settings
 from tests.conftest import Clock
 from tests.databases import copy_sqlite_template
+from tests.helpers import Member
 from tests.log_guard import watch
 from tests.money import services
 
-__all__ = ["answer", "assert_ledger_balanced", "example_app", "examples", "run_steps"]
+__all__ = [
+    "Advance",
+    "Example",
+    "answer",
+    "assert_ledger_balanced",
+    "example_app",
+    "examples",
+    "run_steps",
+]
 
 Run = TypeVar("Run")
 Test = TypeVar("Test", bound=Callable[..., None])
 Operation = TypeVar("Operation")
+
+
+@dataclass(frozen=True)
+class Advance:
+    """A step of either test: the clock moves on `seconds`."""
+
+    seconds: int
+
+
+@dataclass
+class Example:
+    """One example's app and the member who acts in it, with a sandbox key of theirs; each test
+    adds what the example has made so far."""
+
+    client: TestClient[Any, Any]
+    clock: Clock
+    member: Member
+    key: dict[str, str]
 
 
 def _settings(folder: Path, template: Path) -> Settings:

@@ -21,7 +21,7 @@ import subprocess
 import sys
 import tarfile
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any, Self
 from urllib.request import Request, urlopen
@@ -31,7 +31,16 @@ import pytest
 
 from tests.helpers import free_port
 
-__all__ = ["RUN_PY", "RunningServer", "release_before", "server_environment"]
+__all__ = [
+    "RUN_PY",
+    "RunningServer",
+    "release_before",
+    "run_py",
+    "server_environment",
+    "sockets_held",
+    "started",
+    "tcp_sockets",
+]
 
 RUN_PY = Path(__file__).resolve().parent.parent / "run.py"
 
@@ -40,6 +49,21 @@ def server_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]
     """This process's environment without its `MPS_` variables, plus `extra`."""
     inherited = {k: v for k, v in os.environ.items() if not k.startswith("MPS_")}
     return {**inherited, **(extra or {})}
+
+
+def run_py(
+    *args: str, cwd: Path | None = None, env: Mapping[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    """`run.py args…` run to its end with `server_environment(env)`; what it printed, as text."""
+    return subprocess.run(
+        [sys.executable, str(RUN_PY), *args],
+        cwd=cwd,
+        env=server_environment(env),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
 
 
 def release_before(folder: Path, path: str, *, added: bool = False) -> Path:
@@ -72,10 +96,12 @@ def release_before(folder: Path, path: str, *, added: bool = False) -> Path:
     return folder
 
 
-def _listens_on(pid: int, port: int) -> bool:
-    """Whether process `pid` holds the socket listening on loopback `port` (Linux's /proc): an
-    answer on the port proves nothing when another process took it first."""
-    inodes = set()
+def tcp_sockets(port: int, *, listening: bool) -> set[str]:
+    """The TCP sockets listening on `port`, or (not `listening`) established to a remote
+    `port`, as a process's descriptors name them ("socket:[inode]", Linux's /proc)."""
+    # /proc/net/tcp's columns: 1 the local address, 2 the remote one, 3 the state, 9 the inode.
+    column, wanted = (1, "0A") if listening else (2, "01")  # 0A: LISTEN, 01: ESTABLISHED
+    found = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
@@ -83,20 +109,40 @@ def _listens_on(pid: int, port: int) -> bool:
             continue
         for line in lines:
             fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                inodes.add(f"socket:[{inode}]")
-    try:
-        descriptors = os.listdir(f"/proc/{pid}/fd")
-    except OSError:
-        return False
-    for descriptor in descriptors:
+            if fields[3] == wanted and int(fields[column].rsplit(":", 1)[1], 16) == port:
+                found.add(f"socket:[{fields[9]}]")
+    return found
+
+
+def sockets_held(pid: int, sockets: set[str]) -> int:
+    """How many of `sockets` (`tcp_sockets`) process `pid` holds a descriptor of."""
+    count = 0
+    for descriptor in os.listdir(f"/proc/{pid}/fd"):
         try:
-            if os.readlink(f"/proc/{pid}/fd/{descriptor}") in inodes:
-                return True
+            if os.readlink(f"/proc/{pid}/fd/{descriptor}") in sockets:
+                count += 1
         except OSError:
             continue
-    return False
+    return count
+
+
+def started(process: subprocess.Popen[bytes], ready: Callable[[], bool], deadline: float) -> bool:
+    """Wait until the server `process` is `ready()`; False as soon as it has exited instead, or
+    once `time.monotonic()` passes `deadline`."""
+    while not ready():
+        if process.poll() is not None or time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether process `pid` holds the socket listening on loopback `port`: an answer on the
+    port proves nothing when another process took it first."""
+    try:
+        return sockets_held(pid, tcp_sockets(port, listening=True)) > 0
+    except OSError:
+        return False
 
 
 class RunningServer:
@@ -167,12 +213,14 @@ class RunningServer:
         """Return once the launched server answers and holds its port; kill it and fail with
         the log's end if it exits or has not done so `ready_within` seconds after launch."""
         deadline = self._launched_at + self._ready_within
-        while not (self._is_live() and _listens_on(self.process.pid, self.port)):
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.kill()
-                msg = f"run.py did not start (exit {self.process.returncode}):\n{self._tail()}"
-                raise AssertionError(msg)
-            time.sleep(0.05)
+        if not started(
+            self.process,
+            lambda: self._is_live() and _listens_on(self.process.pid, self.port),
+            deadline,
+        ):
+            self.kill()
+            msg = f"run.py did not start (exit {self.process.returncode}):\n{self._tail()}"
+            raise AssertionError(msg)
         return self
 
     def _is_live(self) -> bool:

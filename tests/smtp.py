@@ -5,7 +5,6 @@ message it accepts."""
 from __future__ import annotations
 
 import datetime
-import ipaddress
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -16,43 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from aiosmtpd.controller import Controller
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from bench.mail_relay import loopback_certificate
 from tests.helpers import free_port
 
 
 def make_certificate(directory: Path, common_name: str = "smtp.invalid") -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (its own CA) and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
+    certificate, key = loopback_certificate(common_name, datetime.timedelta(days=1))
     cert_path, key_path = directory / "smtp-cert.pem", directory / "smtp-key.pem"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
+    cert_path.write_bytes(certificate)
+    key_path.write_bytes(key)
     return cert_path, key_path
 
 

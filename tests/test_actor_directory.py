@@ -94,6 +94,16 @@ class Counter(AsyncioActor):
         raise TypeError(msg)
 
 
+def _passivated_then_reactivated(key: str) -> list[tuple[str, str, int]]:
+    """The log of `key`'s first incarnation passivated to the end before its second began."""
+    return [
+        ("activate", key, 1),
+        ("passivate", key, 1),
+        ("passivated", key, 1),
+        ("activate", key, 2),
+    ]
+
+
 @pytest.fixture
 def storage() -> Storage:
     return Storage()
@@ -144,12 +154,7 @@ async def test_idle_actor_is_passivated_and_reactivated_from_storage_when_asked_
     assert reply == 40
     assert directory.activations == 2
     assert directory.passivations == 1
-    assert storage.log == [
-        ("activate", "a", 1),
-        ("passivate", "a", 1),
-        ("passivated", "a", 1),
-        ("activate", "a", 2),
-    ]
+    assert storage.log == _passivated_then_reactivated("a")
 
 
 async def test_passivate_idle_skips_the_actor_when_it_is_busy(
@@ -227,12 +232,7 @@ async def test_new_incarnation_waits_when_the_old_one_is_still_stopping(
 
     # then: the second incarnation activated only after the first had finished
     assert reply == 2
-    assert storage.log == [
-        ("activate", "a", 1),
-        ("passivate", "a", 1),
-        ("passivated", "a", 1),
-        ("activate", "a", 2),
-    ]
+    assert storage.log == _passivated_then_reactivated("a")
 
 
 async def test_queued_messages_reach_a_fresh_incarnation_when_the_actor_crashes(

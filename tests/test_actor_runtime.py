@@ -24,6 +24,7 @@ from mps.actors.runtime import (
     stop,
 )
 from mps.errors import Conflict
+from tests.actors import assert_nobody_left_waiting
 from tests.fakes import wait_until
 
 # Long enough for any honest wait, short enough that a hang fails the test instead of the run.
@@ -269,12 +270,8 @@ async def test_callers_get_an_error_when_the_actor_task_is_cancelled_mid_message
     # when
     actor.task.cancel()
 
-    # then: nobody is left waiting
-    async with asyncio.timeout(PATIENCE):
-        with pytest.raises(ActorDeadError, match="cancelled while handling"):
-            await in_progress
-        with pytest.raises(ActorStoppedBeforeHandling):
-            await queued
+    # then
+    await assert_nobody_left_waiting(in_progress, queued, "cancelled while handling", PATIENCE)
     assert not actor.is_alive()
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
+from tests.approvals import ask_payout, set_policy
 from tests.helpers import Member, add_member, assert_envelope, post_as, sign_up
 from tests.money import ACCOUNT, paid_payment
 
@@ -23,22 +24,13 @@ async def _company(
     owner = await sign_up(client, owner_email, name)
     await paid_payment(client, owner, "10000")
     account = await post_as(client, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
-    policy = await client.put(
-        "/api/v1/team/approvals/policies/payout.create",
-        json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": required},
-        headers=owner.headers,
-    )
+    policy = await set_policy(client, owner, "payout.create", "1000", required)
     assert policy.status == 200, await policy.text()
     return owner, (await account.json())["id"]
 
 
 async def _held(client: TestClient[Any, Any], member: Member, account: str) -> str:
-    response = await post_as(
-        client,
-        member,
-        "/api/v1/merchant/payouts",
-        {"amountMinor": "2000", "currency": "USD", "bankAccountId": account},
-    )
+    response = await ask_payout(client, member, account, "2000")
     body = await response.json()
     assert response.status == 202, body
     request_id: str = body["approvalRequest"]["id"]

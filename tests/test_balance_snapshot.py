@@ -5,15 +5,11 @@ the postings written before it."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import fields
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
-from mps.config import Settings
 from mps.persistence.database import Database
 from mps.persistence.migrations import load_migrations
 from mps.persistence.queries.reconciliation import Mismatch, mismatches
@@ -30,19 +26,8 @@ from tests.money import (
     simulate,
 )
 
-pytestmark = pytest.mark.both_backends
-
-
-@pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
-) -> TestClient[Any, Any]:
-    """The app with its background passes (money's due work, the reconciliation, expiry...)
-    slowed to once an hour after their first, so that only the test moves money: a pass running
-    beside the test's reads could change a balance between two of them."""
-    slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
-    result: TestClient[Any, Any] = await aiohttp_client(make_app(**slow))
-    return result
+# Only the test moves money: a background pass beside its reads could change a balance.
+pytestmark = [pytest.mark.both_backends, pytest.mark.slowed_passes]
 
 
 FIGURES = ("available", "pending", "reserved", "unsettled")

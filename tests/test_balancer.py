@@ -30,6 +30,7 @@ from mps.domain.shards import shard_of
 from tests.cluster import LocalCluster, NodeMember, balanced_cluster, sign_up_on
 from tests.conftest import REQUIRE_SERVICES
 from tests.helpers import free_port
+from tests.server import sockets_held, started, tcp_sockets
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPLOY = ROOT / "deploy"
@@ -51,33 +52,45 @@ def _port_open(port: int) -> bool:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    if not _nginx_present():
-        what = "nginx with its JavaScript module (scripts/services)"
-        if REQUIRE_SERVICES:
-            pytest.fail(f"{what} is required by this test run and is missing")
-        pytest.skip(f"{what} is missing")
+    require_nginx()
     with balanced_cluster(tmp_path_factory.mktemp("balanced"), 2) as nodes:
         yield nodes
 
 
-def _nginx_present() -> bool:
-    return Path(NGINX).exists() and JS_MODULE.exists()
+def require_nginx() -> None:
+    """Skip the test when nginx or its JavaScript module is missing; fail it instead when the
+    run requires its services."""
+    if not (Path(NGINX).exists() and JS_MODULE.exists()):
+        what = "nginx with its JavaScript module (scripts/services)"
+        if REQUIRE_SERVICES:
+            pytest.fail(f"{what} is required by this test run and is missing")
+        pytest.skip(f"{what} is missing")
+
+
+def stop_nginx(process: subprocess.Popen[bytes] | None) -> None:
+    """Stop an nginx gracefully (SIGQUIT: it finishes the requests in hand), or kill it when it
+    takes too long."""
+    if process is not None and process.poll() is None:
+        process.send_signal(signal.SIGQUIT)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 class Nginx:
-    """deploy/nginx.conf run by a real nginx on a loopback port, in front of `cluster`."""
+    """deploy/nginx.conf run by a real nginx on a loopback port, its three nodes at
+    `addresses` ("host:port"), their metrics, for deploy/shard-map, at `metrics`."""
 
-    def __init__(self, folder: Path, cluster: LocalCluster) -> None:
+    def __init__(self, folder: Path, addresses: list[str], metrics: list[str]) -> None:
         self.folder = folder
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.access_log = folder / "access.log"
         self.shards_map = folder / "shards.map"
-        self.addresses = [f"127.0.0.1:{node.port}" for node in cluster.nodes]
-        # Nothing listens there: the example's third node, down from the start.
-        self.addresses.append(f"127.0.0.1:{free_port()}")
-        self.metrics = [f"{node.base_url}/metrics" for node in cluster.nodes]
-        self.metrics.append(f"http://{self.addresses[2]}/metrics")
+        self.addresses = addresses
+        self.metrics = metrics
         self._process: subprocess.Popen[bytes] | None = None
 
     def config(self) -> str:
@@ -129,23 +142,14 @@ class Nginx:
             stdout=self._log,
             stderr=subprocess.STDOUT,
         )
-        deadline = time.monotonic() + WITHIN
-        while not _port_open(self.port):
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                self.__exit__()
-                msg = f"nginx did not start:\n{self.errors()}"
-                raise AssertionError(msg)
-            time.sleep(0.05)
+        if not started(self._process, lambda: _port_open(self.port), time.monotonic() + WITHIN):
+            self.__exit__()
+            msg = f"nginx did not start:\n{self.errors()}"
+            raise AssertionError(msg)
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGQUIT)
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=10)
+        stop_nginx(self._process)
         self._log.close()
 
     def errors(self) -> str:
@@ -167,6 +171,16 @@ class Nginx:
                 return {name: value.strip('"') for name, value in fields}
             assert time.monotonic() < deadline, f"no access line {nth} for {request_line}"
             time.sleep(0.02)
+
+
+def _in_front_of(folder: Path, cluster: LocalCluster) -> Nginx:
+    # Nothing listens there: the example's third node, down from the start.
+    down = f"127.0.0.1:{free_port()}"
+    return Nginx(
+        folder,
+        [*(f"127.0.0.1:{node.port}" for node in cluster.nodes), down],
+        [*(f"{node.base_url}/metrics" for node in cluster.nodes), f"http://{down}/metrics"],
+    )
 
 
 def _owner_address(cluster: LocalCluster, nginx: Nginx, company: str) -> str:
@@ -203,7 +217,7 @@ def test_a_node_holds_the_connections_the_runbook_sizes_postgres_and_rabbitmq_fo
 async def test_nginx_sends_a_session_request_to_its_company_owner_and_routes_around_a_stopped_node(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    nginx = Nginx(tmp_path, cluster)
+    nginx = _in_front_of(tmp_path, cluster)
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=40)) as http:
         # given: a company (signed up on a node: the dev mailbox is the node's own) and the
         # balancer's map, written from the nodes' metrics by the job the example names
@@ -256,23 +270,5 @@ async def test_nginx_sends_a_session_request_to_its_company_owner_and_routes_aro
 
 
 def _connections_to(pid: int, port: int) -> int:
-    """How many established TCP connections process `pid` holds to `port` (Linux's /proc)."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            remote, state, inode = fields[2], fields[3], fields[9]
-            if state == "01" and int(remote.rsplit(":", 1)[1], 16) == port:  # 01: ESTABLISHED
-                inodes.add(f"socket:[{inode}]")
-    count = 0
-    for descriptor in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{descriptor}") in inodes:
-                count += 1
-        except OSError:
-            continue
-    return count
+    """How many established TCP connections process `pid` holds to `port`."""
+    return sockets_held(pid, tcp_sockets(port, listening=False))

@@ -25,9 +25,8 @@ import pytest
 
 from mps.http.routes import all_routes
 from mps.http.routing import Route
-from tests.conftest import REQUIRE_SERVICES
 from tests.helpers import free_port
-from tests.test_balancer import DEPLOY, JS_MODULE, NGINX, Nginx
+from tests.test_balancer import DEPLOY, Nginx, require_nginx
 
 API = "/api/v1"
 # A value for each path parameter when a route's path is turned into a request's.
@@ -149,39 +148,18 @@ class DroppingNodes:
             writer.close()
 
 
-class _FakeNodesNginx(Nginx):
-    """deploy/nginx.conf, unchanged but for its addresses, in front of the two fake nodes, its
-    third node an address nothing listens on."""
-
-    def __init__(self, folder: Path, nodes: DroppingNodes) -> None:
-        self.folder = folder
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.access_log = folder / "access.log"
-        self.shards_map = folder / "shards.map"
-        self.addresses = [f"127.0.0.1:{port}" for port in nodes.ports]
-        self.addresses.append(f"127.0.0.1:{free_port()}")
-        self.metrics = []
-        self._process = None
-
-
 @pytest.fixture
-def nginx_present() -> None:
-    if not (Path(NGINX).exists() and JS_MODULE.exists()):
-        what = "nginx with its JavaScript module (scripts/services)"
-        if REQUIRE_SERVICES:
-            pytest.fail(f"{what} is required by this test run and is missing")
-        pytest.skip(f"{what} is missing")
-
-
-@pytest.fixture
-async def dropping(tmp_path: Path, nginx_present: None) -> AsyncIterator[tuple[DroppingNodes, str]]:
+async def dropping(tmp_path: Path) -> AsyncIterator[tuple[DroppingNodes, str]]:
     """The fake nodes, dropping the first request, behind a fresh nginx (none of its nodes
     marked failed yet); nginx's URL."""
+    require_nginx()
     nodes = DroppingNodes(drops=1)
     await nodes.start()
     try:
-        with _FakeNodesNginx(tmp_path, nodes) as nginx:
+        # deploy/nginx.conf, unchanged but for its addresses, in front of the two fake nodes,
+        # its third node an address nothing listens on
+        addresses = [f"127.0.0.1:{port}" for port in (*nodes.ports, free_port())]
+        with Nginx(tmp_path, addresses, []) as nginx:
             yield nodes, nginx.url
     finally:
         await nodes.stop()

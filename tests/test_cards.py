@@ -17,9 +17,18 @@ from tests.helpers import (
     assert_refused,
     audit_actions,
     live_session,
+    read_as,
+    read_object,
     sign_up,
 )
-from tests.money import balance, movements, paid_payment, sandbox_key, services, simulate
+from tests.money import (
+    authorize_card,
+    balance,
+    movements,
+    paid_payment,
+    sandbox_key,
+    services,
+)
 
 pytestmark = pytest.mark.both_backends
 
@@ -43,15 +52,7 @@ async def _post(client: TestClient[Any, Any], member: Member, path: str, **body:
 async def _authorize(
     client: TestClient[Any, Any], key: dict[str, str], card_id: str, amount: str, **extra: Any
 ) -> dict[str, Any]:
-    response = await simulate(
-        client,
-        key,
-        "card.authorization",
-        cardId=card_id,
-        amountMinor=amount,
-        currency="USD",
-        **extra,
-    )
+    response = await authorize_card(client, key, card_id, amount, **extra)
     body: dict[str, Any] = await response.json()
     assert response.status == 200, body
     return body
@@ -62,6 +63,12 @@ async def _funded(client: TestClient[Any, Any]) -> tuple[Member, dict[str, str]]
     await paid_payment(client, member, "10000")
     key = await sandbox_key(client, member, "cards:write")
     return member, key
+
+
+async def _issued(client: TestClient[Any, Any]) -> tuple[Member, dict[str, Any]]:
+    """A member of a company with 100.00 USD paid in, and a card of 30.00 issued to them."""
+    member, _ = await _funded(client)
+    return member, await _card(client, member)
 
 
 async def test_a_card_is_issued_funded_from_the_wallet_and_shows_only_its_last_four(
@@ -87,15 +94,10 @@ async def test_a_card_is_issued_funded_from_the_wallet_and_shows_only_its_last_f
 async def test_details_show_a_luhn_valid_number_and_are_audited(
     client: TestClient[Any, Any],
 ) -> None:
-    member, _ = await _funded(client)
-    card = await _card(client, member)
+    member, card = await _issued(client)
 
-    response = await client.get(
-        f"/api/v1/merchant/cards/{card['id']}/details", headers=member.headers
-    )
+    details = await read_as(client, member, f"/api/v1/merchant/cards/{card['id']}/details")
 
-    details = await response.json()
-    assert response.status == 200, details
     assert luhn_valid(details["number"]) and details["number"].startswith("400000")
     assert details["number"].endswith(card["last4"]) and len(details["cvc"]) == 3
     actions = await audit_actions(client, member)
@@ -105,8 +107,7 @@ async def test_details_show_a_luhn_valid_number_and_are_audited(
 async def test_funding_beyond_the_wallet_is_409_and_withdrawal_beyond_the_card_too(
     client: TestClient[Any, Any],
 ) -> None:
-    member, _ = await _funded(client)
-    card = await _card(client, member)
+    member, card = await _issued(client)
 
     too_much = await _post(client, member, f"/merchant/cards/{card['id']}/fund", amountMinor="7001")
     funded = await _post(client, member, f"/merchant/cards/{card['id']}/fund", amountMinor="7000")
@@ -158,8 +159,7 @@ async def test_authorizations_are_approved_or_declined_with_their_reasons(
         "category_blocked",
         "card_frozen",
     ]
-    got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=member.headers)
-    assert (await got.json())["balanceMinor"] == "2200"
+    assert (await read_object(client, member, "cards", card["id"]))["balanceMinor"] == "2200"
     listed = await client.get(
         f"/api/v1/merchant/cards/{card['id']}/transactions", headers=member.headers
     )
@@ -179,15 +179,13 @@ async def test_concurrent_authorizations_never_take_the_card_below_zero(
     assert {a["object"]["declineReason"] for a in answers if not a["object"]["approved"]} == {
         "insufficient_funds"
     }
-    got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=member.headers)
-    assert (await got.json())["balanceMinor"] == "0"
+    assert (await read_object(client, member, "cards", card["id"]))["balanceMinor"] == "0"
 
 
 async def test_terminating_returns_the_balance_to_the_wallet_for_good(
     client: TestClient[Any, Any],
 ) -> None:
-    member, _ = await _funded(client)
-    card = await _card(client, member)
+    member, card = await _issued(client)
 
     terminated = await _post(client, member, f"/merchant/cards/{card['id']}/terminate")
     again = await _post(client, member, f"/merchant/cards/{card['id']}/unfreeze")
@@ -254,8 +252,7 @@ async def test_another_companys_cards_are_not_found(client: TestClient[Any, Any]
 
 
 async def test_a_live_session_sees_no_test_card(client: TestClient[Any, Any]) -> None:
-    member, _ = await _funded(client)
-    card = await _card(client, member)
+    member, card = await _issued(client)
     live = await live_session(client, member)
 
     got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=live.headers)

@@ -38,10 +38,17 @@ from aiohttp.test_utils import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import Clock
-from tests.helpers import Member, answered, sign_in, sign_up
-from tests.money import balance, every_item, paid_payment, sandbox_key, simulate
-from tests.properties import answer, assert_ledger_balanced, example_app, examples, run_steps
+from tests.helpers import Member, answered, post_as, sign_in, sign_up
+from tests.money import authorize_card, balance, every_item, paid_payment, sandbox_key
+from tests.properties import (
+    Advance,
+    Example,
+    answer,
+    assert_ledger_balanced,
+    example_app,
+    examples,
+    run_steps,
+)
 
 PAID_IN = 100_000
 GAMBLING = "betting_casino_gambling"
@@ -82,11 +89,6 @@ class Authorize:
 class Change:
     card: int
     action: str  # freeze, unfreeze or terminate
-
-
-@dataclass(frozen=True)
-class Advance:
-    seconds: int
 
 
 Operation = Issue | Fund | Withdraw | Authorize | Change | Advance
@@ -166,13 +168,9 @@ def _window_start(interval: str, now: datetime) -> datetime | None:
 
 
 @dataclass
-class Run:
+class Run(Example):
     """One example's app, what it has made so far, and what it should hold."""
 
-    client: TestClient[Any, Any]
-    clock: Clock
-    member: Member
-    key: dict[str, str]
     cards: list[Model] = field(default_factory=list)
 
     @property
@@ -243,15 +241,7 @@ async def _money(run: Run, model: Model, op: Fund | Withdraw) -> None:
 async def _authorize(run: Run, model: Model, op: Authorize) -> None:
     before = (await _card(run, model.id))["balanceMinor"], (await balance(run.client, run.member))
     extra = {"merchantCategory": GAMBLING} if op.gambling else {}
-    response = await simulate(
-        run.client,
-        run.key,
-        "card.authorization",
-        cardId=model.id,
-        amountMinor=str(op.amount),
-        currency="USD",
-        **extra,
-    )
+    response = await authorize_card(run.client, run.key, model.id, str(op.amount), **extra)
     body = await answer(response, {200: None}, op)
     shown = body["object"]
     expected = model.decline(op.amount, op.gambling, run.clock())
@@ -377,15 +367,10 @@ async def _limited_card(
     member = await sign_up(client)
     await paid_payment(client, member, "10000")
     key = await sandbox_key(client, member, "cards:write")
-    response = await client.post(
-        "/api/v1/merchant/cards",
-        json={
-            "cardholderName": "A",
-            "currency": "USD",
-            "initialFundingMinor": "10000",
-            "controls": {"spendingLimits": [{"amountMinor": limit, "interval": interval}]},
-        },
-        headers=member.headers,
+    controls = {"spendingLimits": [{"amountMinor": limit, "interval": interval}]}
+    body = {"cardholderName": "A", "currency": "USD", "initialFundingMinor": "10000"}
+    response = await post_as(
+        client, member, "/api/v1/merchant/cards", {**body, "controls": controls}
     )
     card: dict[str, Any] = await response.json()
     assert response.status == 201, card
@@ -396,9 +381,7 @@ async def _at_once(
     client: TestClient[Any, Any], key: dict[str, str], card_id: str, count: int, amount: str
 ) -> list[dict[str, Any]]:
     async def one() -> dict[str, Any]:
-        response = await simulate(
-            client, key, "card.authorization", cardId=card_id, amountMinor=amount, currency="USD"
-        )
+        response = await authorize_card(client, key, card_id, amount)
         body: dict[str, Any] = await response.json()
         assert response.status == 200, body
         shown: dict[str, Any] = body["object"]
@@ -408,39 +391,29 @@ async def _at_once(
 
 
 @pytest.mark.both_backends
-async def test_a_daily_limit_binds_exactly_under_100_concurrent_authorizations(
-    client: TestClient[Any, Any],
+@pytest.mark.parametrize(
+    ("limit", "interval", "approved"),
+    [("3000", "daily", 30), ("99", "per_transaction", 0)],
+    ids=["a_daily_limit_approves_until_it_is_spent", "a_per_transaction_limit_below_declines_all"],
+)
+async def test_a_spending_limit_binds_exactly_under_100_concurrent_authorizations(
+    client: TestClient[Any, Any], limit: str, interval: str, approved: int
 ) -> None:
-    member, key, card = await _limited_card(client, "3000", "daily")
+    member, key, card = await _limited_card(client, limit, interval)
 
     answers = await _at_once(client, key, card["id"], 100, "100")
 
-    approved = [a for a in answers if a["approved"]]
-    declined = [a for a in answers if not a["approved"]]
-    assert len(approved) == 30
-    assert sum(int(a["amountMinor"]) for a in approved) == 3000
-    assert {a["declineReason"] for a in declined} == {"spending_limit"}
+    spent = 100 * approved
+    assert [a["approved"] for a in answers].count(True) == approved
+    assert sum(int(a["amountMinor"]) for a in answers if a["approved"]) == spent
+    assert {a["declineReason"] for a in answers if not a["approved"]} == {"spending_limit"}
     got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=member.headers)
-    assert (await got.json())["balanceMinor"] == "7000"
+    assert (await got.json())["balanceMinor"] == str(10_000 - spent)
     listed = await client.get(
         f"/api/v1/merchant/cards/{card['id']}/transactions",
         params={"limit": "100"},
         headers=member.headers,
     )
     stored = (await listed.json())["data"]
-    assert sum(int(a["amountMinor"]) for a in stored if a["approved"]) == 3000
+    assert sum(int(a["amountMinor"]) for a in stored if a["approved"]) == spent
     assert await balance(client, member) == {"available": 0, "pending": 0, "reserved": 0}
-
-
-@pytest.mark.both_backends
-async def test_a_per_transaction_limit_below_the_amount_declines_every_concurrent_authorization(
-    client: TestClient[Any, Any],
-) -> None:
-    member, key, card = await _limited_card(client, "99", "per_transaction")
-
-    answers = await _at_once(client, key, card["id"], 100, "100")
-
-    assert [a["approved"] for a in answers] == [False] * 100
-    assert {a["declineReason"] for a in answers} == {"spending_limit"}
-    got = await client.get(f"/api/v1/merchant/cards/{card['id']}", headers=member.headers)
-    assert (await got.json())["balanceMinor"] == "10000"

@@ -131,10 +131,9 @@ async def test_each_transition_writes_its_event_with_the_payment(
 
 
 async def test_multi_use_link_creates_paid_children_and_stays_pending(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     # given
-    member = await sign_up(client)
     link = await create_payment(
         client,
         member,
@@ -166,10 +165,9 @@ async def test_multi_use_link_creates_paid_children_and_stays_pending(
 
 
 async def test_customers_are_derived_from_payments_and_checkout(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     # given a payment naming a customer and a checkout email naming another
-    member = await sign_up(client)
     named = await create_payment(
         client, member, amountMinor="1000", customerEmail="ann@example.com"
     )
@@ -249,10 +247,11 @@ async def test_public_routes_ignore_an_unrelated_authorization_header(
     assert page.status == 200
 
 
-async def test_events_are_kept_for_thirty_days(client: TestClient[Any, Any], clock: Any) -> None:
+async def test_events_are_kept_for_thirty_days(
+    client: TestClient[Any, Any], member: Member, clock: Any
+) -> None:
     from mps.actors.schedulers.housekeeping import Housekeeping
 
-    member = await sign_up(client)
     await create_payment(client, member)
     keeper = Housekeeping(client.app[SERVICES].actors, 600)
 
@@ -267,9 +266,8 @@ async def test_events_are_kept_for_thirty_days(client: TestClient[Any, Any], clo
 
 
 async def test_the_success_url_keeps_its_own_query_and_names_a_link_s_paid_child(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
     link = await create_payment(
         client, member, allowMultiplePayments=True, successUrl="https://shop.test/ok?order=7"
     )

@@ -7,20 +7,18 @@ payment actor's turn, and a cancel or an expiry meeting it still leaves exactly 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import orjson
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.adapters.processor import CardInput, SimulatorProcessor
-from mps.bootstrap import Overrides
 from mps.persistence.database import Database, Fences, UnitOutcome
 from mps.persistence.statements import Row, WriteUnit
 from tests.conftest import Clock
-from tests.fakes import WrappedDatabase, wait_until
+from tests.fakes import Serving, WrappedDatabase, app_database, wait_until
 from tests.helpers import (
     TEST_CARD,
     Member,
@@ -81,25 +79,8 @@ def processor() -> TestProcessor:
 
 
 @pytest.fixture
-def databases() -> list[BookingFails]:
-    return []
-
-
-@pytest.fixture
-async def shop(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-    processor: TestProcessor,
-    databases: list[BookingFails],
-) -> TestClient[Any, Any]:
-    def wrap(real: Database) -> Database:
-        databases.append(BookingFails(real))
-        return databases[-1]
-
-    app = make_app(Overrides(clock=clock, test_processor=processor, wrap_database=wrap))
-    client: TestClient[Any, Any] = await aiohttp_client(app)
-    return client
+async def shop(serving: Serving, processor: TestProcessor) -> TestClient[Any, Any]:
+    return await serving.paying_through(processor, BookingFails)
 
 
 async def _pay(
@@ -116,11 +97,12 @@ async def _pay(
 
 
 async def _booking_fails(
-    shop: TestClient[Any, Any], database: BookingFails, lands: bool = False
+    shop: TestClient[Any, Any], lands: bool = False
 ) -> tuple[Member, dict[str, Any]]:
-    """A new member's payment of 2500, and the database armed to fail the commit that books
-    its approval: before writing it, or (`lands`) after."""
+    """A new member's payment of 2500, and the app's database armed to fail the commit that
+    books its approval: before writing it, or (`lands`) after."""
     member, payment = await pending_payment(shop, amountMinor="2500")
+    database = app_database(shop, BookingFails)
     database.armed, database.lands = True, lands
     return member, payment
 
@@ -177,11 +159,10 @@ async def test_the_simulator_recalls_nothing_for_a_key_it_never_took_and_then_re
 async def test_a_retry_under_the_same_key_after_the_booking_failed_charges_the_card_once(
     shop: TestClient[Any, Any],
     processor: TestProcessor,
-    databases: list[BookingFails],
     lands: bool,
 ) -> None:
     # given a payment, and a database that fails the commit booking the approval
-    member, payment = await _booking_fails(shop, databases[0], lands)
+    member, payment = await _booking_fails(shop, lands)
     key = {"Idempotency-Key": "pay-once-1"}
 
     # when the shopper's checkout is approved but not booked, and the shopper retries
@@ -201,10 +182,10 @@ async def test_a_retry_under_the_same_key_after_the_booking_failed_charges_the_c
 
 
 async def test_a_retry_without_a_key_after_the_booking_failed_books_the_first_charge_only(
-    shop: TestClient[Any, Any], processor: TestProcessor, databases: list[BookingFails]
+    shop: TestClient[Any, Any], processor: TestProcessor
 ) -> None:
     # given a payment, and a database that fails the commit booking the approval
-    member, payment = await _booking_fails(shop, databases[0])
+    member, payment = await _booking_fails(shop)
 
     # when the shopper's checkout is approved but not booked, and the shopper pays again
     lost = await _pay(shop, payment["reference"])
@@ -223,11 +204,10 @@ async def test_a_retry_without_a_key_after_the_booking_failed_books_the_first_ch
 async def test_an_approval_nobody_retries_is_booked_once_by_the_sweep(
     shop: TestClient[Any, Any],
     processor: TestProcessor,
-    databases: list[BookingFails],
     clock: Clock,
 ) -> None:
     # given an approval whose booking failed, and a shopper who never comes back
-    member, payment = await _booking_fails(shop, databases[0])
+    member, payment = await _booking_fails(shop)
     lost = await _pay(shop, payment["reference"])
     assert lost.status == 503
 
@@ -329,7 +309,6 @@ async def test_a_forced_expiry_during_a_held_authorization_is_409_and_the_paymen
 async def test_a_due_expiry_waits_for_the_authorization_in_flight_and_wins_only_if_declined(
     shop: TestClient[Any, Any],
     processor: TestProcessor,
-    databases: list[BookingFails],
     clock: Clock,
     card: str,
     status: int,
@@ -343,8 +322,9 @@ async def test_a_due_expiry_waits_for_the_authorization_in_flight_and_wins_only_
 
     # when its expiry passes, and the scheduler has made a whole pass since
     clock.advance(seconds=120)
-    passes = databases[0].expiry_passes
-    await wait_until(lambda: databases[0].expiry_passes >= passes + 2)
+    database = app_database(shop, BookingFails)
+    passes = database.expiry_passes
+    await wait_until(lambda: database.expiry_passes >= passes + 2)
 
     # then the payment waited for the card's answer; the answer decides, the expiry follows a
     # decline
@@ -361,7 +341,7 @@ async def test_a_due_expiry_waits_for_the_authorization_in_flight_and_wins_only_
 
 
 async def test_a_second_checkout_in_flight_joins_it_under_the_same_key_and_is_409_without(
-    shop: TestClient[Any, Any], processor: TestProcessor, databases: list[BookingFails]
+    shop: TestClient[Any, Any], processor: TestProcessor
 ) -> None:
     # given a payment whose checkout's authorization, sent with an Idempotency-Key, is held
     member, payment = await pending_payment(shop)

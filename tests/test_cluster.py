@@ -10,7 +10,7 @@ import functools
 import inspect
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +20,10 @@ import pytest
 
 from mps.auth.credentials import Credentials
 from mps.domain.shards import SHARD_COUNT, shard_of
-from tests.cluster import LocalCluster, NodeMember, sign_up_on
+from tests.cluster import LocalCluster, NodeMember, company_and_its_owner, sign_up_on
 from tests.conftest import PG_URL
 from tests.fakes import wait_until
-from tests.helpers import eventually
+from tests.helpers import TEST_CARD, eventually
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
@@ -42,19 +42,6 @@ FINAL_EVENT = {
 REVOCATION_PATIENCE: float = (
     inspect.signature(Credentials).parameters["revalidate_after"].default / 3
 )
-
-
-@pytest.fixture
-def three_nodes(tmp_path: Path, empty_database_url: str, amqp_url: str) -> Iterator[LocalCluster]:
-    with LocalCluster(tmp_path, 3, empty_database_url, amqp_url) as cluster:
-        cluster.wait_balanced()
-        yield cluster
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=40)) as session:
-        yield session
 
 
 class Db:
@@ -99,9 +86,7 @@ async def test_any_node_serves_any_company_the_same_answer(
 ) -> None:
     # given a company whose shard one node owns
     urls = three_nodes.urls()
-    member = await sign_up_on(http, urls[0], "ann@example.com")
-    owner = three_nodes.owner_of(member.company)
-    others = [i for i in range(3) if i != owner]
+    member, owner, others = await company_and_its_owner(three_nodes, http, "ann@example.com")
 
     # when the same payment is created through its owner and through both other nodes
     answers = []
@@ -209,7 +194,6 @@ async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one
         assert r.status == 201, await r.text()
         key = (await r.json())["key"]
     db = Db(empty_database_url)
-    card = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
     for attempt in range(6):
         async with http.post(
             f"{urls[attempt % 3]}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
@@ -221,7 +205,7 @@ async def test_checkout_cancel_and_expiry_racing_on_different_nodes_end_with_one
         racing = [
             http.post(
                 f"{urls[attempt % 3]}{API}/checkout/{payment['reference']}/pay",
-                json={"card": card},
+                json={"card": TEST_CARD},
             ),
             http.post(
                 f"{urls[(attempt + 1) % 3]}{API}/merchant/payments/{payment['id']}/cancel",
@@ -254,9 +238,7 @@ async def test_the_shards_of_a_killed_node_move_and_every_acknowledged_create_is
     three_nodes: LocalCluster, http: aiohttp.ClientSession, empty_database_url: str
 ) -> None:
     urls = three_nodes.urls()
-    member = await sign_up_on(http, urls[0], "eve@example.com")
-    owner = three_nodes.owner_of(member.company)
-    others = [i for i in range(3) if i != owner]
+    member, owner, others = await company_and_its_owner(three_nodes, http, "eve@example.com")
     acknowledged: list[str] = []
     refused: list[int] = []
     stop = asyncio.Event()
@@ -308,9 +290,7 @@ async def test_a_paused_owner_loses_its_shards_and_none_of_its_late_writes_commi
 ) -> None:
     urls = three_nodes.urls()
     db = Db(empty_database_url)
-    member = await sign_up_on(http, urls[0], "fay@example.com")
-    owner = three_nodes.owner_of(member.company)
-    others = [i for i in range(3) if i != owner]
+    member, owner, others = await company_and_its_owner(three_nodes, http, "fay@example.com")
     shard = shard_of(member.company)
     [[epoch_before]] = await db.fetch("SELECT epoch FROM shard_epochs WHERE shard = $1", shard)
     headers = member.headers(**{"Idempotency-Key": "paused-1"})
@@ -463,9 +443,7 @@ async def test_payments_that_fall_due_while_their_owner_is_down_are_expired_by_t
 ) -> None:
     urls = three_nodes.urls()
     db = Db(empty_database_url)
-    member = await sign_up_on(http, urls[0], "hal@example.com")
-    owner = three_nodes.owner_of(member.company)
-    others = [i for i in range(3) if i != owner]
+    member, owner, others = await company_and_its_owner(three_nodes, http, "hal@example.com")
     async with http.post(
         f"{urls[owner]}{API}/merchant/payments", json=AMOUNT, headers=member.headers()
     ) as r:
@@ -507,9 +485,8 @@ async def test_refunds_sent_to_every_node_at_once_never_exceed_the_payment(
         headers=member.headers(),
     ) as r:
         payment = await r.json()
-    card = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
     async with http.post(
-        f"{urls[2]}{API}/checkout/{payment['reference']}/pay", json={"card": card}
+        f"{urls[2]}{API}/checkout/{payment['reference']}/pay", json={"card": TEST_CARD}
     ) as r:
         assert r.status == 200, await r.text()
 
@@ -544,9 +521,8 @@ async def test_a_kyc_upload_through_any_node_is_stored_by_the_owner_and_reviewed
     with LocalCluster(tmp_path, 3, empty_database_url, amqp_url, env=shared) as cluster:
         cluster.wait_balanced()
         urls = cluster.urls()
-        member = await sign_up_on(http, urls[0], "kyc@example.com")
-        owner = cluster.owner_of(member.company)
-        first, second = (urls[i] for i in range(3) if i != owner)
+        member, _, others = await company_and_its_owner(cluster, http, "kyc@example.com")
+        first, second = (urls[i] for i in others)
         async with http.post(
             f"{first}{API}/auth/session/mode", json={"mode": "live"}, headers=member.headers()
         ) as r:

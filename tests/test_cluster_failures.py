@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -28,7 +28,7 @@ from mps.cluster.membership import Heartbeat, Membership
 from mps.cluster.node import ClusterNode
 from mps.cluster.timings import ClusterTimings
 from mps.domain.shards import shard_of
-from tests.cluster import LocalCluster, sign_up_on
+from tests.cluster import LocalCluster, company_and_its_owner, sign_up_on
 from tests.helpers import eventually
 
 API = "/api/v1"
@@ -133,27 +133,13 @@ async def _sample(http: aiohttp.ClientSession, base: str, name: str, **labels: s
     return None
 
 
-@pytest.fixture
-def three_nodes(tmp_path: Path, empty_database_url: str, amqp_url: str) -> Iterator[LocalCluster]:
-    with LocalCluster(tmp_path, 3, empty_database_url, amqp_url) as cluster:
-        cluster.wait_balanced()
-        yield cluster
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as session:
-        yield session
-
-
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_paused_owner_is_logged_lost_and_a_request_passed_to_it_is_answered_503_early(
     three_nodes: LocalCluster, http: aiohttp.ClientSession
 ) -> None:
     urls = three_nodes.urls()
-    member = await sign_up_on(http, urls[0], "hal@example.com")
-    owner = three_nodes.owner_of(member.company)
-    survivor = next(i for i in range(3) if i != owner)
+    member, owner, others = await company_and_its_owner(three_nodes, http, "hal@example.com")
+    survivor = others[0]
     lost = f"node{owner + 1}"
     address = f"127.0.0.1:{three_nodes.peer_ports[owner]}"
     headers = member.headers(**{"Idempotency-Key": "hung-owner-1"})

@@ -44,11 +44,10 @@ from tests.cluster import (
     serve_passed_requests,
     sign_up_on,
 )
-from tests.helpers import assert_envelope
+from tests.helpers import TEST_CARD, assert_envelope
 
 API = "/api/v1"
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
-CARD = {"number": "4242424242424242", "expMonth": 12, "expYear": 2099, "cvc": "123"}
 # Every limit is a tenth of its usual count on the module's cluster (MPS_RATE_LIMIT_SCALE).
 SCALE = 0.1
 STANDARD_LIMIT = 60  # per user, across the cluster: 600 a minute, scaled
@@ -437,14 +436,14 @@ async def test_checkout_pays_passed_to_the_owner_count_each_shopper_address_on_i
     async with client_at("127.0.0.2") as first_shopper:
         answered: list[int] = []
         while len(answered) <= CHECKOUT_LIMIT:
-            async with first_shopper.post(pay, json={"card": CARD}) as r:
+            async with first_shopper.post(pay, json={"card": TEST_CARD}) as r:
                 answered.append(r.status)
                 if r.status == 429:
                     break
     # and then another shopper pays through the same node
     async with (
         client_at("127.0.0.3") as second_shopper,
-        second_shopper.post(pay, json={"card": CARD}) as r,
+        second_shopper.post(pay, json={"card": TEST_CARD}) as r,
     ):
         second = r.status
         second_limit = r.headers.get("RateLimit")

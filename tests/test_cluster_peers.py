@@ -11,29 +11,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypeVar
 
 import aiohttp
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.cluster.forwarding import PEER_SIGNATURE
 from mps.cluster.node import ClusterNode
 from mps.cluster.peers import REFUSED
 from mps.http.keys import SERVICES
-from tests.cluster import (
-    CLUSTER_SECRET,
-    ENCRYPTION_KEY,
-    SESSION_SECRET,
-    LocalCluster,
-    in_halves,
-    serve_passed_requests,
-    sign_up_on,
-)
+from tests.cluster import LocalCluster, sign_up_on
 from tests.helpers import Member, eventually
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -64,50 +53,23 @@ class OwnerAndAsker:
 
 @pytest.fixture
 async def owner_and_asker(
-    tmp_path: Path,
-    database_url: str,
-    amqp_url: str,
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-) -> AsyncIterator[OwnerAndAsker]:
-    owner = LocalCluster(tmp_path, 1, database_url, amqp_url)
-    await asyncio.to_thread(owner.__enter__)
-    asker: TestClient[Any, Any] | None = None
-    try:
-        asker = await aiohttp_client(
-            make_app(
-                broker_url=amqp_url,
-                cluster_name=owner.name,
-                node_id=f"{owner.name}-asker",
-                session_secret=SESSION_SECRET.encode(),
-                encryption_key=ENCRYPTION_KEY.encode(),
-                cluster_secret=CLUSTER_SECRET.encode(),
-                rate_limit_scale=0.0,
-            )
-        )
-        await serve_passed_requests(asker)
-        node = asker.app[SERVICES].cluster
-        assert node is not None
+    node_and_one_beside: tuple[LocalCluster, TestClient[Any, Any]],
+) -> OwnerAndAsker:
+    owner, asker = node_and_one_beside
+    node = asker.app[SERVICES].cluster
+    assert node is not None
+    async with aiohttp.ClientSession() as http:
+        # Signing up through a node puts the company in one of that node's shards.
+        member = await sign_up_on(http, owner.urls()[0], "peers@example.com")
+        token, company = member.token, member.company
+    assert not node.router.owns(company)
 
-        await eventually(
-            lambda: in_halves(node, owner), within=30, what="the two nodes share the shards"
-        )
-        async with aiohttp.ClientSession() as http:
-            # Signing up through a node puts the company in one of that node's shards.
-            member = await sign_up_on(http, owner.urls()[0], "peers@example.com")
-            token, company = member.token, member.company
-        assert not node.router.owns(company)
+    async def owner_heard() -> bool:
+        index = node.router.index(company)
+        return node.membership.peer_of(index, time.monotonic()) is not None
 
-        async def owner_heard() -> bool:
-            index = node.router.index(company)
-            return node.membership.peer_of(index, time.monotonic()) is not None
-
-        await eventually(owner_heard, within=10, what="the owner's peer listener is known")
-        yield OwnerAndAsker(owner, asker, Member(token, company, "", "peers@example.com"))
-    finally:
-        if asker is not None:
-            await asker.close()
-        await asyncio.to_thread(owner.__exit__, None, None, None)
+    await eventually(owner_heard, within=10, what="the owner's peer listener is known")
+    return OwnerAndAsker(owner, asker, Member(token, company, "", "peers@example.com"))
 
 
 def bytes_waiting_at(port: int) -> int:

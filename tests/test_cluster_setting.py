@@ -4,8 +4,6 @@ needs an AMQP broker and is refused without one."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +17,7 @@ from mps.config import ConfigError, Settings, load_settings
 from mps.domain.clock import utcnow
 from mps.http.keys import SERVICES
 from tests.cluster import delete_cluster_queues, new_cluster_name
-from tests.server import RUN_PY, server_environment
+from tests.server import run_py
 
 AMQP = "amqp://guest:guest@127.0.0.1:5672/"
 
@@ -81,14 +79,8 @@ def test_settings_made_by_hand_without_the_setting_are_a_cluster_exactly_on_amqp
 
 def test_run_py_refuses_a_cluster_without_an_amqp_broker_in_one_line(tmp_path: Path) -> None:
     # when
-    refused = subprocess.run(
-        [sys.executable, str(RUN_PY)],
-        cwd=tmp_path,
-        env=server_environment({"MPS_DATA_DIR": str(tmp_path / "data"), "MPS_CLUSTER": "on"}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    refused = run_py(
+        cwd=tmp_path, env={"MPS_DATA_DIR": str(tmp_path / "data"), "MPS_CLUSTER": "on"}
     )
 
     # then

@@ -3,17 +3,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, fields, replace
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.actors.company import Balances, CompanyActor
 from mps.actors.directory import ActorDirectory
-from mps.config import Settings
 from mps.domain.ledger import Balance
 from mps.errors import NotFound
 from mps.persistence import approval_store, audit_store, invoice_store, payout_store, team_store
@@ -25,19 +23,8 @@ from tests.fakes import SlowDatabase
 from tests.helpers import Member, add_member, answered, create_invoice, created, sign_up
 from tests.money import ACCOUNT, balance, paid_payment, services
 
-pytestmark = pytest.mark.both_backends
-
-
-@pytest.fixture
-async def client(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application]
-) -> TestClient[Any, Any]:
-    """The app with its background passes (money's due work, the reconciliation, expiry...)
-    slowed to once an hour after their first, so that only the test moves money: a pass running
-    beside the test's reads could change a balance between two of them."""
-    slow = {f.name: 3600.0 for f in fields(Settings) if f.name.endswith("_interval")}
-    result: TestClient[Any, Any] = await aiohttp_client(make_app(**slow))
-    return result
+# Only the test moves money: a background pass beside its reads could change a balance.
+pytestmark = [pytest.mark.both_backends, pytest.mark.slowed_passes]
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,12 @@ from mps.domain.company import Company
 from mps.domain.scopes import OWNER_ROLE
 from mps.errors import NotFound
 from mps.persistence.database import Database, IntegrityConflict
+from tests.actors import KEYRING, PUBLIC_URL
 from tests.fakes import RefusingDatabase
 
 pytestmark = pytest.mark.both_backends
 
 PATIENCE = 60.0
-PUBLIC_URL = "http://127.0.0.1:8080"
-KEYRING = Keyring(
-    session_secret=b"company-actor-session-secret-0123456789",
-    encryption_key=b"company-actor-encryption-key-0123456789",
-)
 
 
 class FlakyClock:
@@ -51,34 +47,9 @@ class FlakyClock:
 
 
 @pytest.fixture
-def faulty(database: Database) -> RefusingDatabase:
-    return RefusingDatabase(database)
-
-
-@pytest.fixture
-def flaky_clock(clock: Clock) -> FlakyClock:
+def clock(clock: Clock) -> FlakyClock:
+    """The test clock, able to fail once here: the actors of `context` read it."""
     return FlakyClock(clock)
-
-
-@pytest.fixture
-async def context(
-    database: Database, faulty: RefusingDatabase, flaky_clock: FlakyClock
-) -> AsyncIterator[ActorContext]:
-    persistence: ActorRef[PersistenceActor] = PersistenceActor.start(faulty)
-    yield ActorContext(database, persistence, flaky_clock)
-    await stop(persistence)
-
-
-@pytest.fixture
-async def companies(context: ActorContext) -> AsyncIterator[ActorDirectory[str, CompanyActor]]:
-    directory: ActorDirectory[str, CompanyActor] = ActorDirectory(
-        "company",
-        lambda company_id: CompanyActor(company_id, context, KEYRING, public_url=PUBLIC_URL),
-        capacity=10,
-        idle_after=300.0,
-    )
-    yield directory
-    await directory.close()
 
 
 @pytest.fixture
@@ -135,11 +106,11 @@ async def test_company_actor_applies_settings_in_order_when_a_thousand_arrive_at
 
 async def test_create_company_leaves_no_row_when_its_unit_fails_part_way(
     database: Database,
-    faulty: RefusingDatabase,
+    refusing: RefusingDatabase,
     companies: ActorDirectory[str, CompanyActor],
 ) -> None:
     # given: the unit writing company, owner and membership is rejected after all three ran
-    faulty.refuse = lambda _unit: True
+    refusing.refuse = lambda _unit: True
 
     # when
     with pytest.raises(IntegrityConflict):
@@ -160,7 +131,7 @@ async def test_create_company_leaves_no_row_when_its_unit_fails_part_way(
 
 async def test_company_actor_keeps_the_committed_snapshot_when_a_command_crashes_before_commit(
     database: Database,
-    flaky_clock: FlakyClock,
+    clock: FlakyClock,
     companies: ActorDirectory[str, CompanyActor],
 ) -> None:
     # given
@@ -170,7 +141,7 @@ async def test_company_actor_keeps_the_committed_snapshot_when_a_command_crashes
     )
 
     # when: the new settings are computed, then the command fails before they are committed
-    flaky_clock.fail_next = True
+    clock.fail_next = True
     with pytest.raises(OSError, match="unreadable"):
         await companies.ask(
             "cmp_crash", UpdateSettings(mode="test", changes={"payout_schedule": "daily"})

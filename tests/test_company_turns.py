@@ -27,9 +27,7 @@ from mps.actors.company import (
 )
 from mps.actors.context import ActorContext
 from mps.actors.directory import ActorDirectory
-from mps.actors.persistence import PersistenceActor
 from mps.actors.runtime import ActorRef, ask, stop
-from mps.auth.keyring import Keyring
 from mps.bootstrap import Overrides
 from mps.domain import audit as chain
 from mps.domain.approvals import ApprovalRequest, Policy
@@ -39,6 +37,7 @@ from mps.persistence.approval_store import VotesShort, approved_by_votes
 from mps.persistence.database import Database, Fences, IntegrityConflict, UnitOutcome
 from mps.persistence.queries.team import audit_chain
 from mps.persistence.statements import WriteUnit
+from tests.actors import KEYRING, PUBLIC_URL
 from tests.conftest import Clock
 from tests.fakes import RecordingDatabase, RefusingDatabase, wait_until
 from tests.helpers import sign_up
@@ -49,11 +48,6 @@ pytestmark = pytest.mark.both_backends
 PATIENCE = 30.0
 VOTERS = ("ada@example.com", "bea@example.com")
 REFUND_SCOPES = frozenset({"refunds:write"})
-PUBLIC_URL = "http://127.0.0.1:8080"
-KEYRING = Keyring(
-    session_secret=b"company-turns-session-secret-0123456789",
-    encryption_key=b"company-turns-encryption-key-0123456789",
-)
 
 
 class SlowRecordingDatabase(RecordingDatabase):
@@ -91,32 +85,6 @@ async def _launched(
 
 def _records(action: str) -> Callable[[WriteUnit], bool]:
     return lambda unit: any(action in st.params for st in unit if "audit_entries" in st.sql)
-
-
-@pytest.fixture
-def refusing(database: Database) -> RefusingDatabase:
-    return RefusingDatabase(database)
-
-
-@pytest.fixture
-async def context(
-    database: Database, refusing: RefusingDatabase, clock: Clock
-) -> AsyncIterator[ActorContext]:
-    persistence: ActorRef[PersistenceActor] = PersistenceActor.start(refusing)
-    yield ActorContext(database, persistence, clock)
-    await stop(persistence)
-
-
-@pytest.fixture
-async def companies(context: ActorContext) -> AsyncIterator[ActorDirectory[str, CompanyActor]]:
-    directory: ActorDirectory[str, CompanyActor] = ActorDirectory(
-        "company",
-        lambda company_id: CompanyActor(company_id, context, KEYRING, public_url=PUBLIC_URL),
-        capacity=10,
-        idle_after=300.0,
-    )
-    yield directory
-    await directory.close()
 
 
 def _create() -> CreateCompany:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import stat
@@ -11,14 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.bootstrap import build_app
 from mps.cluster.timings import ClusterTimings
 from mps.config import ConfigError, load_settings
-from mps.http.keys import SERVICES
-from tests.cluster import delete_cluster_queues, new_cluster_name
+from tests.cluster import OwnClusterNode
 from tests.helpers import eventually, production_env, sign_up
 from tests.setting_names import settings_the_service_reads
 
@@ -92,12 +89,6 @@ def test_rate_limit_scale_comes_from_the_option_or_the_environment(tmp_path: Pat
     assert load_settings(["--rate-limit-scale", "10"], env).rate_limit_scale == 10
 
 
-@pytest.mark.parametrize("value", ["-1", "fast", "nan", "inf"])
-def test_rate_limit_scale_must_be_a_number_zero_or_more(tmp_path: Path, value: str) -> None:
-    with pytest.raises(ConfigError, match="MPS_RATE_LIMIT_SCALE"):
-        load_settings([], {"MPS_DATA_DIR": str(tmp_path), "MPS_RATE_LIMIT_SCALE": value})
-
-
 def test_webhook_concurrency_per_endpoint_comes_from_the_environment(tmp_path: Path) -> None:
     env = {"MPS_DATA_DIR": str(tmp_path), "MPS_WEBHOOK_CONCURRENCY": "4"}
 
@@ -105,12 +96,23 @@ def test_webhook_concurrency_per_endpoint_comes_from_the_environment(tmp_path: P
     assert load_settings([], env).webhook_concurrency == 4
 
 
-@pytest.mark.parametrize("value", ["0", "-1", "2.5", "many", "257"])
-def test_webhook_concurrency_must_be_a_whole_number_from_1_to_256(
-    tmp_path: Path, value: str
+# Each numeric setting and values outside what it takes.
+OUT_OF_RANGE = [
+    # a number zero or more
+    *(("MPS_RATE_LIMIT_SCALE", value) for value in ("-1", "fast", "nan", "inf")),
+    # a whole number from 1 to 256
+    *(("MPS_WEBHOOK_CONCURRENCY", value) for value in ("0", "-1", "2.5", "many", "257")),
+    # a whole number from 0 to a million, in ASCII digits
+    *(("MPS_MAX_IN_FLIGHT", value) for value in ("-1", "2.5", "many", "1000001", "١٢")),
+]
+
+
+@pytest.mark.parametrize(("variable", "value"), OUT_OF_RANGE)
+def test_a_numeric_setting_outside_what_it_takes_is_refused_naming_it(
+    tmp_path: Path, variable: str, value: str
 ) -> None:
-    with pytest.raises(ConfigError, match="MPS_WEBHOOK_CONCURRENCY"):
-        load_settings([], {"MPS_DATA_DIR": str(tmp_path), "MPS_WEBHOOK_CONCURRENCY": value})
+    with pytest.raises(ConfigError, match=variable):
+        load_settings([], {"MPS_DATA_DIR": str(tmp_path), variable: value})
 
 
 @pytest.fixture
@@ -359,26 +361,13 @@ def test_a_node_timeout_must_outlast_a_heartbeat_and_a_passed_request_the_node_t
 
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_cluster_node_runs_with_the_timings_its_settings_give(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    amqp_url: str,
+    own_cluster_node: OwnClusterNode,
 ) -> None:
     # given: a node of a cluster of one, beating five times as often as by default
-    name = new_cluster_name()
-    client: TestClient[Any, Any] = await aiohttp_client(
-        make_app(
-            broker_url=amqp_url,
-            cluster_name=name,
-            node_id=name,
-            heartbeat_interval=0.2,
-            node_timeout=0.9,
-            forward_within=2.5,
-        )
-    )
-    try:
-        node = client.app[SERVICES].cluster if client.app is not None else None
-        assert node is not None
-
+    async with own_cluster_node(heartbeat_interval=0.2, node_timeout=0.9, forward_within=2.5) as (
+        _,
+        node,
+    ):
         # when: it hears its own heartbeats back through the broker
         heard: list[float] = []
 
@@ -394,6 +383,3 @@ async def test_a_cluster_node_runs_with_the_timings_its_settings_give(
         assert node.membership.timeout == node.timings.node_timeout == 0.9
         assert node.timings.forward_within == 2.5
         assert heard[-1] - heard[0] < 5 * ClusterTimings().heartbeat / 2, heard
-    finally:
-        await client.close()
-        await asyncio.to_thread(delete_cluster_queues, amqp_url, name)

@@ -10,6 +10,7 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.helpers import assert_envelope, assert_refused, create_payment, pending_payment, sign_up
+from tests.money import ACCOUNT
 
 pytestmark = pytest.mark.both_backends
 
@@ -132,13 +133,7 @@ async def test_bad_values_are_refused_with_a_clear_400_when_they_would_be_accept
     answers = {
         "country": await client.post(
             "/api/v1/merchant/bank-accounts",
-            json={
-                "accountHolderName": "Acme Ltd",
-                "accountNumber": "000123456789",
-                "bankCode": "110000000",
-                "currency": "USD",
-                "country": "XX",
-            },
+            json={**ACCOUNT, "country": "XX"},
             headers=owner.headers,
         ),
         "dueDate": await client.post(

@@ -46,13 +46,12 @@ from tests.cluster import (
     ENCRYPTION_KEY,
     SESSION_SECRET,
     LocalCluster,
-    delete_cluster_queues,
+    OwnClusterNode,
     in_halves,
-    new_cluster_name,
     serve_passed_requests,
     sign_up_on,
 )
-from tests.conftest import PG_URL, REQUIRE_SERVICES
+from tests.conftest import PG_URL, postgres_admin
 from tests.helpers import Member, create_payment, eventually, free_port, sign_up
 
 API = "/api/v1"
@@ -69,6 +68,18 @@ class Answer:
 
 async def answer(response: aiohttp.ClientResponse) -> Answer:
     return Answer(response.status, response.headers.get("Retry-After"), await response.text())
+
+
+async def listed(client: TestClient[Any, Any], member: Member) -> Answer:
+    """The answer to reading the member's payments (200 when served)."""
+    return await answer(await client.get(f"{API}/merchant/payments", headers=member.headers))
+
+
+async def created(client: TestClient[Any, Any], member: Member, key: str | None = None) -> Answer:
+    """The answer to creating a payment for the member, under Idempotency-Key `key` if given
+    (201 when served)."""
+    headers = member.headers if key is None else {**member.headers, "Idempotency-Key": key}
+    return await answer(await client.post(f"{API}/merchant/payments", json=AMOUNT, headers=headers))
 
 
 def assert_retry_in_a_second(refused: Answer) -> None:
@@ -93,22 +104,11 @@ async def created_on_retry(
     answers: list[Answer] = []
 
     async def retried() -> bool:
-        response = await asker.post(
-            f"{API}/merchant/payments",
-            json=AMOUNT,
-            headers={**member.headers, "Idempotency-Key": key},
-        )
-        answers.append(await answer(response))
+        answers.append(await created(asker, member, key))
         return answers[-1].status == 201
 
     await eventually(retried, within=20, what=what)
     assert_fault_answers(answers, served=201)
-
-
-def _skip_or_fail(reason: str) -> None:
-    if REQUIRE_SERVICES:
-        pytest.fail(reason)
-    pytest.skip(reason)
 
 
 # Postgres: a database of the test's own, whose sessions the test may end.
@@ -142,17 +142,13 @@ class OwnDatabase:
 @pytest.fixture
 async def own_database() -> AsyncIterator[OwnDatabase]:
     name = f"mps_faults_{secrets.token_hex(4)}"
-    try:
-        admin = await asyncpg.connect(PG_URL)
-    except (OSError, asyncpg.PostgresError) as exc:
-        _skip_or_fail(f"PostgreSQL at {PG_URL} is not reachable ({exc})")
-    try:
-        await admin.execute(f'CREATE DATABASE "{name}"')
-        server = PG_URL.rsplit("/", 1)[0]
-        yield OwnDatabase(f"{server}/{name}", name, admin)
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with postgres_admin() as admin:
+        try:
+            await admin.execute(f'CREATE DATABASE "{name}"')
+            server = PG_URL.rsplit("/", 1)[0]
+            yield OwnDatabase(f"{server}/{name}", name, admin)
+        finally:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 @pytest.fixture
@@ -173,15 +169,12 @@ async def test_reads_right_after_the_database_ends_every_idle_session_are_served
 ) -> None:
     client, member = on_own_database
 
-    async def read() -> Answer:
-        return await answer(await client.get(f"{API}/merchant/payments", headers=member.headers))
-
     for _ in range(5):
         # given every session of the database ended by the server while it sat idle
         await own_database.terminate_sessions()
 
         # when reads arrive at once, before the node could notice
-        answers = await asyncio.gather(*(read() for _ in range(20)))
+        answers = await asyncio.gather(*(listed(client, member) for _ in range(20)))
 
         # then each is served from a new session: the client never sees the fault
         assert [a.status for a in answers] == [200] * 20, answers
@@ -208,7 +201,7 @@ async def test_a_read_whose_sessions_keep_being_ended_answers_503_with_retry_aft
     client, member = on_own_database
     # given a read held by a lock, so that its session is ended mid-query
     async with _payments_locked(own_database) as locker:
-        read = asyncio.ensure_future(client.get(f"{API}/merchant/payments", headers=member.headers))
+        read = asyncio.ensure_future(listed(client, member))
         first = await eventually(
             own_database.lock_waiters, within=5, what="the read waits on the lock"
         )
@@ -221,10 +214,10 @@ async def test_a_read_whose_sessions_keep_being_ended_answers_503_with_retry_aft
         await own_database.terminate_sessions(spare=locker.get_server_pid())
 
         # then the read answers 503 with Retry-After, not 500
-        assert_retry_in_a_second(await answer(await read))
+        assert_retry_in_a_second(await read)
 
     # and once the server serves again, so does the node, without a restart
-    served = await answer(await client.get(f"{API}/merchant/payments", headers=member.headers))
+    served = await listed(client, member)
     assert served.status == 200, served
 
 
@@ -235,22 +228,18 @@ async def test_a_write_whose_session_is_ended_mid_commit_answers_503_with_retry_
     client, member = on_own_database
     # given a group commit held by a lock, inside its transaction
     async with _payments_locked(own_database) as locker:
-        create = asyncio.ensure_future(
-            client.post(f"{API}/merchant/payments", json=AMOUNT, headers=member.headers)
-        )
+        create = asyncio.ensure_future(created(client, member))
         await eventually(own_database.lock_waiters, within=5, what="the commit waits on the lock")
 
         # when the server ends the writer's session (and every other one)
         await own_database.terminate_sessions(spare=locker.get_server_pid())
 
         # then the create answers 503 with Retry-After, not 500
-        assert_retry_in_a_second(await answer(await create))
+        assert_retry_in_a_second(await create)
 
     # and the next create is committed on a new session, without a restart
-    created = await answer(
-        await client.post(f"{API}/merchant/payments", json=AMOUNT, headers=member.headers)
-    )
-    assert created.status == 201, created
+    committed = await created(client, member)
+    assert committed.status == 201, committed
 
 
 # Postgres: a server of the test's own, to stop and start again.
@@ -330,19 +319,11 @@ async def test_a_postgres_restart_answers_503_with_retry_after_while_down_then_s
     member = await sign_up(client)
     await create_payment(client, member)
 
-    async def read() -> Answer:
-        return await answer(await client.get(f"{API}/merchant/payments", headers=member.headers))
-
-    async def create() -> Answer:
-        return await answer(
-            await client.post(f"{API}/merchant/payments", json=AMOUNT, headers=member.headers)
-        )
-
     # when the database server stops
     await asyncio.to_thread(own_server.stop)
 
     # then reads and writes answer 503 with Retry-After while it is down
-    down = [await read(), await create()]
+    down = [await listed(client, member), await created(client, member)]
     assert [a.status for a in down] == [503, 503], down
     assert_fault_answers(down, served=0)
 
@@ -351,7 +332,7 @@ async def test_a_postgres_restart_answers_503_with_retry_after_while_down_then_s
     answers: list[Answer] = []
 
     async def served() -> bool:
-        answers.extend([await read(), await create()])
+        answers.extend([await listed(client, member), await created(client, member)])
         return [a.status for a in answers[-2:]] == [200, 201]
 
     await eventually(served, within=15, what="reads and writes served after the restart")
@@ -426,16 +407,10 @@ def node_of(client: TestClient[Any, Any]) -> ClusterNode:
 @pytest.mark.usefixtures("rabbitmqctl")
 @pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 async def test_a_node_whose_broker_connections_are_closed_never_answers_500_and_serves_again(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    amqp_url: str,
+    own_cluster_node: OwnClusterNode,
 ) -> None:
     # given a node of a cluster of one, serving a merchant
-    name = new_cluster_name()
-    client: TestClient[Any, Any] = await aiohttp_client(
-        make_app(broker_url=amqp_url, cluster_name=name, node_id=name)
-    )
-    try:
+    async with own_cluster_node() as (client, node):
         await serve_passed_requests(client)
         member = await sign_up(client)
         await create_payment(client, member)
@@ -446,34 +421,19 @@ async def test_a_node_whose_broker_connections_are_closed_never_answers_500_and_
         )
         answers: list[Answer] = []
         while not closing.done():
-            answers.append(
-                await answer(
-                    await client.post(
-                        f"{API}/merchant/payments", json=AMOUNT, headers=member.headers
-                    )
-                )
-            )
+            answers.append(await created(client, member))
         assert await closing >= 1
 
         # then no request failed with 500, and the node serves again by itself
-        async def created() -> bool:
-            answers.append(
-                await answer(
-                    await client.post(
-                        f"{API}/merchant/payments", json=AMOUNT, headers=member.headers
-                    )
-                )
-            )
+        async def served() -> bool:
+            answers.append(await created(client, member))
             return answers[-1].status == 201
 
-        await eventually(created, within=15, what="a create served after the broker came back")
+        await eventually(served, within=15, what="a create served after the broker came back")
         assert_fault_answers(answers, served=201)
-        assert node_of(client).connected
+        assert node.connected
         balance = await client.get(f"{API}/merchant/balance", headers=member.headers)
         assert balance.status == 200, await balance.text()
-    finally:
-        await client.close()
-        await asyncio.to_thread(delete_cluster_queues, amqp_url, name)
 
 
 @dataclass
@@ -553,13 +513,7 @@ async def test_a_passed_request_whose_broker_connection_closes_mid_ask_answers_5
             return node.membership.peer_of(index, time.monotonic()) is None
 
         await eventually(owner_unheard, within=10, what="the paused owner is no longer heard from")
-        create = asyncio.ensure_future(
-            asker.post(
-                f"{API}/merchant/payments",
-                json=AMOUNT,
-                headers={**member.headers, "Idempotency-Key": "mid-ask-1"},
-            )
-        )
+        create = asyncio.ensure_future(created(asker, member, "mid-ask-1"))
 
         async def in_flight() -> bool:
             return node.asking > 0
@@ -573,7 +527,7 @@ async def test_a_passed_request_whose_broker_connection_closes_mid_ask_answers_5
 
         # then the request answers 503 with Retry-After as soon as the node notices, long before
         # the owner's deadline, and nothing is left waiting
-        refused = await answer(await create)
+        refused = await create
         assert_retry_in_a_second(refused)
         assert time.monotonic() - closed_at < node.timings.forward_within / 2
         assert node.asking == 0
@@ -654,13 +608,7 @@ async def test_a_request_for_a_paused_owner_answers_503_with_retry_after_within_
     try:
         # when a request for the merchant reaches the other node
         started = time.monotonic()
-        refused = await answer(
-            await asker.post(
-                f"{API}/merchant/payments",
-                json=AMOUNT,
-                headers={**member.headers, "Idempotency-Key": "paused-1"},
-            )
-        )
+        refused = await created(asker, member, "paused-1")
 
         # then it answers 503 with Retry-After within its forward deadline, not 500
         took = time.monotonic() - started

@@ -16,7 +16,6 @@ from mps.http.keys import SERVICES
 from mps.persistence.database import Database
 from mps.persistence.queries import payments as payments_q
 from mps.representations.payments import payment_json
-from tests.conftest import Clock
 from tests.fakes import (
     GatedDatabase,
     LostAcksDatabase,
@@ -53,13 +52,6 @@ async def _create(client: TestClient[Any, Any], member: Member, key: str) -> Any
 
 def _webhook_work(sql: str) -> bool:
     return " FROM events " in sql or " FROM webhook_" in sql
-
-
-@pytest.fixture
-def serving(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
-) -> Serving:
-    return Serving(aiohttp_client, make_app, clock)
 
 
 @pytest.mark.both_backends

@@ -10,12 +10,11 @@ from typing import Any
 import pytest
 
 from mps.actors.context import ActorContext
-from mps.actors.persistence import PersistenceActor
-from mps.actors.runtime import stop
 from mps.actors.schedulers.housekeeping import Housekeeping, Swept
 from mps.domain.clock import iso
 from mps.persistence.database import Database
 from mps.persistence.statements import Statement, insert
+from tests.actors import actor_context
 from tests.fakes import RecordingDatabase
 
 pytestmark = pytest.mark.both_backends
@@ -36,9 +35,8 @@ async def writer(database: Database) -> AsyncIterator[tuple[RecordingDatabase, A
     """The real database behind a recording wrapper, with its own persistence actor and a clock
     standing at NOW."""
     recording = RecordingDatabase(database)
-    persistence = PersistenceActor.start(recording)
-    yield recording, ActorContext(recording, persistence, lambda: NOW)
-    await stop(persistence)
+    async with actor_context(recording, lambda: NOW) as context:
+        yield recording, context
 
 
 def _key_log(log_id: str, at: str) -> Any:

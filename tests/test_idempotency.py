@@ -13,6 +13,7 @@ from aiohttp.test_utils import TestClient
 from mps.bootstrap import Overrides
 from mps.http.keys import SERVICES
 from mps.persistence.database import Database
+from tests.approvals import ask_payout, set_policy
 from tests.conftest import Clock
 from tests.fakes import RecordingDatabase
 from tests.helpers import (
@@ -334,12 +335,7 @@ async def _payout(client: TestClient[Any, Any], owner: Member, amount: str) -> C
             "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
         )
         accounts = [await made.json()]
-    return await post_as(
-        client,
-        owner,
-        "/api/v1/merchant/payouts",
-        {"amountMinor": amount, "currency": "USD", "bankAccountId": accounts[0]["id"]},
-    )
+    return await ask_payout(client, owner, accounts[0]["id"], amount)
 
 
 async def _held_payout(
@@ -349,12 +345,7 @@ async def _held_payout(
     payout of `amount` for `required` approvals (the threshold is 1,000)."""
     owner, admin = await owner_and_admin(client)
     await paid_payment(client, owner, "10000")
-    policy = await client.put(
-        "/api/v1/team/approvals/policies/payout.create",
-        json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": required},
-        headers=owner.headers,
-    )
-    assert policy.status == 200
+    assert (await set_policy(client, owner, "payout.create", "1000", required)).status == 200
     held = await _payout(client, owner, amount)
     assert held.status == 202, await held.text()
     return owner, admin, (await held.json())["approvalRequest"]["id"]

@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 
 from mps.http.routes import all_routes
 from mps.http.routing import Auth, Route
+from tests.approvals import set_policy
 from tests.helpers import (
     TEST_CARD,
     Member,
@@ -234,12 +235,8 @@ async def world(
     )
     mail = await client.get("/api/v1/dev/mailbox", params={"to": "invitee@example.com"})
     invite_token = (await mail.json())["data"][0]["link"].rsplit("/", 1)[1]
-    response = await client.put(
-        "/api/v1/team/approvals/policies/payout.create",
-        json={"enabled": True, "thresholds": {"USD": "1"}},
-        headers=member.headers,
-    )
-    assert response.status == 200, await response.text()
+    policy = await set_policy(client, member, "payout.create", "1")
+    assert policy.status == 200, await policy.text()
     held = await created(
         client,
         member,

@@ -9,33 +9,25 @@ from dataclasses import replace
 
 from mps.domain.invoices import Invoice, LineItem
 from mps.http.pages.invoice import render_invoice_page
+from tests.invoice_sample import sent_invoice
 from tests.markup import inside, parse
 
 NONCE = "n0nce-Abc_123"
 PDF_URL = "/api/v1/hosted/invoices/inv_1/pdf?token=t0k&x=1"
 
 
+ITEMS = (
+    LineItem("Discovery workshop", 1, 120_000),
+    LineItem("Design hours", 18, 9_500),
+    LineItem("Hosting", 12, 1_950),
+    LineItem("Domain renewal", 1, 3_650),
+)
+
+
 def _invoice(**changes: object) -> Invoice:
-    invoice = Invoice(
-        id="inv_1",
-        company_id="co_1",
-        mode="live",
-        status="SENT",
-        invoice_number="INV-000042",
-        currency="USD",
-        amount_minor=318_450,
-        customer_email="jane@example.com",
-        customer_name="Jane Doe",
-        created_at="2026-03-05T10:15:00.000Z",
-        updated_at="2026-03-05T10:15:00.000Z",
-        items=(
-            LineItem("Discovery workshop", 1, 120_000),
-            LineItem("Design hours", 18, 9_500),
-            LineItem("Hosting", 12, 1_950),
-            LineItem("Domain renewal", 1, 3_650),
-        ),
-        due_date="2026-04-04",
-        memo="Thank you for your business.",
+    jane = ("Jane Doe", "jane@example.com")
+    invoice = sent_invoice(
+        ITEMS, jane, "2026-03-05T10:15:00.000Z", "2026-04-04", amount_minor=318_450
     )
     return replace(invoice, **changes)  # type: ignore[arg-type]
 

@@ -4,41 +4,28 @@ from __future__ import annotations
 
 import io
 import logging
-from dataclasses import replace
 
 import pypdf
 import pytest
 
 from mps.documents.invoice_pdf import render_invoice_pdf
 from mps.domain.invoices import Invoice, LineItem
+from tests.invoice_sample import sent_invoice
 
 MERCHANT = "Northwind Studio GmbH"
 A4 = (595.28, 841.89)  # points
 
 
+ITEMS = (
+    LineItem("Website redesign: discovery workshop", 1, 250_000),
+    LineItem("Hosting, 12 months", 12, 2_900),
+    LineItem("Support hours", 7, 9_550),
+)
+
+
 def _invoice(**changes: object) -> Invoice:
-    items = (
-        LineItem("Website redesign: discovery workshop", 1, 250_000),
-        LineItem("Hosting, 12 months", 12, 2_900),
-        LineItem("Support hours", 7, 9_550),
-    )
-    invoice = Invoice(
-        id="inv_1",
-        company_id="co_1",
-        mode="live",
-        status="SENT",
-        invoice_number="INV-000042",
-        currency="USD",
-        amount_minor=sum(item.amount_minor for item in items),
-        customer_email="ana.muller@example.com",
-        customer_name="Ana Müller",
-        items=items,
-        due_date="2026-12-15",
-        memo="Thank you for your business.",
-        created_at="2026-11-15T09:30:00.000Z",
-        updated_at="2026-11-15T09:30:00.000Z",
-    )
-    return replace(invoice, **changes)  # type: ignore[arg-type]
+    ana = ("Ana Müller", "ana.muller@example.com")
+    return sent_invoice(ITEMS, ana, "2026-11-15T09:30:00.000Z", "2026-12-15", **changes)
 
 
 def _pages(data: bytes) -> list[str]:

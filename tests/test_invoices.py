@@ -23,6 +23,7 @@ from tests.helpers import (
     event_types,
     live_session,
     post_as,
+    read_as,
     read_object,
     sign_in,
     sign_up,
@@ -59,10 +60,8 @@ async def _action(
 
 
 async def test_invoice_is_created_sent_numbered_and_emailed_with_its_hosted_link(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
-
     created = await _invoice(
         client, member, customerName="Ann Buyer", dueDate="2030-01-31", memo="Thank you"
     )
@@ -83,10 +82,8 @@ async def test_invoice_is_created_sent_numbered_and_emailed_with_its_hosted_link
 
 
 async def test_single_total_invoice_takes_an_amount_instead_of_items(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
-
     created = await _invoice(client, member, items=None, amountMinor="50000")
 
     assert created["amountMinor"] == "50000"
@@ -109,22 +106,18 @@ async def test_single_total_invoice_takes_an_amount_instead_of_items(
     ],
 )
 async def test_bad_invoice_input_is_400_and_creates_nothing(
-    client: TestClient[Any, Any], fields: dict[str, Any]
+    client: TestClient[Any, Any], member: Member, fields: dict[str, Any]
 ) -> None:
-    member = await sign_up(client)
-
     response = await _create(client, member, **fields)
 
     assert response.status == 400, await response.text()
     assert_envelope(await response.json(), 400, "validation_error")
-    listed = await client.get("/api/v1/merchant/invoices", headers=member.headers)
-    assert (await listed.json())["data"] == []
+    assert (await read_as(client, member, "/api/v1/merchant/invoices"))["data"] == []
 
 
 async def test_numbers_count_up_skip_numbers_given_by_hand_and_refuse_duplicates(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
     first = await _invoice(client, member)
     own = await _invoice(client, member, invoiceNumber="INV-000002")
     duplicate = await _create(client, member, invoiceNumber="INV-000002")
@@ -137,10 +130,8 @@ async def test_numbers_count_up_skip_numbers_given_by_hand_and_refuse_duplicates
 
 
 async def test_concurrent_creates_get_distinct_consecutive_numbers(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
-
     created = await asyncio.gather(*(_invoice(client, member) for _ in range(40)))
 
     numbers = sorted(c["invoiceNumber"] for c in created)
@@ -148,9 +139,8 @@ async def test_concurrent_creates_get_distinct_consecutive_numbers(
 
 
 async def test_mark_paid_records_the_payment_and_touches_no_balance(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
     invoice = await _invoice(client, member)
 
     response = await _action(
@@ -172,9 +162,8 @@ async def test_mark_paid_records_the_payment_and_touches_no_balance(
      ("cancel", "resend"), ("cancel", "cancel")],
 )  # fmt: skip
 async def test_a_paid_or_void_invoice_refuses_further_changes_with_409(
-    client: TestClient[Any, Any], first: str, then: str
+    client: TestClient[Any, Any], member: Member, first: str, then: str
 ) -> None:
-    member = await sign_up(client)
     invoice = await _invoice(client, member)
     assert (await _action(client, member, invoice["id"], first)).status == 200
 
@@ -184,9 +173,8 @@ async def test_a_paid_or_void_invoice_refuses_further_changes_with_409(
 
 
 async def test_every_change_is_on_the_timeline_with_who_made_it_and_sends_its_event(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
     invoice = await _invoice(client, member)
     await _action(client, member, invoice["id"], "resend")
     await _action(client, member, invoice["id"], "cancel")
@@ -209,9 +197,8 @@ async def test_every_change_is_on_the_timeline_with_who_made_it_and_sends_its_ev
 
 
 async def test_invoice_past_its_due_date_becomes_overdue_and_can_still_be_paid(
-    client: TestClient[Any, Any], clock: Clock
+    client: TestClient[Any, Any], member: Member, clock: Clock
 ) -> None:
-    member = await sign_up(client)
     due = (clock.now + timedelta(days=2)).date().isoformat()
     invoice = await _invoice(client, member, dueDate=due)
     overdue = services(client).invoice_overdue
@@ -251,8 +238,9 @@ async def test_invoice_that_fell_due_while_the_service_was_down_is_overdue_after
     assert (await read_object(second, member, "invoices", invoice["id"]))["status"] == "OVERDUE"
 
 
-async def test_sandbox_makes_an_invoice_overdue(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
+async def test_sandbox_makes_an_invoice_overdue(
+    client: TestClient[Any, Any], member: Member
+) -> None:
     key = await sandbox_key(client, member, "invoices:write")
     invoice = await _invoice(client, member)
 
@@ -263,8 +251,9 @@ async def test_sandbox_makes_an_invoice_overdue(client: TestClient[Any, Any]) ->
     assert body["object"]["status"] == "OVERDUE" and body["event"]["type"] == "invoice.overdue"
 
 
-async def test_list_filters_and_stats_per_currency(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
+async def test_list_filters_and_stats_per_currency(
+    client: TestClient[Any, Any], member: Member
+) -> None:
     usd = await _invoice(client, member)
     paid = await _invoice(client, member, items=None, amountMinor="1000")
     await _action(client, member, paid["id"], "mark-paid")
@@ -296,10 +285,11 @@ async def test_list_filters_and_stats_per_currency(client: TestClient[Any, Any])
     assert (await one.json())["currency"] == "USD"
 
 
-async def test_pdf_is_a_real_pdf_with_the_invoice_in_its_text(client: TestClient[Any, Any]) -> None:
+async def test_pdf_is_a_real_pdf_with_the_invoice_in_its_text(
+    client: TestClient[Any, Any], member: Member
+) -> None:
     from pypdf import PdfReader
 
-    member = await sign_up(client)
     invoice = await _invoice(client, member, customerName="Ann Buyer")
 
     response = await client.get(
@@ -316,9 +306,8 @@ async def test_pdf_is_a_real_pdf_with_the_invoice_in_its_text(client: TestClient
 
 
 async def test_hosted_page_and_its_pdf_open_with_the_link_and_not_without(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
     invoice = await _invoice(client, member)
     link = urlsplit(invoice["hostedUrl"])
 
@@ -345,7 +334,6 @@ async def test_another_company_or_mode_sees_no_invoice(client: TestClient[Any, A
         assert (await client.get(path, headers=member.headers)).status == 404
         assert (await client.get(f"{path}/pdf", headers=member.headers)).status == 404
         assert (await _action(client, member, invoice["id"], "cancel")).status == 404
-        listed = await client.get("/api/v1/merchant/invoices", headers=member.headers)
-        assert (await listed.json())["data"] == []
+        assert (await read_as(client, member, "/api/v1/merchant/invoices"))["data"] == []
     # numbering is per company and mode: the other company starts at one
     assert (await _invoice(client, other))["invoiceNumber"] == "INV-000001"

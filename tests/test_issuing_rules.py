@@ -250,42 +250,63 @@ def test_an_over_limit_amount_outside_the_allowed_categories_is_spending_limit()
 # Authorizations: limits counting earlier spend -------------------------------------------------
 
 
-def test_a_daily_limit_counts_todays_approvals_but_not_yesterdays() -> None:
-    card = _limited((10_000, "daily"))
-    spend = _Approvals(("2026-11-22T23:59:59.999+00:00", 9000), ("2026-11-23T00:00:00+00:00", 6000))
+@pytest.mark.parametrize(
+    ("interval", "earlier", "now", "room", "start"),
+    [
+        # Today's approvals count, not yesterday's last instant.
+        pytest.param(
+            "daily",
+            (("2026-11-22T23:59:59.999+00:00", 9000), ("2026-11-23T00:00:00+00:00", 6000)),
+            NOW,
+            4000,
+            "2026-11-23T00:00:00+00:00",
+            id="daily",
+        ),
+        # On a Thursday: Monday's approvals count, not the Sunday's before.
+        pytest.param(
+            "weekly",
+            (("2026-11-22T20:00:00+00:00", 9000), ("2026-11-23T08:00:00+00:00", 7000)),
+            _at("2026-11-26T12:00:00+00:00"),
+            3000,
+            "2026-11-23T00:00:00+00:00",
+            id="weekly",
+        ),
+        # This month's approvals count from the first, not last month's.
+        pytest.param(
+            "monthly",
+            (("2026-10-31T23:00:00+00:00", 9000), ("2026-11-01T00:00:00+00:00", 2000)),
+            NOW,
+            8000,
+            "2026-11-01T00:00:00+00:00",
+            id="monthly",
+        ),
+        # Every approval the card ever had counts.
+        pytest.param(
+            "all_time",
+            (("2020-01-01T00:00:00+00:00", 5000), ("2026-11-23T09:00:00+00:00", 4000)),
+            NOW,
+            1000,
+            None,
+            id="all_time",
+        ),
+    ],
+)
+def test_a_limit_counts_the_approvals_inside_its_window_and_none_before(
+    interval: str,
+    earlier: tuple[tuple[str, int], ...],
+    now: datetime,
+    room: int,
+    start: str | None,
+) -> None:
+    # given a limit of 100.00 and earlier approvals, some inside its window and some before
+    card = _limited((10_000, interval))
+    spend = _Approvals(*earlier)
 
-    assert _authorize(card, 4000, spent_since=spend.spent_since) is None
-    assert _reason(_authorize(card, 4001, spent_since=spend.spent_since)) == "spending_limit"
-    assert spend.asked == [_at("2026-11-23T00:00:00+00:00")] * 2
-
-
-def test_a_weekly_limit_counts_approvals_since_monday_but_not_the_sunday_before() -> None:
-    card = _limited((10_000, "weekly"))
-    thursday = _at("2026-11-26T12:00:00+00:00")
-    spend = _Approvals(("2026-11-22T20:00:00+00:00", 9000), ("2026-11-23T08:00:00+00:00", 7000))
-
-    assert _authorize(card, 3000, spent_since=spend.spent_since, now=thursday) is None
-    decision = _authorize(card, 3001, spent_since=spend.spent_since, now=thursday)
+    # then what is left of it is approved, a cent more declined, and the window asked for
+    assert _authorize(card, room, spent_since=spend.spent_since, now=now) is None
+    decision = _authorize(card, room + 1, spent_since=spend.spent_since, now=now)
     assert _reason(decision) == "spending_limit"
-    assert spend.asked[-1] == _at("2026-11-23T00:00:00+00:00")
-
-
-def test_a_monthly_limit_counts_approvals_since_the_first_but_not_last_months() -> None:
-    card = _limited((10_000, "monthly"))
-    spend = _Approvals(("2026-10-31T23:00:00+00:00", 9000), ("2026-11-01T00:00:00+00:00", 2000))
-
-    assert _authorize(card, 8000, spent_since=spend.spent_since) is None
-    assert _reason(_authorize(card, 8001, spent_since=spend.spent_since)) == "spending_limit"
-    assert spend.asked[-1] == _at("2026-11-01T00:00:00+00:00")
-
-
-def test_an_all_time_limit_counts_every_approval_the_card_ever_had() -> None:
-    card = _limited((10_000, "all_time"))
-    spend = _Approvals(("2020-01-01T00:00:00+00:00", 5000), ("2026-11-23T09:00:00+00:00", 4000))
-
-    assert _authorize(card, 1000, spent_since=spend.spent_since) is None
-    assert _reason(_authorize(card, 1001, spent_since=spend.spent_since)) == "spending_limit"
-    assert spend.asked == [None, None]
+    assert spend.asked == [None if start is None else _at(start)] * 2
 
 
 def test_approvals_add_up_until_the_limit_declines_the_next_one() -> None:
@@ -318,56 +339,42 @@ def test_the_tightest_of_several_limits_declines_and_is_named() -> None:
 
 
 @pytest.mark.parametrize(
-    ("now", "start"),
+    ("interval", "now", "start"),
     [
-        ("2026-11-23T10:00:00+00:00", "2026-11-23T00:00:00+00:00"),
-        ("2026-11-23T00:00:00+00:00", "2026-11-23T00:00:00+00:00"),
-        ("2026-11-30T23:59:59.999+00:00", "2026-11-30T00:00:00+00:00"),
-        ("2026-12-01T00:00:00+00:00", "2026-12-01T00:00:00+00:00"),
-        ("2026-12-31T23:59:59.999+00:00", "2026-12-31T00:00:00+00:00"),
-        ("2027-01-01T00:00:00+00:00", "2027-01-01T00:00:00+00:00"),
+        # A day starts at midnight UTC.
+        ("daily", "2026-11-23T10:00:00+00:00", "2026-11-23T00:00:00+00:00"),
+        ("daily", "2026-11-23T00:00:00+00:00", "2026-11-23T00:00:00+00:00"),
+        ("daily", "2026-11-30T23:59:59.999+00:00", "2026-11-30T00:00:00+00:00"),
+        ("daily", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:00+00:00"),
+        ("daily", "2026-12-31T23:59:59.999+00:00", "2026-12-31T00:00:00+00:00"),
+        ("daily", "2027-01-01T00:00:00+00:00", "2027-01-01T00:00:00+00:00"),
         # 23:00 on 31 December in UTC.
-        ("2027-01-01T01:00:00+02:00", "2026-12-31T00:00:00+00:00"),
-    ],
-)
-def test_a_daily_window_starts_at_midnight_utc_today(now: str, start: str) -> None:
-    assert window_start("daily", _at(now)) == _at(start)
-
-
-@pytest.mark.parametrize(
-    ("now", "start"),
-    [
-        # Monday itself, from its first instant.
-        ("2026-11-23T00:00:00+00:00", "2026-11-23T00:00:00+00:00"),
+        ("daily", "2027-01-01T01:00:00+02:00", "2026-12-31T00:00:00+00:00"),
+        # A week starts at Monday's midnight UTC: Monday itself, from its first instant.
+        ("weekly", "2026-11-23T00:00:00+00:00", "2026-11-23T00:00:00+00:00"),
         # Sunday's last instant still belongs to the week begun the Monday before.
-        ("2026-11-29T23:59:59.999+00:00", "2026-11-23T00:00:00+00:00"),
+        ("weekly", "2026-11-29T23:59:59.999+00:00", "2026-11-23T00:00:00+00:00"),
         # A Wednesday whose week began in the month before.
-        ("2026-12-02T09:00:00+00:00", "2026-11-30T00:00:00+00:00"),
+        ("weekly", "2026-12-02T09:00:00+00:00", "2026-11-30T00:00:00+00:00"),
         # New Year's Day 2027 is a Friday: its week began in 2026.
-        ("2027-01-01T12:00:00+00:00", "2026-12-28T00:00:00+00:00"),
+        ("weekly", "2027-01-01T12:00:00+00:00", "2026-12-28T00:00:00+00:00"),
         # Monday 00:30 at +01:00 is still Sunday in UTC.
-        ("2026-11-30T00:30:00+01:00", "2026-11-23T00:00:00+00:00"),
-    ],
-)
-def test_a_weekly_window_starts_at_mondays_midnight_utc(now: str, start: str) -> None:
-    assert window_start("weekly", _at(now)) == _at(start)
-
-
-@pytest.mark.parametrize(
-    ("now", "start"),
-    [
-        ("2026-11-23T10:00:00+00:00", "2026-11-01T00:00:00+00:00"),
-        ("2026-11-30T23:59:59.999+00:00", "2026-11-01T00:00:00+00:00"),
-        ("2026-12-01T00:00:00+00:00", "2026-12-01T00:00:00+00:00"),
-        ("2026-12-31T23:59:59.999+00:00", "2026-12-01T00:00:00+00:00"),
-        ("2027-01-01T00:00:00+00:00", "2027-01-01T00:00:00+00:00"),
-        ("2028-02-29T18:00:00+00:00", "2028-02-01T00:00:00+00:00"),
+        ("weekly", "2026-11-30T00:30:00+01:00", "2026-11-23T00:00:00+00:00"),
+        # A month starts at midnight UTC on its first day.
+        ("monthly", "2026-11-23T10:00:00+00:00", "2026-11-01T00:00:00+00:00"),
+        ("monthly", "2026-11-30T23:59:59.999+00:00", "2026-11-01T00:00:00+00:00"),
+        ("monthly", "2026-12-01T00:00:00+00:00", "2026-12-01T00:00:00+00:00"),
+        ("monthly", "2026-12-31T23:59:59.999+00:00", "2026-12-01T00:00:00+00:00"),
+        ("monthly", "2027-01-01T00:00:00+00:00", "2027-01-01T00:00:00+00:00"),
+        ("monthly", "2028-02-29T18:00:00+00:00", "2028-02-01T00:00:00+00:00"),
         # 22:00 on 31 December in UTC.
-        ("2027-01-01T00:00:00+02:00", "2026-12-01T00:00:00+00:00"),
+        ("monthly", "2027-01-01T00:00:00+02:00", "2026-12-01T00:00:00+00:00"),
     ],
 )
-def test_a_monthly_window_starts_at_the_first_of_the_month_utc(now: str, start: str) -> None:
-    assert window_start("monthly", _at(now)) == _at(start)
+def test_a_window_starts_at_the_utc_midnight_that_begins_its_day_week_or_month(
+    interval: str, now: str, start: str
+) -> None:
+    assert window_start(interval, _at(now)) == _at(start)
 
 
 def test_an_all_time_window_has_no_start() -> None:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import io
 import logging
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ from aiohttp.test_utils import TestClient, TestServer, make_mocked_request
 from mps.http.access_log import BatchedAccessLog, access_log_fraction
 from mps.logs import JsonFormatter, RedactSecrets
 from tests.served import JWT, logged_by_run_py
-from tests.server import RUN_PY, RunningServer, server_environment
+from tests.server import RunningServer, run_py
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
@@ -86,14 +84,8 @@ def test_json_formatter_writes_exceptions_and_redacts_fields_that_are_not_text()
 
 def test_run_py_refuses_an_unknown_log_format_or_access_log_setting(tmp_path: Path) -> None:
     for setting in ({"MPS_LOG_FORMAT": "xml"}, {"MPS_ACCESS_LOG": "sample:2"}):
-        refused = subprocess.run(
-            [sys.executable, str(RUN_PY)],
-            cwd=tmp_path,
-            env=server_environment({"MPS_DATA_DIR": str(tmp_path / "var"), **setting}),
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
+        refused = run_py(
+            cwd=tmp_path, env={"MPS_DATA_DIR": str(tmp_path / "var"), **setting}, timeout=30
         )
         assert refused.returncode == 2
         assert next(iter(setting)) in refused.stderr

@@ -12,7 +12,15 @@ from mps.domain.scopes import ALL_SCOPES, KEY_ROUTE_SCOPES, PING_SCOPE, SANDBOX_
 from mps.http.routes import all_routes
 from mps.http.routes.sandbox import KINDS
 from mps.http.routing import Auth
-from tests.helpers import Member, assert_envelope, create_payment, pay, post_as, sign_up
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    create_payment,
+    live_session,
+    pay,
+    post_as,
+    sign_up,
+)
 from tests.money import ACCOUNT, until
 
 SECRET_SCOPES = sorted(KEY_ROUTE_SCOPES | {PING_SCOPE})
@@ -353,16 +361,9 @@ async def test_settings_rename_the_company_and_audit_the_access_switch(
         json={"name": "Acme Trading", "apiKeyAccess": True},
         headers=owner.headers,
     )
-    live = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=owner.headers
-    )
-    live_token = (await live.json())["sessionToken"]
-    live_settings = await client.get(
-        "/api/v1/merchant/settings", headers={"Authorization": f"Bearer {live_token}"}
-    )
-    audit = await client.get(
-        "/api/v1/team/audit", headers={"Authorization": f"Bearer {live_token}"}
-    )
+    in_live = (await live_session(client, owner)).headers
+    live_settings = await client.get("/api/v1/merchant/settings", headers=in_live)
+    audit = await client.get("/api/v1/team/audit", headers=in_live)
 
     body = await response.json()
     assert response.status == 200 and body["name"] == "Acme Trading" and body["apiKeyAccess"]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aiohttp import web
+from aiohttp import ClientResponse, web
 from aiohttp.test_utils import TestClient
 
 from mps.adapters.mail import DevMailbox, Mail, MailFailed
@@ -43,6 +43,13 @@ async def flaky(
     return client, mailbox, owner
 
 
+async def _assert_refused_at(response: ClientResponse, field: str) -> dict[str, Any]:
+    """`response` refuses the input with 400, naming `field` as the one at fault; its body."""
+    body = await assert_refused(response, 400)
+    assert body["errors"][0]["field"] == field, body
+    return body
+
+
 @pytest.mark.parametrize("name", LINE_BREAKS)
 async def test_a_company_name_with_a_line_break_is_refused_in_settings(
     client: TestClient[Any, Any], name: str
@@ -56,8 +63,7 @@ async def test_a_company_name_with_a_line_break_is_refused_in_settings(
     )
 
     # then
-    body = await assert_refused(response, 400)
-    assert body["errors"][0]["field"] == "name"
+    await _assert_refused_at(response, "name")
 
 
 @pytest.mark.parametrize(
@@ -70,28 +76,20 @@ async def test_a_name_with_a_line_break_is_refused_at_sign_up(
 
     response = await client.post("/api/v1/auth/signup", json=body)
 
-    assert response.status == 400
-    assert (await response.json())["errors"][0]["field"] == field
+    await _assert_refused_at(response, field)
 
 
 async def test_an_invoice_customer_name_with_a_line_break_is_refused(
     client: TestClient[Any, Any],
 ) -> None:
     owner = await sign_up(client)
+    invoice = {"currency": "USD", "customerEmail": "buyer@example.com", "amountMinor": "500"}
 
-    response = await client.post(
-        "/api/v1/merchant/invoices",
-        json={
-            "currency": "USD",
-            "customerEmail": "buyer@example.com",
-            "customerName": LINE_BREAKS[2],
-            "amountMinor": "500",
-        },
-        headers=owner.headers,
+    response = await post_as(
+        client, owner, "/api/v1/merchant/invoices", {**invoice, "customerName": LINE_BREAKS[2]}
     )
 
-    assert response.status == 400
-    assert (await response.json())["errors"][0]["field"] == "customerName"
+    await _assert_refused_at(response, "customerName")
 
 
 async def test_an_invoice_whose_email_fails_is_created_once_and_says_so(
@@ -202,9 +200,7 @@ async def test_a_sign_up_with_an_address_the_relay_cannot_take_is_refused_at_inp
     )
 
     # then: 400 on the field, and nothing made
-    assert response.status == 400
-    body = await response.json()
-    assert body["errors"][0]["field"] == "email"
+    body = await _assert_refused_at(response, "email")
     assert "ASCII" in body["errors"][0]["message"]
     database = client.app[SERVICES].database
     assert await database.fetchval("SELECT COUNT(*) FROM companies") == 0

@@ -14,7 +14,6 @@ started on the same database serves what it wrote.
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from mps.persistence.migrations import load_migrations
 from tests.cluster import sign_up_on
 from tests.conftest import PG_URL
 from tests.helpers import free_port
-from tests.server import RUN_PY, RunningServer, release_before, server_environment
+from tests.server import RunningServer, release_before, run_py
 
 API = "/api/v1"
 AMOUNT = {"amountMinor": "2500", "currency": "USD"}
@@ -40,14 +39,7 @@ SECRETS = {
 
 
 def _run_migrate(database_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(RUN_PY), "migrate", *args],
-        env=server_environment({"MPS_DATABASE_URL": database_url, **SECRETS}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_py("migrate", *args, env={"MPS_DATABASE_URL": database_url, **SECRETS})
 
 
 # --- the command ------------------------------------------------------------------------------

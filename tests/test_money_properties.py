@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiohttp.test_utils import TestClient
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tests.conftest import Clock
-from tests.helpers import Member, answered, create_payment, pay, sign_up
+from tests.helpers import answered, create_payment, pay, sign_up
 from tests.money import (
     balance,
     every_item,
@@ -43,7 +41,15 @@ from tests.money import (
     services,
     simulate,
 )
-from tests.properties import answer, assert_ledger_balanced, example_app, examples, run_steps
+from tests.properties import (
+    Advance,
+    Example,
+    answer,
+    assert_ledger_balanced,
+    example_app,
+    examples,
+    run_steps,
+)
 
 ACCOUNTS = ("available", "pending", "reserved")
 GOOD_ACCOUNT = "000123456789"
@@ -98,11 +104,6 @@ class Chargeback:
     payment: int
 
 
-@dataclass(frozen=True)
-class Advance:
-    seconds: int
-
-
 Operation = (
     Pay
     | Decline
@@ -137,13 +138,9 @@ OPERATIONS: st.SearchStrategy[Operation] = st.one_of(
 
 
 @dataclass
-class Run:
+class Run(Example):
     """One example's app and what it has made so far."""
 
-    client: TestClient[Any, Any]
-    clock: Clock
-    member: Member
-    key: dict[str, str]
     payments: list[dict[str, Any]] = field(default_factory=list)  # paid ones
     refunds: list[str] = field(default_factory=list)
     payouts: list[str] = field(default_factory=list)

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.actors.directory import ActorDirectory
 from mps.http.keys import SERVICES
-from tests.conftest import Clock
+from tests.approvals import set_policy
 from tests.fakes import GatedDatabase, Serving, wait_until
 from tests.helpers import TEST_CARD, Member, add_member, assert_replayed, create_payment, sign_up
 from tests.money import ACCOUNT, paid_payment
@@ -50,13 +49,6 @@ class ActorMail:
 
         directory.ask = counted_ask  # type: ignore[method-assign]
         directory.tell = counted_tell  # type: ignore[method-assign]
-
-
-@pytest.fixture
-def serving(
-    aiohttp_client: Callable[..., Any], make_app: Callable[..., web.Application], clock: Clock
-) -> Serving:
-    return Serving(aiohttp_client, make_app, clock)
 
 
 def _mail_of(client: TestClient[Any, Any], member: Member) -> ActorMail:
@@ -324,11 +316,8 @@ async def _card_withdraw(client: TestClient[Any, Any], member: Member) -> Keyed:
 async def _approval_cancel(client: TestClient[Any, Any], member: Member) -> Keyed:
     await paid_payment(client, member, "10000")
     account = await _made(client, member, "/merchant/bank-accounts", ACCOUNT)
-    policy = {"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": 1}
-    response = await client.put(
-        "/api/v1/team/approvals/policies/payout.create", json=policy, headers=member.headers
-    )
-    assert response.status == 200, await response.text()
+    policy = await set_policy(client, member, "payout.create", "1000")
+    assert policy.status == 200, await policy.text()
     payout = {"amountMinor": "5000", "currency": "USD", "bankAccountId": account["id"]}
     held = await _made(client, member, "/merchant/payouts", payout)
     return Keyed(f"/team/approvals/requests/{held['approvalRequest']['id']}/cancel")

@@ -7,11 +7,10 @@ reload; one actor's units commit in the order they were decided."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 from aiohttp.test_utils import TestClient
 
 from mps.actors.attempts import SettleAttempts
@@ -20,15 +19,14 @@ from mps.actors.commits import UnitChain
 from mps.actors.invoice import MarkInvoicePaid, VoidInvoice
 from mps.actors.payment import Cancel, RefundOutcome
 from mps.adapters.processor import Authorization
-from mps.bootstrap import Overrides
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.errors import Conflict, Unavailable
 from mps.persistence.attempt_store import StoredAttempt, attempt_insert
-from mps.persistence.database import Database, IntegrityConflict
+from mps.persistence.database import IntegrityConflict
 from mps.persistence.statements import WriteUnit
 from tests.conftest import Clock
-from tests.fakes import RefusingDatabase, wait_until
+from tests.fakes import RefusingDatabase, Serving, app_database, wait_until
 from tests.helpers import Member, pending_payment, sign_up
 from tests.money import balance, paid_payment, refund_by_actor, services, stored_refunds
 from tests.processors import TestProcessor
@@ -75,34 +73,28 @@ def processor() -> RecallHeld:
 
 
 @pytest.fixture
-def held() -> list[HeldDatabase]:
-    return []
+async def shop(serving: Serving, processor: RecallHeld) -> AsyncIterator[TestClient[Any, Any]]:
+    client = await serving.paying_through(processor, HeldDatabase)
+    yield client
+    # A test that failed with the writer or a recall held must still let the app shut down.
+    app_database(client, HeldDatabase).hold.set()
+    processor.recall_gate.set()
 
 
 @pytest.fixture
-async def shop(
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-    clock: Clock,
-    processor: RecallHeld,
-    held: list[HeldDatabase],
-) -> AsyncIterator[TestClient[Any, Any]]:
-    def wrap(real: Database) -> Database:
-        held.append(HeldDatabase(real))
-        return held[-1]
+def writer(shop: TestClient[Any, Any]) -> HeldDatabase:
+    """The database the app's writer commits through."""
+    return app_database(shop, HeldDatabase)
 
-    app = make_app(Overrides(clock=clock, test_processor=processor, wrap_database=wrap))
-    client: TestClient[Any, Any] = await aiohttp_client(app)
-    yield client
-    # A test that failed with the writer or a recall held must still let the app shut down.
-    for db in held:
-        db.hold.set()
-    processor.recall_gate.set()
+
+async def _refund(shop: TestClient[Any, Any], member: Member, payment_id: str, amount: int) -> Any:
+    """The payment actor's answer to a refund of `amount`, waited for no longer than PATIENCE."""
+    return await asyncio.wait_for(refund_by_actor(shop, member, payment_id, amount), PATIENCE)
 
 
 async def _refunds_in_full(shop: TestClient[Any, Any], member: Member, payment_id: str) -> None:
     """Refund the whole 2500 of the payment, which must be accepted and reserve all of it."""
-    made = await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2500), PATIENCE)
+    made = await _refund(shop, member, payment_id, 2500)
     assert made.refund.amount_minor == 2500
     assert await balance(shop, member) == {"available": 0, "pending": 0, "reserved": 2500}
 
@@ -150,42 +142,40 @@ async def test_a_unit_chain_sends_each_unit_only_once_the_one_before_it_has_ende
 
 
 async def test_a_payment_decides_its_next_refund_against_one_whose_commit_is_held(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given a paid payment of 2500, and a writer that holds every commit
     member, payment_id = await _paid(shop)
-    db = held[0]
-    db.hold.clear()
+    writer.hold.clear()
 
     # when a refund of 1000 is asked for, and then one of 2000 and one of 1500
     first = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 1000))
     with pytest.raises(Conflict):
-        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2000), PATIENCE)
+        await _refund(shop, member, payment_id, 2000)
     third = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 1500))
 
     # then the 2000 was refused (1000 reserved of 2500) while the first still waited for the
     # writer; once it goes on, both refunds commit, the first one first
     assert not first.done()
-    await wait_until(lambda: db.waiting_writes > 0, PATIENCE)
-    db.hold.set()
+    await wait_until(lambda: writer.waiting_writes > 0, PATIENCE)
+    writer.hold.set()
     made = await asyncio.wait_for(asyncio.gather(first, third), PATIENCE)
     assert [outcome.refund.amount_minor for outcome in made] == [1000, 1500]
     assert all(isinstance(outcome, RefundOutcome) for outcome in made)
-    assert db.refund_amounts() == [1000, 1500]
+    assert writer.refund_amounts() == [1000, 1500]
     assert await balance(shop, member) == {"available": 0, "pending": 0, "reserved": 2500}
 
 
 async def test_a_refund_refused_at_the_writer_gives_its_reservation_back_and_moves_no_money(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given a paid payment of 2500 whose next refund's unit the writer refuses
     member, payment_id = await _paid(shop)
-    db = held[0]
-    db.refuse = _inserts_refund
+    writer.refuse = _inserts_refund
 
     # when the whole amount is refunded
     with pytest.raises(IntegrityConflict):
-        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2500), PATIENCE)
+        await _refund(shop, member, payment_id, 2500)
 
     # then nothing is reserved or stored, and the whole amount can be refunded again (the
     # payment gave its reservation back; the books, theirs)
@@ -195,20 +185,19 @@ async def test_a_refund_refused_at_the_writer_gives_its_reservation_back_and_mov
 
 
 async def test_a_refund_decided_on_top_of_a_refused_one_is_never_written(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given a paid payment of 2500, a held writer, and a refusal armed for the first refund
     member, payment_id = await _paid(shop)
-    db = held[0]
-    db.refuse = _inserts_refund
-    db.hold.clear()
+    writer.refuse = _inserts_refund
+    writer.hold.clear()
 
     # when a refund of 1000 is decided, then one of 500 on top of its reservation, and the
     # writer goes on
     first = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 1000))
     second = asyncio.ensure_future(refund_by_actor(shop, member, payment_id, 500))
-    await wait_until(lambda: db.waiting_writes > 0, PATIENCE)
-    db.hold.set()
+    await wait_until(lambda: writer.waiting_writes > 0, PATIENCE)
+    writer.hold.set()
     answers = await asyncio.wait_for(
         asyncio.gather(first, second, return_exceptions=True), PATIENCE
     )
@@ -222,18 +211,17 @@ async def test_a_refund_decided_on_top_of_a_refused_one_is_never_written(
 
 
 async def test_a_payment_reloads_after_a_refund_of_unknown_outcome_and_counts_what_landed(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given a paid payment of 2500 whose next refund lands but is not acknowledged
     member, payment_id = await _paid(shop)
-    db = held[0]
-    db.lose_ack = _inserts_refund
+    writer.lose_ack = _inserts_refund
     with pytest.raises(Unavailable):
-        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 2000), PATIENCE)
+        await _refund(shop, member, payment_id, 2000)
 
     # when more is refunded than what storage leaves, then what it leaves
     with pytest.raises(Conflict):
-        await asyncio.wait_for(refund_by_actor(shop, member, payment_id, 1000), PATIENCE)
+        await _refund(shop, member, payment_id, 1000)
 
     async def rest() -> Any:
         # The company's books reload once the commit they lost has ended: until then 503.
@@ -254,7 +242,7 @@ async def test_a_payment_reloads_after_a_refund_of_unknown_outcome_and_counts_wh
 
 
 async def test_a_payment_takes_messages_while_the_processor_is_recalled_after_activation(
-    shop: TestClient[Any, Any], processor: RecallHeld, held: list[HeldDatabase], clock: Clock
+    shop: TestClient[Any, Any], processor: RecallHeld, writer: HeldDatabase, clock: Clock
 ) -> None:
     # given a PENDING payment with an attempt a fault left IN_FLIGHT, and a processor whose
     # recall is held
@@ -288,7 +276,7 @@ async def test_a_payment_takes_messages_while_the_processor_is_recalled_after_ac
         "SELECT status FROM checkout_attempts WHERE id = $1", attempt.id
     )
     assert row is not None and row["status"] == "VOID"
-    assert held[0].waiting_writes == 0
+    assert writer.waiting_writes == 0
 
 
 async def _card(shop: TestClient[Any, Any]) -> tuple[Member, str]:
@@ -303,12 +291,11 @@ async def _card(shop: TestClient[Any, Any]) -> tuple[Member, str]:
 
 
 async def test_a_card_decides_its_next_message_against_an_authorization_whose_commit_is_held(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given a card holding 3000, and a writer that holds every commit
     member, card_id = await _card(shop)
-    db = held[0]
-    db.hold.clear()
+    writer.hold.clear()
 
     # when 2000 is authorized, and then 2000 withdrawn
     spent = asyncio.ensure_future(
@@ -323,19 +310,18 @@ async def test_a_card_decides_its_next_message_against_an_authorization_whose_co
     # waited for the writer, which then books it
     assert refused.value.code == "balance_insufficient"
     assert not spent.done()
-    db.hold.set()
+    writer.hold.set()
     outcome = await asyncio.wait_for(spent, PATIENCE)
     assert outcome.authorization["approved"] is True
     assert outcome.balance == 1000
 
 
 async def test_a_card_authorization_refused_at_the_writer_gives_the_balance_back(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given a card holding 3000 whose next authorization's unit the writer refuses
     member, card_id = await _card(shop)
-    db = held[0]
-    db.refuse = lambda unit: any(
+    writer.refuse = lambda unit: any(
         st.sql.startswith("INSERT INTO card_authorizations") for st in unit
     )
 
@@ -353,7 +339,7 @@ async def test_a_card_authorization_refused_at_the_writer_gives_the_balance_back
 
 
 async def test_an_invoice_decides_its_next_change_against_one_whose_commit_is_held(
-    shop: TestClient[Any, Any], held: list[HeldDatabase]
+    shop: TestClient[Any, Any], writer: HeldDatabase
 ) -> None:
     # given an invoice, and a writer that holds every commit
     member = await sign_up(shop)
@@ -366,8 +352,7 @@ async def test_an_invoice_decides_its_next_change_against_one_whose_commit_is_he
     assert response.status == 201, await response.text()
     invoice_id = (await response.json())["id"]
     found = services(shop)
-    db = held[0]
-    db.hold.clear()
+    writer.hold.clear()
 
     # when it is marked paid, and then voided
     paid = asyncio.ensure_future(
@@ -386,7 +371,7 @@ async def test_an_invoice_decides_its_next_change_against_one_whose_commit_is_he
     # then the void is refused against the invoice PAID in memory while its commit still
     # waited for the writer, which then commits it
     assert not paid.done()
-    db.hold.set()
+    writer.hold.set()
     outcome = await asyncio.wait_for(paid, PATIENCE)
     assert outcome.invoice.status == "PAID"
     stored = await found.database.fetchrow("SELECT status FROM invoices WHERE id = $1", invoice_id)

@@ -8,12 +8,13 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from tests.helpers import (
+    Member,
     assert_envelope,
     assert_refused,
     create_payment,
+    live_session,
     pay,
     pending_payment,
-    sign_up,
     two_companies,
 )
 
@@ -21,10 +22,8 @@ pytestmark = pytest.mark.both_backends
 
 
 async def test_create_returns_201_with_the_seven_fields_and_pay_url(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
-
     payment = await create_payment(client, member, description="Blue mug")
 
     assert payment["id"].startswith("pay_")
@@ -36,8 +35,7 @@ async def test_create_returns_201_with_the_seven_fields_and_pay_url(
     assert payment["livemode"] is False
 
 
-async def test_get_returns_every_stored_field(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
+async def test_get_returns_every_stored_field(client: TestClient[Any, Any], member: Member) -> None:
     created = await create_payment(
         client,
         member,
@@ -83,11 +81,9 @@ async def test_get_returns_every_stored_field(client: TestClient[Any, Any]) -> N
 
 
 async def test_default_expiry_is_24_hours_and_no_expiry_overrides(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     from mps.domain.clock import parse_iso
-
-    member = await sign_up(client)
 
     default = await create_payment(client, member)
     permanent = await create_payment(client, member, noExpiry=True, expiresInSec=120)
@@ -140,10 +136,8 @@ async def test_default_expiry_is_24_hours_and_no_expiry_overrides(
     ],
 )
 async def test_invalid_create_is_400_naming_the_field_and_creates_nothing(
-    client: TestClient[Any, Any], body: dict[str, Any], field: str
+    client: TestClient[Any, Any], member: Member, body: dict[str, Any], field: str
 ) -> None:
-    member = await sign_up(client)
-
     response = await client.post("/api/v1/merchant/payments", json=body, headers=member.headers)
 
     result = await assert_refused(response, 400, "validation_error")
@@ -204,10 +198,7 @@ async def test_another_company_gets_404_and_never_sees_the_payment(
 
 async def test_live_mode_cannot_see_test_payments(client: TestClient[Any, Any]) -> None:
     member, payment = await pending_payment(client)
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
-    )
-    live = {"Authorization": f"Bearer {(await switched.json())['sessionToken']}"}
+    live = (await live_session(client, member)).headers
 
     got = await client.get(f"/api/v1/merchant/payments/{payment['id']}", headers=live)
     created = await client.post(
@@ -237,9 +228,9 @@ async def test_list_filters_by_status_currency_and_email(client: TestClient[Any,
     assert await ids(status="REFUNDED") == []
 
 
-async def test_list_range_from_after_to_is_400(client: TestClient[Any, Any]) -> None:
-    member = await sign_up(client)
-
+async def test_list_range_from_after_to_is_400(
+    client: TestClient[Any, Any], member: Member
+) -> None:
     response = await client.get(
         "/api/v1/merchant/payments",
         params={"from": "2026-02-01", "to": "2026-01-01"},
@@ -250,9 +241,8 @@ async def test_list_range_from_after_to_is_400(client: TestClient[Any, Any]) -> 
 
 
 async def test_cursor_paging_over_a_growing_list_returns_no_duplicate(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
     first = [(await create_payment(client, member))["id"] for _ in range(5)]
 
     seen: list[str] = []
@@ -302,10 +292,8 @@ async def test_stats_are_per_currency_and_never_blended(client: TestClient[Any, 
 
 
 async def test_a_currency_code_in_lower_case_is_taken_and_answered_upper_case(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
-    member = await sign_up(client)
-
     payment = await create_payment(client, member, currency="eur")
     stats = await client.get(
         "/api/v1/merchant/payments/stats", params={"currency": "eur"}, headers=member.headers

@@ -17,12 +17,7 @@ import orjson
 import pytest
 
 from mps.actors.persistence import Commit, PersistenceActor
-from mps.actors.runtime import (
-    ActorDeadError,
-    ActorStoppedBeforeHandling,
-    ask,
-    stop,
-)
+from mps.actors.runtime import ask, stop
 from mps.domain.payments import Payment
 from mps.errors import KeyAlreadyStored, StaleWrite, Unavailable
 from mps.persistence.analytics_store import rollup_statements
@@ -49,6 +44,7 @@ from mps.persistence.statements import (
     versioned_update,
 )
 from mps.persistence.webhook_store import endpoint_failing
+from tests.actors import assert_nobody_left_waiting
 from tests.fakes import WrappedDatabase, wait_until
 from tests.helpers import eventually
 
@@ -424,12 +420,8 @@ async def test_writers_get_an_error_when_the_persistence_actor_is_cancelled_mid_
     # when
     writer.task.cancel()
 
-    # then: nobody is left waiting
-    async with asyncio.timeout(PATIENCE):
-        with pytest.raises(ActorDeadError, match="cancelled during a group commit"):
-            await in_commit
-        with pytest.raises(ActorStoppedBeforeHandling):
-            await queued
+    # then
+    await assert_nobody_left_waiting(in_commit, queued, "cancelled during a group commit", PATIENCE)
     assert stuck.writes == 1
 
 
@@ -666,18 +658,28 @@ def _sqlite_connection_threads() -> set[threading.Thread]:
     return {t for t in threading.enumerate() if "_connection_worker_thread" in t.name}
 
 
+async def _no_connection_thread_left(besides: set[threading.Thread]) -> None:
+    """Wait until every SQLite connection's thread but those `besides` has ended. A connection
+    left open outlives its event loop: its thread answers on the closed loop later and dies of
+    it, in whatever test runs then."""
+    await wait_until(lambda: not _sqlite_connection_threads() - besides, within=PATIENCE)
+
+
+async def _first_scan_opening(path: Path) -> tuple[SqliteDatabase, asyncio.Future[list[Row]]]:
+    """A SQLite database just opened, and its first scan, caught opening the scan connection."""
+    database = SqliteDatabase(str(path))
+    await database.open()
+    scan = asyncio.ensure_future(database.scans().fetch("SELECT 1"))
+    await asyncio.sleep(0)
+    return database, scan
+
+
 async def test_closing_while_a_first_scan_opens_its_connection_leaves_no_connection_open(
     tmp_path: Path,
 ) -> None:
-    # A connection left open outlives its event loop: its thread answers on the closed loop
-    # later and dies of it, in whatever test runs then.
-    before = _sqlite_connection_threads()
-    database = SqliteDatabase(str(tmp_path / "scanned.db"))
-    await database.open()
-
     # given the first background scan, opening the scan connection
-    scan = asyncio.ensure_future(database.scans().fetch("SELECT 1"))
-    await asyncio.sleep(0)
+    before = _sqlite_connection_threads()
+    database, scan = await _first_scan_opening(tmp_path / "scanned.db")
 
     # when the database closes meanwhile (a shutdown while a reconciliation pass starts)
     await database.close()
@@ -685,7 +687,7 @@ async def test_closing_while_a_first_scan_opens_its_connection_leaves_no_connect
         await scan
 
     # then every connection it opened is closed, the scan's too, and a scan after is refused
-    await wait_until(lambda: not _sqlite_connection_threads() - before, within=PATIENCE)
+    await _no_connection_thread_left(besides=before)
     with pytest.raises(RuntimeError, match="not open"):
         await database.scans().fetch("SELECT 1")
 
@@ -693,21 +695,17 @@ async def test_closing_while_a_first_scan_opens_its_connection_leaves_no_connect
 async def test_a_scan_cancelled_while_its_connection_opens_leaves_it_closed(
     tmp_path: Path,
 ) -> None:
-    before = _sqlite_connection_threads()
-    database = SqliteDatabase(str(tmp_path / "scanned.db"))
-    await database.open()
-
     # given the first scan, cancelled while it opens the scan connection (its task stopped at
     # shutdown)
-    scan = asyncio.ensure_future(database.scans().fetch("SELECT 1"))
-    await asyncio.sleep(0)
+    before = _sqlite_connection_threads()
+    database, scan = await _first_scan_opening(tmp_path / "scanned.db")
     scan.cancel()
     with contextlib.suppress(asyncio.CancelledError):
         await scan
 
     # then the database closes every connection it has, and no thread is left behind
     await database.close()
-    await wait_until(lambda: not _sqlite_connection_threads() - before, within=PATIENCE)
+    await _no_connection_thread_left(besides=before)
 
 
 def new_user_unless_known(user_id: str, email: str) -> Statement:

@@ -12,7 +12,6 @@ its own on loopback (any 127.x.y.z is this machine).
 from __future__ import annotations
 
 import shutil
-import signal
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -26,6 +25,7 @@ import pytest
 from tests.cluster import LocalCluster, sign_up_on
 from tests.conftest import REQUIRE_SERVICES
 from tests.helpers import eventually, free_port
+from tests.test_balancer import stop_nginx
 
 pytestmark = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
 
@@ -85,13 +85,7 @@ class Nginx:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._process is not None and self._process.poll() is None:
-            self._process.send_signal(signal.SIGQUIT)
-            try:
-                self._process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=10)
+        stop_nginx(self._process)
 
 
 @asynccontextmanager

@@ -11,7 +11,6 @@ own, a Postgres schema and a cluster name of its own, dropped and deleted afterw
 
 from __future__ import annotations
 
-import asyncio
 import json
 import secrets
 import signal
@@ -22,40 +21,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import asyncpg
 import pytest
 
-from bench.balancers import NGINX
 from bench.cluster_layout import Layout, is_ready
-from tests.cluster import delete_cluster_queues, new_cluster_name, require_reachable
-from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
+from tests.cluster import (
+    delete_cluster_queues,
+    drop_schema,
+    new_cluster_name,
+    require_reachable,
+)
+from tests.conftest import AMQP_URL, PG_URL
 from tests.helpers import free_ports
+from tests.test_balancer import require_nginx
 
 ROOT = Path(__file__).resolve().parent.parent
-JS_MODULE = Path("/usr/lib/nginx/modules/ngx_http_js_module.so")
 NODES = 2
 # The balancer's port P and the nodes' P+1…, peers P+11…, metrics P+21…, the relay P+30.
 PORTS_TAKEN = 31
 
 
-def _drop_schema(schema: str) -> None:
-    async def drop() -> None:
-        admin = await asyncpg.connect(PG_URL)
-        try:
-            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await admin.close()
-
-    asyncio.run(drop())
-
-
 @pytest.fixture
 def production_cluster(tmp_path: Path) -> Iterator[Layout]:
-    if not (Path(NGINX).exists() and JS_MODULE.exists()):
-        what = "nginx with its JavaScript module (scripts/services)"
-        if REQUIRE_SERVICES:
-            pytest.fail(f"{what} is required by this test run and is missing")
-        pytest.skip(f"{what} is missing")
+    require_nginx()
     require_reachable(5432, f"PostgreSQL at {PG_URL}")
     require_reachable(5672, f"RabbitMQ at {AMQP_URL}")
     schema = f"t_{secrets.token_hex(6)}"
@@ -100,7 +87,7 @@ def production_cluster(tmp_path: Path) -> Iterator[Layout]:
             supervisor.wait()
         output.close()
         delete_cluster_queues(AMQP_URL, name)
-        _drop_schema(schema)
+        drop_schema(schema)
 
 
 def _drill(layout: Layout) -> dict[str, Any]:

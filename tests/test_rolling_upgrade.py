@@ -42,12 +42,9 @@ from mps.domain.shards import SHARD_COUNT
 from mps.http.keys import SERVICES
 from tests.cluster import (
     CLUSTER_SECRET,
-    ENCRYPTION_KEY,
-    SESSION_SECRET,
     LocalCluster,
     NodeMember,
     delete_cluster_queues,
-    in_halves,
     new_cluster_name,
     serve_passed_requests,
     sign_up_on,
@@ -72,12 +69,6 @@ NO_VERSION_IN_COMMON = "no version in common"
 def previous_release(tmp_path: Path) -> Path:
     """The project as it was before the newest commit that changed the service."""
     return release_before(tmp_path / "previous", "mps")
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=40)) as session:
-        yield session
 
 
 def _metric(base_url: str, name: str, **labels: str) -> float:
@@ -263,49 +254,13 @@ async def test_the_previous_release_and_this_one_pass_each_other_requests_throug
 # --- a peer of a release two apart ------------------------------------------------------------
 
 
-@pytest.fixture
-async def asker_and_future_owner(
-    tmp_path: Path,
-    database_url: str,
-    amqp_url: str,
-    aiohttp_client: Callable[..., Any],
-    make_app: Callable[..., web.Application],
-) -> AsyncIterator[tuple[LocalCluster, TestClient[Any, Any]]]:
-    """A run.py node of this release, and an in-process node of its cluster (so the test can
-    make it speak what a release to come would), each owning half the shards."""
-    asker = LocalCluster(tmp_path, 1, database_url, amqp_url)
-    await asyncio.to_thread(asker.__enter__)
-    owner: TestClient[Any, Any] | None = None
-    try:
-        owner = await aiohttp_client(
-            make_app(
-                broker_url=amqp_url,
-                cluster_name=asker.name,
-                node_id=f"{asker.name}-future",
-                session_secret=SESSION_SECRET.encode(),
-                encryption_key=ENCRYPTION_KEY.encode(),
-                cluster_secret=CLUSTER_SECRET.encode(),
-                rate_limit_scale=0.0,
-            )
-        )
-        await serve_passed_requests(owner)
-        node = owner.app[SERVICES].cluster
-        assert node is not None
-        await eventually(
-            lambda: in_halves(node, asker), within=30, what="the two nodes share the shards"
-        )
-        yield asker, owner
-    finally:
-        if owner is not None:
-            await owner.close()
-        await asyncio.to_thread(asker.__exit__, None, None, None)
-
-
 @on_postgres
 async def test_a_node_passes_nothing_to_a_peer_speaking_only_versions_it_does_not_and_answers_503(
-    asker_and_future_owner: tuple[LocalCluster, TestClient[Any, Any]], http: aiohttp.ClientSession
+    node_and_one_beside: tuple[LocalCluster, TestClient[Any, Any]], http: aiohttp.ClientSession
 ) -> None:
-    asker, owner = asker_and_future_owner
+    # A run.py node of this release asks; the in-process node, made to speak what a release to
+    # come would, owns.
+    asker, owner = node_and_one_beside
     node = owner.app[SERVICES].cluster
     assert node is not None
     # given a company the in-process node owns

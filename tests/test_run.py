@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import ast
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 from tests.helpers import port_in_use
-from tests.server import RUN_PY, RunningServer, server_environment
+from tests.server import RUN_PY, RunningServer, run_py
 from tests.setting_names import settings_the_service_reads
 
 
@@ -19,14 +17,8 @@ def test_run_py_serves_development_mode_and_refuses_bad_production(tmp_path: Pat
         assert body["status"] == "up"
         assert (server.data_dir / "mps.db").exists()
 
-    refused = subprocess.run(
-        [sys.executable, str(RUN_PY), "--mode", "production"],
-        cwd=tmp_path,
-        env=server_environment({"MPS_DATA_DIR": str(server.data_dir)}),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
+    refused = run_py(
+        "--mode", "production", cwd=tmp_path, env={"MPS_DATA_DIR": str(server.data_dir)}, timeout=30
     )
     assert refused.returncode == 2
     assert "MPS_DATABASE_URL" in refused.stderr
@@ -34,14 +26,8 @@ def test_run_py_serves_development_mode_and_refuses_bad_production(tmp_path: Pat
 
 def test_a_port_in_use_is_one_clear_line_not_a_traceback(tmp_path: Path) -> None:
     with port_in_use() as port:
-        refused = subprocess.run(
-            [sys.executable, str(RUN_PY), "--port", str(port)],
-            cwd=tmp_path,
-            env=server_environment({"MPS_DATA_DIR": str(tmp_path / "data")}),
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
+        refused = run_py(
+            "--port", str(port), cwd=tmp_path, env={"MPS_DATA_DIR": str(tmp_path / "data")}
         )
 
     assert refused.returncode == 1
@@ -63,14 +49,7 @@ def test_run_py_help_names_every_setting_the_service_reads_and_both_subcommands(
     } <= read
 
     # when
-    shown = subprocess.run(
-        [sys.executable, str(RUN_PY), "--help"],
-        env=server_environment(),
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
+    shown = run_py("--help", timeout=30)
 
     # then
     assert shown.returncode == 0, shown.stderr

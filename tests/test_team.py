@@ -35,6 +35,11 @@ async def _call(
     return await client.request(method, f"/api/v1{path}", json=body or None, headers=member.headers)
 
 
+async def _set_role(client: TestClient[Any, Any], by: Member, member_id: str, role_id: str) -> Any:
+    """The answer to `by` giving the member the role."""
+    return await _call(client, by, "PATCH", f"/team/members/{member_id}", roleId=role_id)
+
+
 async def _role(
     client: TestClient[Any, Any], member: Member, name: str, *scopes: str
 ) -> dict[str, Any]:
@@ -69,9 +74,7 @@ async def test_a_role_change_takes_effect_on_the_next_request(
     owner, member = await owner_and_member(client, "role_viewer", "ann@example.com")
     assert (await create_payment_status(client, member)) == 403
 
-    response = await _call(
-        client, owner, "PATCH", f"/team/members/{member.user_id}", roleId="role_finance"
-    )
+    response = await _set_role(client, owner, member.user_id, "role_finance")
 
     assert response.status == 200, await response.text()
     assert (await response.json())["roleId"] == "role_finance"
@@ -108,7 +111,7 @@ async def test_a_role_held_by_a_member_cannot_be_deleted(client: TestClient[Any,
     member = await add_member(client, owner, "ann@example.com", role["id"])
 
     held = await _call(client, owner, "DELETE", f"/team/roles/{role['id']}")
-    await _call(client, owner, "PATCH", f"/team/members/{member.user_id}", roleId="role_viewer")
+    await _set_role(client, owner, member.user_id, "role_viewer")
     freed = await _call(client, owner, "DELETE", f"/team/roles/{role['id']}")
     builtin = await _call(client, owner, "DELETE", "/team/roles/role_viewer")
 
@@ -162,13 +165,9 @@ async def test_the_last_owner_can_be_neither_demoted_nor_removed(
 ) -> None:
     owner, admin = await owner_and_member(client, "role_admin", "ann@example.com")
 
-    demoted = await _call(
-        client, admin, "PATCH", f"/team/members/{owner.user_id}", roleId="role_viewer"
-    )
+    demoted = await _set_role(client, admin, owner.user_id, "role_viewer")
     removed = await _call(client, admin, "DELETE", f"/team/members/{owner.user_id}")
-    self_demoted = await _call(
-        client, owner, "PATCH", f"/team/members/{owner.user_id}", roleId="role_admin"
-    )
+    self_demoted = await _set_role(client, owner, owner.user_id, "role_admin")
 
     for response in (demoted, removed, self_demoted):
         await assert_refused(response, 409, "last_owner")
@@ -177,9 +176,7 @@ async def test_the_last_owner_can_be_neither_demoted_nor_removed(
 async def test_the_owner_role_is_given_only_by_a_transfer(client: TestClient[Any, Any]) -> None:
     owner, admin = await owner_and_member(client, "role_admin", "ann@example.com")
 
-    granted = await _call(
-        client, owner, "PATCH", f"/team/members/{admin.user_id}", roleId="role_owner"
-    )
+    granted = await _set_role(client, owner, admin.user_id, "role_owner")
     by_admin = await _call(client, admin, "POST", "/team/transfer-ownership", userId=admin.user_id)
     transferred = await _call(
         client, owner, "POST", "/team/transfer-ownership", userId=admin.user_id
@@ -202,9 +199,7 @@ async def test_nobody_grants_a_role_beyond_their_own_scopes(client: TestClient[A
     manager = await add_member(client, owner, "lead@example.com", lead["id"])
     member = await add_member(client, owner, "ann@example.com", "role_viewer")
 
-    wider = await _call(
-        client, manager, "PATCH", f"/team/members/{member.user_id}", roleId="role_finance"
-    )
+    wider = await _set_role(client, manager, member.user_id, "role_finance")
     own_role = await _call(
         client, manager, "POST", "/team/roles", name="Writers", scopes=["payments:write"]
     )
@@ -234,9 +229,7 @@ async def test_member_rows_carry_an_id_that_the_member_routes_take(
     # when the members are listed, and one is changed by the row's id
     listed = await (await _call(client, owner, "GET", "/team/members")).json()
     rows = {m["userId"]: m for m in listed["data"]}
-    changed = await _call(
-        client, owner, "PATCH", f"/team/members/{rows[member.user_id]['id']}", roleId="role_viewer"
-    )
+    changed = await _set_role(client, owner, rows[member.user_id]["id"], "role_viewer")
 
     # then every row's id is its userId, and the routes take it
     assert all(m["id"] == m["userId"] for m in listed["data"])
@@ -259,9 +252,7 @@ async def test_changes_are_audited_with_actor_ip_and_request_id(
     client: TestClient[Any, Any],
 ) -> None:
     owner, member = await owner_and_member(client, "role_viewer", "ann@example.com")
-    changed = await _call(
-        client, owner, "PATCH", f"/team/members/{member.user_id}", roleId="role_finance"
-    )
+    changed = await _set_role(client, owner, member.user_id, "role_finance")
     await _call(client, owner, "PATCH", "/merchant/settings", payoutSchedule="weekly")
 
     response = await _call(client, owner, "GET", "/team/audit")
@@ -333,9 +324,7 @@ async def test_another_companys_team_and_trail_are_not_visible(
 
     listed = await (await _call(client, other, "GET", "/team/roles")).json()
     changed = await _call(client, other, "PATCH", f"/team/roles/{role['id']}", name="Mine")
-    member = await _call(
-        client, other, "PATCH", f"/team/members/{owner.user_id}", roleId="role_viewer"
-    )
+    member = await _set_role(client, other, owner.user_id, "role_viewer")
     trail = await (await _call(client, other, "GET", "/team/audit")).json()
 
     assert role["id"] not in [r["id"] for r in listed["data"]]
@@ -352,9 +341,7 @@ async def test_a_manager_cannot_demote_or_remove_a_member_who_outranks_them(
     manager = await add_member(client, owner, "lead@example.com", lead["id"])
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
 
-    demoted = await _call(
-        client, manager, "PATCH", f"/team/members/{admin.user_id}", roleId=lead["id"]
-    )
+    demoted = await _set_role(client, manager, admin.user_id, lead["id"])
     removed = await _call(client, manager, "DELETE", f"/team/members/{admin.user_id}")
 
     for response in (demoted, removed):

@@ -277,36 +277,39 @@ async def _hello(request: web.Request) -> web.Response:
     return web.Response(text="delivered")
 
 
-async def test_guarded_resolver_refuses_a_real_request_when_the_name_resolves_to_loopback(
-    aiohttp_server: ServerFactory,
-) -> None:
-    # given: a real receiver on loopback, reached by name
+@pytest.fixture
+async def loopback_url(aiohttp_server: ServerFactory) -> str:
+    """The address, by name, of a real receiver on loopback that answers "delivered"."""
     app = web.Application()
     app.router.add_get("/", _hello)
     server = await aiohttp_server(app)
+    return f"http://localhost:{server.port}/"
+
+
+async def test_guarded_resolver_refuses_a_real_request_when_the_name_resolves_to_loopback(
+    loopback_url: str,
+) -> None:
+    # given
     connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow_private=False))
 
     # when / then
     async with aiohttp.ClientSession(connector=connector) as session:
         with pytest.raises(aiohttp.ClientConnectorError) as raised:
-            await session.get(f"http://localhost:{server.port}/")
+            await session.get(loopback_url)
     assert isinstance(raised.value.os_error, UnsafeTarget)
     assert "localhost resolves to" in str(raised.value)
 
 
 async def test_guarded_resolver_lets_a_real_request_through_when_private_targets_are_allowed(
-    aiohttp_server: ServerFactory,
+    loopback_url: str,
 ) -> None:
     # given
-    app = web.Application()
-    app.router.add_get("/", _hello)
-    server = await aiohttp_server(app)
     connector = aiohttp.TCPConnector(resolver=GuardedResolver(allow_private=True))
 
     # when
     async with (
         aiohttp.ClientSession(connector=connector) as session,
-        session.get(f"http://localhost:{server.port}/") as response,
+        session.get(loopback_url) as response,
     ):
         text = await response.text()
 

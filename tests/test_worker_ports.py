@@ -10,41 +10,37 @@ passed a request on, `mps_peer_requests_total{outcome="ran"}` on the owner that 
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import secrets
 import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.request import urlopen
 
 import aiohttp
-import asyncpg
 import orjson
 import pytest
 
 from mps.config import ConfigError, load_settings
 from mps.domain.shards import SHARD_COUNT, shard_of
 from mps.workers import plan_workers
-from tests.cluster import delete_cluster_queues, new_cluster_name, require_reachable
-from tests.conftest import AMQP_URL, PG_URL, REQUIRE_SERVICES
-from tests.helpers import free_port, free_ports, port_in_use
+from tests.cluster import drop_schema, node_at, require_reachable
+from tests.conftest import AMQP_URL, PG_URL
+from tests.helpers import free_port, free_ports
 from tests.server import RunningServer
-from tests.test_balancer import JS_MODULE, NGINX, Nginx
+from tests.test_balancer import Nginx, require_nginx
 from tests.test_workers import (
-    AMOUNT,
     API,
     Workers,
     _count,
+    _creates,
     _run,
     _sign_up,
-    on_postgres,
+    _worker_env,
 )
 
-CREATES = "/api/v1/merchant/payments"
+CREATES = f"{API}/merchant/payments"
 # Creates sent in each case: enough that a stray pass would show, few enough to stay quick.
 SENT = 8
 # How long two started workers may take to own every shard, half each, on a busy machine.
@@ -65,12 +61,7 @@ class OwnPorts:
     def node(self, index: int) -> dict[str, object] | None:
         """Worker `index`'s own account of itself (GET /health on its own port); None while it
         does not answer."""
-        try:
-            with urlopen(f"{self.url(index)}{API}/health", timeout=2) as response:
-                node: dict[str, object] = orjson.loads(response.read())["node"]
-                return node
-        except OSError:
-            return None
+        return node_at(self.url(index))
 
     def owner_of(self, company: str) -> int:
         """The index (1 or 2) of the worker owning the company's shard, as its own port says."""
@@ -160,21 +151,7 @@ def own(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnPorts]:
         yield running
     finally:
         workers.close()
-        _drop_schema(schema)
-
-
-def _drop_schema(schema: str) -> None:
-    async def drop() -> None:
-        admin = await asyncpg.connect(PG_URL)
-        try:
-            await admin.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
-        finally:
-            await admin.close()
-
-    # Torn down while a test's event loop may still be set on this thread.
-    worker = threading.Thread(target=asyncio.run, args=(drop(),))
-    worker.start()
-    worker.join(30)
+        drop_schema(schema)
 
 
 @pytest.fixture
@@ -186,30 +163,7 @@ async def http() -> AsyncIterator[aiohttp.ClientSession]:
         yield session
 
 
-async def _creates(
-    http: aiohttp.ClientSession, base: str, headers: dict[str, str], keys: str
-) -> list[int]:
-    statuses = []
-    for number in range(SENT):
-        async with http.post(
-            f"{base}{CREATES}",
-            json=AMOUNT,
-            headers={**headers, "Idempotency-Key": f"{keys}-{number}"},
-        ) as response:
-            statuses.append(response.status)
-    return statuses
-
-
 # --- settings ---------------------------------------------------------------------------------
-
-
-def _worker_env(tmp_path: Path, **settings: str) -> dict[str, str]:
-    return {
-        "MPS_DATA_DIR": str(tmp_path / "var"),
-        "MPS_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/mps",
-        "MPS_BROKER_URL": "amqp://127.0.0.1/",
-        **settings,
-    }
 
 
 def test_each_worker_is_given_the_next_own_port_beside_its_peer_and_metrics_ports(
@@ -302,33 +256,6 @@ def test_run_py_refuses_overlapping_own_ports_with_exit_2_before_starting_a_work
     assert "Traceback" not in refused.stderr
 
 
-@on_postgres
-def test_a_worker_whose_own_port_is_taken_stops_every_worker_instead_of_restarting(
-    tmp_path: Path, empty_database_url: str, amqp_url: str
-) -> None:
-    name = new_cluster_name()
-    with port_in_use() as port:
-        # when: worker 1's own port is in use
-        refused = _run(
-            tmp_path,
-            "--workers",
-            "2",
-            MPS_PORT=str(free_port()),
-            MPS_DATABASE_URL=empty_database_url,
-            MPS_BROKER_URL=amqp_url,
-            MPS_CLUSTER_NAME=name,
-            MPS_WORKER_PORT=str(port),
-        )
-    delete_cluster_queues(amqp_url, name)
-
-    # then: one clear line, and a setting's exit status rather than a restart loop
-    assert refused.returncode == 2, refused.stderr[-2000:]
-    assert f"cannot listen on 127.0.0.1:{port} (MPS_WORKER_PORT)" in refused.stderr
-    assert "refused its settings" in refused.stderr
-    assert "starting it again" not in refused.stderr
-    assert "Traceback" not in refused.stderr
-
-
 def test_a_single_node_ignores_mps_worker_port(tmp_path: Path) -> None:
     # given
     port = free_port()
@@ -371,7 +298,7 @@ async def test_a_create_sent_to_its_owners_own_port_is_served_there_and_passed_n
     served = await own.created(http, owner)
 
     # when
-    statuses = await _creates(http, own.url(owner), headers, "to-owner")
+    statuses = await _creates(http, own.url(owner), headers, "to-owner", SENT)
 
     # then: every create answered by the owner itself; neither worker passed anything
     assert statuses == [201] * SENT
@@ -392,7 +319,7 @@ async def test_a_create_sent_to_the_other_workers_own_port_is_passed_to_the_owne
     )
 
     # when
-    statuses = await _creates(http, own.url(other), headers, "to-other")
+    statuses = await _creates(http, own.url(other), headers, "to-other", SENT)
 
     # then: answered 201, each passed once over the peer hop and run by the owner
     assert statuses == [201] * SENT
@@ -400,48 +327,32 @@ async def test_a_create_sent_to_the_other_workers_own_port_is_passed_to_the_owne
     assert await own.passing(http, owner) == (owner_passed, owner_ran + SENT)
 
 
-class _WorkersNginx(Nginx):
+def _in_front_of_workers(folder: Path, own: OwnPorts) -> Nginx:
     """deploy/nginx.conf, unchanged but for its addresses, in front of the workers: node1 and
     node2 are the workers' own ports, fed to the map from their metrics ports; node3, which
     the map never names, is the shared port (so `any` and the backups reach both)."""
-
-    def __init__(self, folder: Path, own: OwnPorts) -> None:
-        self.folder = folder
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.access_log = folder / "access.log"
-        self.shards_map = folder / "shards.map"
-        self.addresses = [f"127.0.0.1:{port}" for port in (*own.ports, own.workers.port)]
-        self.metrics = [
-            f"http://127.0.0.1:{own.workers.metrics_port + index}/metrics" for index in (0, 1)
-        ]
-        self._process = None
+    return Nginx(
+        folder,
+        [f"127.0.0.1:{port}" for port in (*own.ports, own.workers.port)],
+        [f"http://127.0.0.1:{own.workers.metrics_port + index}/metrics" for index in (0, 1)],
+    )
 
 
-@pytest.fixture
-def nginx_present() -> None:
-    if not (Path(NGINX).exists() and JS_MODULE.exists()):
-        what = "nginx with its JavaScript module (scripts/services)"
-        if REQUIRE_SERVICES:
-            pytest.fail(f"{what} is required by this test run and is missing")
-        pytest.skip(f"{what} is missing")
-
-
-@pytest.mark.usefixtures("nginx_present")
 async def test_the_nginx_example_in_front_of_the_workers_sends_a_session_to_its_owner(
     own: OwnPorts, http: aiohttp.ClientSession, tmp_path: Path
 ) -> None:
     # given: a company, and the balancer's map written from the workers' metrics
+    require_nginx()
     headers = await _sign_up(http, own.workers.base, "nginx@worker-ports.example")
     company = _company_of(headers)
     owner = own.owner_of(company)
-    nginx = _WorkersNginx(tmp_path, own)
+    nginx = _in_front_of_workers(tmp_path, own)
     assert f"\n{shard_of(company)} node{owner};\n" in f"\n{nginx.write_map()}"
     passing = [await own.passing(http, index) for index in (1, 2)]
 
     with nginx:
         # when
-        statuses = await _creates(http, nginx.url, headers, "through-nginx")
+        statuses = await _creates(http, nginx.url, headers, "through-nginx", SENT)
 
         # then: nginx sent each to the owner's own port, and no worker passed one on
         assert statuses == [201] * SENT

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import aiohttp
 import pytest
@@ -27,7 +27,7 @@ from mps.domain.shards import SHARD_COUNT
 from mps.workers import plan_workers
 from tests.cluster import delete_cluster_queues, new_cluster_name
 from tests.helpers import eventually, free_port, free_ports, port_in_use
-from tests.server import RUN_PY, server_environment
+from tests.server import RUN_PY, run_py, server_environment
 
 # The workers share what a cluster's nodes share: these tests run on Postgres.
 on_postgres = pytest.mark.parametrize("backend", ["postgres"], indirect=True)
@@ -225,6 +225,58 @@ async def _sign_up(http: aiohttp.ClientSession, base: str, email: str) -> dict[s
     return {"Authorization": f"Bearer {token}"}
 
 
+async def _serving_a_company(
+    workers: Workers, http: aiohttp.ClientSession, email: str
+) -> dict[str, str]:
+    """The workers started and owning the shards, and a company signed up through them; its
+    session's headers."""
+    await _started(workers, http)
+    return await _sign_up(http, workers.base, email)
+
+
+async def _creates(
+    http: aiohttp.ClientSession, base: str, headers: dict[str, str], keys: str, count: int
+) -> list[int]:
+    """`count` creates sent one after another to the service at `base`, each under a key of its
+    own (`keys`-0, `keys`-1…); the status each was answered."""
+    statuses = []
+    for number in range(count):
+        async with http.post(
+            f"{base}{API}/merchant/payments",
+            json=AMOUNT,
+            headers={**headers, "Idempotency-Key": f"{keys}-{number}"},
+        ) as response:
+            statuses.append(response.status)
+    return statuses
+
+
+async def _created(
+    http: aiohttp.ClientSession, base: str, headers: dict[str, str], key: str
+) -> dict[str, Any]:
+    """A payment created under `key` through the service at `base`, which must answer 201."""
+    async with http.post(
+        f"{base}{API}/merchant/payments",
+        json=AMOUNT,
+        headers={**headers, "Idempotency-Key": key},
+    ) as response:
+        assert response.status == 201, await response.text()
+        payment: dict[str, Any] = await response.json()
+        return payment
+
+
+async def _running(
+    workers: Workers, http: aiohttp.ClientSession
+) -> tuple[subprocess.Popen[bytes], set[int]]:
+    """The supervisor and its workers' pids, once the workers own the shards between them."""
+    await _started(workers, http)
+    assert workers.process is not None
+    return workers.process, workers.worker_pids()
+
+
+def _any_alive(pids: set[int]) -> bool:
+    return any(_alive(pid) for pid in pids)
+
+
 async def _served_by_each(
     workers: Workers, http: aiohttp.ClientSession, method: str, route: str, status: str
 ) -> list[float]:
@@ -255,20 +307,12 @@ async def test_a_create_on_the_shared_port_is_served_whichever_worker_accepts_it
     workers: Workers, http: aiohttp.ClientSession
 ) -> None:
     # given
-    await _started(workers, http)
-    headers = await _sign_up(http, workers.base, "creates@workers.example")
+    headers = await _serving_a_company(workers, http, "creates@workers.example")
     route = f"{API}/merchant/payments"
     before = await _served_by_each(workers, http, "POST", route, "201")
 
     # when: creates over new connections, which the kernel spreads over both workers
-    statuses = []
-    for number in range(ASKS):
-        async with http.post(
-            f"{workers.base}{route}",
-            json=AMOUNT,
-            headers={**headers, "Idempotency-Key": f"workers-create-{number}"},
-        ) as response:
-            statuses.append(response.status)
+    statuses = await _creates(http, workers.base, headers, "workers-create", ASKS)
 
     # then: every create succeeded, and each worker answered some of them itself (the one
     # that does not own the company's shard passed its creates to the one that does)
@@ -282,15 +326,8 @@ async def test_a_payment_created_through_one_worker_is_read_through_the_other(
     workers: Workers, http: aiohttp.ClientSession
 ) -> None:
     # given
-    await _started(workers, http)
-    headers = await _sign_up(http, workers.base, "reads@workers.example")
-    async with http.post(
-        f"{workers.base}{API}/merchant/payments",
-        json=AMOUNT,
-        headers={**headers, "Idempotency-Key": "workers-read-1"},
-    ) as response:
-        assert response.status == 201, await response.text()
-        created = await response.json()
+    headers = await _serving_a_company(workers, http, "reads@workers.example")
+    created = await _created(http, workers.base, headers, "workers-read-1")
     route = f"{API}/merchant/payments/{{id}}"
     before = await _served_by_each(workers, http, "GET", route, "200")
 
@@ -337,12 +374,7 @@ async def test_a_killed_worker_is_started_again_and_takes_its_share_back(
         r"worker \d \(pid \d+\) ended unexpectedly \(signal SIGKILL\)", workers.log_text()
     )
     headers = await _sign_up(http, workers.base, "restart@workers.example")
-    async with http.post(
-        f"{workers.base}{API}/merchant/payments",
-        json=AMOUNT,
-        headers={**headers, "Idempotency-Key": "workers-after-restart"},
-    ) as response:
-        assert response.status == 201, await response.text()
+    await _created(http, workers.base, headers, "workers-after-restart")
 
 
 @on_postgres
@@ -350,17 +382,15 @@ async def test_sigterm_stops_the_supervisor_and_both_workers_cleanly(
     workers: Workers, http: aiohttp.ClientSession
 ) -> None:
     # given
-    await _started(workers, http)
-    pids = workers.worker_pids()
-    assert workers.process is not None
+    supervisor, pids = await _running(workers, http)
 
     # when
-    workers.process.send_signal(signal.SIGTERM)
-    status = await asyncio.to_thread(workers.process.wait, 60)
+    supervisor.send_signal(signal.SIGTERM)
+    status = await asyncio.to_thread(supervisor.wait, 60)
 
     # then: each worker handed its shards over and ended; the supervisor says so and exits 0
     assert status == 0, workers.log_text()[-3000:]
-    assert not [pid for pid in pids if _alive(pid)]
+    assert not _any_alive(pids)
     log = workers.log_text()
     assert "workers: SIGTERM, stopping every worker" in log
     assert "workers: all stopped" in log
@@ -376,17 +406,15 @@ async def test_workers_end_when_their_supervisor_is_killed_outright(
     workers: Workers, http: aiohttp.ClientSession
 ) -> None:
     # given
-    await _started(workers, http)
-    pids = workers.worker_pids()
-    assert workers.process is not None
+    supervisor, pids = await _running(workers, http)
 
     # when: no signal to pass on, no chance to stop them
-    workers.process.kill()
-    workers.process.wait(timeout=30)
+    supervisor.kill()
+    supervisor.wait(timeout=30)
 
     # then: the kernel told each worker (SIGTERM), and each ended rather than serve on alone
     async def ended() -> bool:
-        return not [pid for pid in pids if _alive(pid)]
+        return not _any_alive(pids)
 
     await eventually(ended, within=60, every=0.2, what="the orphaned workers ending")
 
@@ -396,34 +424,57 @@ def test_a_worker_refusing_its_settings_stops_every_worker_instead_of_restarting
     tmp_path: Path, empty_database_url: str, amqp_url: str
 ) -> None:
     # when: a setting only the serving process reads, so every worker refuses it
-    refused = _run(
-        tmp_path,
-        "--workers",
-        "2",
-        MPS_PORT=str(free_port()),
-        MPS_DATABASE_URL=empty_database_url,
-        MPS_BROKER_URL=amqp_url,
-        MPS_CLUSTER_NAME=new_cluster_name(),
-        MPS_ACCESS_LOG="sample:2",
-    )
+    refused = _run_workers(tmp_path, empty_database_url, amqp_url, MPS_ACCESS_LOG="sample:2")
 
     # then
-    assert refused.returncode == 2, refused.stderr[-2000:]
+    _assert_stopped_for_a_setting(refused)
     assert "MPS_ACCESS_LOG" in refused.stderr
-    assert "refused its settings" in refused.stderr
-    assert "starting it again" not in refused.stderr
 
 
 def _run(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(RUN_PY), *args],
-        cwd=tmp_path,
-        env=server_environment({"MPS_DATA_DIR": str(tmp_path / "var"), **env}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    return run_py(*args, cwd=tmp_path, env={"MPS_DATA_DIR": str(tmp_path / "var"), **env})
+
+
+def _run_workers(
+    tmp_path: Path, database_url: str, amqp_url: str, **env: str
+) -> subprocess.CompletedProcess[str]:
+    """`run.py --workers 2` on a free port and a cluster name of its own, whose queues are
+    deleted once it has ended; `env` adds to or overrides those settings."""
+    name = new_cluster_name()
+    try:
+        return _run(
+            tmp_path,
+            "--workers",
+            "2",
+            **{
+                "MPS_PORT": str(free_port()),
+                "MPS_DATABASE_URL": database_url,
+                "MPS_BROKER_URL": amqp_url,
+                "MPS_CLUSTER_NAME": name,
+                **env,
+            },
+        )
+    finally:
+        delete_cluster_queues(amqp_url, name)
+
+
+def _assert_stopped_for_a_setting(refused: subprocess.CompletedProcess[str]) -> None:
+    """The supervisor stopped every worker with a setting's exit status, rather than start the
+    one that refused again and again."""
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "refused its settings" in refused.stderr
+    assert "starting it again" not in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def _worker_env(tmp_path: Path, **settings: str) -> dict[str, str]:
+    """The settings of workers on Postgres and RabbitMQ (neither is reached), plus `settings`."""
+    return {
+        "MPS_DATA_DIR": str(tmp_path / "var"),
+        "MPS_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/mps",
+        "MPS_BROKER_URL": "amqp://127.0.0.1/",
+        **settings,
+    }
 
 
 def test_workers_on_the_embedded_sqlite_database_are_refused_saying_why(tmp_path: Path) -> None:
@@ -460,13 +511,7 @@ def test_workers_refuse_a_cluster_said_off_and_a_broker_that_is_not_amqp(tmp_pat
 
 def test_workers_are_one_cluster_of_named_nodes_with_ports_of_their_own(tmp_path: Path) -> None:
     # given
-    env = {
-        "MPS_DATA_DIR": str(tmp_path / "var"),
-        "MPS_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/mps",
-        "MPS_BROKER_URL": "amqp://127.0.0.1/",
-        "MPS_PEER_PORT": "9100",
-        "MPS_METRICS_PORT": "9200",
-    }
+    env = _worker_env(tmp_path, MPS_PEER_PORT="9100", MPS_METRICS_PORT="9200")
     settings = load_settings(["--workers", "3", "--node-id", "edge"], env)
 
     # when
@@ -489,13 +534,7 @@ def test_workers_are_one_cluster_of_named_nodes_with_ports_of_their_own(tmp_path
 
 
 def test_workers_whose_ports_would_overlap_are_refused(tmp_path: Path) -> None:
-    env = {
-        "MPS_DATA_DIR": str(tmp_path / "var"),
-        "MPS_DATABASE_URL": "postgresql://postgres@127.0.0.1:5432/mps",
-        "MPS_BROKER_URL": "amqp://127.0.0.1/",
-        "MPS_PEER_PORT": "9100",
-        "MPS_METRICS_PORT": "9101",
-    }
+    env = _worker_env(tmp_path, MPS_PEER_PORT="9100", MPS_METRICS_PORT="9101")
     settings = load_settings(["--workers", "2"], env)
 
     with pytest.raises(ConfigError, match="MPS_PEER_PORT and MPS_METRICS_PORT overlap"):
@@ -507,14 +546,7 @@ def test_workers_on_a_port_in_use_are_one_clear_line_and_no_worker_starts(
     tmp_path: Path, empty_database_url: str, amqp_url: str
 ) -> None:
     with port_in_use() as port:
-        refused = _run(
-            tmp_path,
-            "--workers",
-            "2",
-            MPS_PORT=str(port),
-            MPS_DATABASE_URL=empty_database_url,
-            MPS_BROKER_URL=amqp_url,
-        )
+        refused = _run_workers(tmp_path, empty_database_url, amqp_url, MPS_PORT=str(port))
 
     assert refused.returncode == 1
     assert f"run.py: cannot listen on 127.0.0.1:{port}" in refused.stderr
@@ -523,25 +555,21 @@ def test_workers_on_a_port_in_use_are_one_clear_line_and_no_worker_starts(
 
 
 @on_postgres
-def test_a_worker_whose_metrics_port_is_taken_stops_every_worker_instead_of_restarting(
-    tmp_path: Path, empty_database_url: str, amqp_url: str
+@pytest.mark.parametrize(
+    ("setting", "refusal"),
+    [
+        ("MPS_METRICS_PORT", "cannot listen for metrics on 127.0.0.1:{port}"),
+        ("MPS_WORKER_PORT", "cannot listen on 127.0.0.1:{port} (MPS_WORKER_PORT)"),
+    ],
+    ids=["metrics-port", "own-port"],
+)
+def test_a_worker_whose_metrics_or_own_port_is_taken_stops_every_worker_instead_of_restarting(
+    tmp_path: Path, empty_database_url: str, amqp_url: str, setting: str, refusal: str
 ) -> None:
     with port_in_use() as port:
-        # when: worker 1's metrics port is in use
-        refused = _run(
-            tmp_path,
-            "--workers",
-            "2",
-            MPS_PORT=str(free_port()),
-            MPS_DATABASE_URL=empty_database_url,
-            MPS_BROKER_URL=amqp_url,
-            MPS_CLUSTER_NAME=new_cluster_name(),
-            MPS_METRICS_PORT=str(port),
-        )
+        # when: worker 1's port is in use
+        refused = _run_workers(tmp_path, empty_database_url, amqp_url, **{setting: str(port)})
 
     # then: one clear line, and a setting's exit status rather than a restart loop
-    assert refused.returncode == 2, refused.stderr[-2000:]
-    assert f"cannot listen for metrics on 127.0.0.1:{port}" in refused.stderr
-    assert "refused its settings" in refused.stderr
-    assert "starting it again" not in refused.stderr
-    assert "Traceback" not in refused.stderr
+    _assert_stopped_for_a_setting(refused)
+    assert refusal.format(port=port) in refused.stderr

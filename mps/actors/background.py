@@ -12,7 +12,16 @@ import abc
 import asyncio
 import contextlib
 
-__all__ = ["BackgroundLoop"]
+__all__ = ["BackgroundLoop", "woken_or_after"]
+
+
+async def woken_or_after(wakeup: asyncio.Event, seconds: float) -> None:
+    """Return once `wakeup` is set or `seconds` have passed, whichever comes first; `wakeup`
+    is cleared, so a wake-up that comes during the work that follows starts the next round."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await wakeup.wait()
+    wakeup.clear()
 
 
 class BackgroundLoop(abc.ABC):

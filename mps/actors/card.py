@@ -24,11 +24,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from mps.actors.chained import AskCompany, ChainedActor, in_mode, through_gate
+from mps.actors.chained import AskCompany, BookingActor, in_mode, through_gate
 from mps.actors.company.approvals import RequestApproval
-from mps.actors.company.ledger import Book
 from mps.actors.context import ActorContext
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.actors.runtime import AsyncioActor, Detached
 from mps.domain import issuing as rules
 from mps.domain.audit import SYSTEM, AuditContext
@@ -78,30 +77,27 @@ class FundCard:
 
 
 @dataclass(frozen=True)
-class WithdrawFromCard:
+class WithdrawFromCard(IdempotentCommand):
     mode: str
     amount_minor: int
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class ChangeCard:
+class ChangeCard(IdempotentCommand):
     """`action`: freeze, unfreeze or terminate (the balance returns to the wallet)."""
 
     mode: str
     action: str
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class UpdateCardControls:
+class UpdateCardControls(IdempotentCommand):
     mode: str
     controls: Controls
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class AuthorizeCard:
+class AuthorizeCard(IdempotentCommand):
     """Reply: a CardOutcome whose `authorization` says approved or declined (with its reason).
     A decline is an answer, recorded with its event, not an error."""
 
@@ -110,7 +106,6 @@ class AuthorizeCard:
     currency: str
     merchant_name: str | None = None
     category: str | None = None
-    idempotency: IdempotencyRecord | None = None
 
 
 _EVENTS = {"freeze": "card.frozen", "unfreeze": "card.unfrozen", "terminate": "card.terminated"}
@@ -118,18 +113,16 @@ _EVENTS = {"freeze": "card.frozen", "unfreeze": "card.unfrozen", "terminate": "c
 _WINDOW = timedelta(days=32)
 
 
-class CardActor(ChainedActor):
+class CardActor(BookingActor):
     # An approved funding run a second time is refused whole by its request's guard.
     expected_errors = (*AsyncioActor.expected_errors, NotApproved)
 
     def __init__(
         self, card_id: str, company_id: str, context: ActorContext, company: AskCompany
     ) -> None:
-        super().__init__()
+        super().__init__(context, company)
         self.card_id = card_id
         self.company_id = company_id
-        self.context = context
-        self.company = company
         self.card: Card | None = None
         self.balance = 0
         # (time, amount) of approvals in the last month, and the total of every approval.
@@ -240,9 +233,8 @@ class CardActor(ChainedActor):
             if approved in self.recent:
                 self.recent.remove(approved)
 
-        return self._book(
-            spend, [row, *events, *_idem(command.idempotency, outcome)], outcome, undo
-        )
+        statements = [row, *events, *_idem(command.idempotency, outcome)]
+        return self._book(spend, statements, undo=undo, adopt=lambda _movements: outcome)
 
     def _fund(self, command: FundCard) -> Detached:
         card = self._require(command.mode)
@@ -252,7 +244,7 @@ class CardActor(ChainedActor):
             payload = {"cardId": card.id, "amountMinor": str(command.amount_minor)}
             gate = RequestApproval(
                 card.mode, "card.fund", card.currency, command.amount_minor, payload,
-                command.requested_by, command.audit, command.idempotency,
+                command.requested_by, command.audit, idempotency=command.idempotency,
             )  # fmt: skip
             return Detached(through_gate(self.company, self.actor_ref, gate, command))
         stamp = iso(self.context.clock())
@@ -271,7 +263,8 @@ class CardActor(ChainedActor):
         def undo() -> None:
             self.balance -= amount
 
-        return self._book(fund, [*events, *_idem(command.idempotency, outcome)], outcome, undo)
+        statements = [*events, *_idem(command.idempotency, outcome)]
+        return self._book(fund, statements, undo=undo, adopt=lambda _movements: outcome)
 
     def _withdraw(self, command: WithdrawFromCard) -> Detached:
         card = self._require(command.mode)
@@ -292,7 +285,8 @@ class CardActor(ChainedActor):
         def undo() -> None:
             self.balance += amount
 
-        return self._book(withdraw, _idem(command.idempotency, outcome), outcome, undo)
+        statements = _idem(command.idempotency, outcome)
+        return self._book(withdraw, statements, undo=undo, adopt=lambda _movements: outcome)
 
     def _change(self, command: ChangeCard) -> Detached:
         card = self._require(command.mode)
@@ -334,41 +328,8 @@ class CardActor(ChainedActor):
             def decide(books: Books, _settings: ModeSettings) -> list[Movement]:
                 return [move(books) for move in movements]
 
-            return self._book(decide, statements, outcome, undo)
+            return self._book(decide, statements, undo=undo, adopt=lambda _movements: outcome)
         return self._write(statements, outcome, undo)
-
-    def _write(
-        self,
-        statements: Sequence[Statement],
-        outcome: CardOutcome,
-        undo: Callable[[], None] = lambda: None,
-    ) -> Detached:
-        """Hand `statements` to the writer after the card's earlier units; `outcome` once
-        committed, `undo` should they fail."""
-
-        async def send() -> CardOutcome:
-            await self.context.commit(*statements)
-            return outcome
-
-        return Detached(self._units.submit(send, undo=undo))
-
-    def _book(
-        self,
-        decide: Callable[[Books, ModeSettings], list[Movement]],
-        statements: Sequence[Statement],
-        outcome: CardOutcome,
-        undo: Callable[[], None],
-    ) -> Detached:
-        """Hand `statements` to the company's books with the movements `decide` picks there,
-        after the card's earlier units; `outcome` once committed, `undo` should they fail (the
-        company refusing the movements included)."""
-        card = self._require(None)
-
-        async def send() -> CardOutcome:
-            await self.company(Book(card.mode, decide, lambda _movements: statements))
-            return outcome
-
-        return Detached(self._units.submit(send, undo=undo))
 
 
 def _idem(record: IdempotencyRecord | None, outcome: CardOutcome) -> list[Statement]:

@@ -17,11 +17,19 @@ response's row, inserted only where the key holds no live response, stays the fi
 from __future__ import annotations
 
 import asyncio
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from mps.persistence.statements import Statement
 
-__all__ = ["CarriedKey", "IdempotencyRecord", "KeyInFlight", "KeysInFlight", "carried_key"]
+__all__ = [
+    "CarriedKey",
+    "IdempotencyRecord",
+    "IdempotentCommand",
+    "KeyInFlight",
+    "KeysInFlight",
+    "carried_key",
+]
 
 
 class IdempotencyRecord(Protocol):
@@ -33,6 +41,16 @@ class IdempotencyRecord(Protocol):
         """The unit given the last statements did not commit, and its caller answers anyway
         (an approved action another run executed first): what they stored is no response."""
         ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class IdempotentCommand:
+    """A command that may carry its request's record; the actor deciding it commits the
+    record's statements in its change's unit. Keyword-only: it comes after whatever fields a
+    command declares, which keep their places. A command whose callers pass fields after the
+    record by position declares its own `idempotency` in that place instead."""
+
+    idempotency: IdempotencyRecord | None = None
 
 
 class CarriedKey:

@@ -19,7 +19,7 @@ from typing import Any
 
 from mps.actors.chained import ChainedActor, in_mode
 from mps.actors.context import ActorContext
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import invoices as rules
 from mps.domain.invoices import Invoice
@@ -43,38 +43,34 @@ class InvoiceOutcome:
 
 
 @dataclass(frozen=True)
-class MarkInvoicePaid:
+class MarkInvoicePaid(IdempotentCommand):
     mode: str
     actor: str
     paid_at: str | None = None
     reference: str | None = None
     note: str | None = None
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class VoidInvoice:
+class VoidInvoice(IdempotentCommand):
     mode: str
     actor: str
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class ResendInvoice:
+class ResendInvoice(IdempotentCommand):
     """Reply: the outcome; the caller emails the customer once it is committed."""
 
     mode: str
     actor: str
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class MarkInvoiceOverdue:
+class MarkInvoiceOverdue(IdempotentCommand):
     """From the scheduler (only once its due date has passed) or the sandbox (`forced`)."""
 
     mode: str | None = None
     forced: bool = False
-    idempotency: IdempotencyRecord | None = None
 
 
 class InvoiceActor(ChainedActor):
@@ -85,10 +81,9 @@ class InvoiceActor(ChainedActor):
         context: ActorContext,
         hosted_url: Callable[[str], str],
     ) -> None:
-        super().__init__()
+        super().__init__(context)
         self.invoice_id = invoice_id
         self.company_id = company_id
-        self.context = context
         self.hosted_url = hosted_url
         self.invoice: Invoice | None = None
 
@@ -139,11 +134,7 @@ class InvoiceActor(ChainedActor):
             statements += idempotency.statements(outcome)
         self.invoice = after
 
-        async def send() -> InvoiceOutcome:
-            await self.context.commit(*statements)
-            return outcome
-
         def undo() -> None:
             self.invoice = before
 
-        return Detached(self._units.submit(send, undo=undo))
+        return self._write(statements, outcome, undo)

@@ -29,10 +29,9 @@ write's were: the request log records use, not money.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 
-from mps.actors.background import BackgroundLoop
+from mps.actors.background import BackgroundLoop, woken_or_after
 from mps.actors.context import ActorContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -140,10 +139,7 @@ class KeyUsage(BackgroundLoop):
     async def _run(self) -> None:
         while True:
             # Woken early when `max_rows` rows are waiting; otherwise once per interval.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.interval):
-                    await self._full.wait()
-            self._full.clear()
+            await woken_or_after(self._full, self.interval)
             try:
                 await self.flush()
             except Exception:

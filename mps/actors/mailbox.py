@@ -11,7 +11,7 @@ import asyncio
 import concurrent.futures
 import sys
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from typing import Any, TypeVar
 
 import pykka
@@ -21,12 +21,22 @@ from mps.actors.pykka_internals import Envelope
 __all__ = ["AsyncioFuture", "AsyncioInbox", "StoppedFlag"]
 
 T = TypeVar("T")
+A = TypeVar("A")
 
 
 def _on_thread_of(loop: asyncio.AbstractEventLoop) -> bool:
     # asyncio's C helper: None off any loop's thread, no exception to raise and catch. This
     # runs several times per ask.
     return asyncio.events._get_running_loop() is loop
+
+
+def _call_on(loop: asyncio.AbstractEventLoop, callback: Callable[[A], None], arg: A) -> None:
+    """`callback(arg)` on `loop`'s thread: at once when already there (the common case, and
+    the cheaper), scheduled there otherwise."""
+    if _on_thread_of(loop):
+        callback(arg)
+    else:
+        loop.call_soon_threadsafe(callback, arg)
 
 
 class AsyncioFuture(pykka.Future[T]):
@@ -66,10 +76,7 @@ class AsyncioFuture(pykka.Future[T]):
         return await asyncio.shield(self._future)
 
     def set(self, value: Any = None) -> None:
-        if _on_thread_of(self._loop):
-            self._set(value)
-        else:
-            self._loop.call_soon_threadsafe(self._set, value)
+        _call_on(self._loop, self._set, value)
 
     def _set(self, value: Any) -> None:
         # A caller that gave up (its HTTP client went away) cancelled the future; the work still
@@ -82,10 +89,7 @@ class AsyncioFuture(pykka.Future[T]):
             exc_info = sys.exc_info()
         exc_type, exc_value, _tb = exc_info
         error = exc_value if exc_value is not None else exc_type()
-        if _on_thread_of(self._loop):
-            self._set_error(error)
-        else:
-            self._loop.call_soon_threadsafe(self._set_error, error)
+        _call_on(self._loop, self._set_error, error)
 
     def _set_error(self, error: BaseException) -> None:
         if not self._future.done():
@@ -116,10 +120,7 @@ class AsyncioInbox:
         self._waiter: asyncio.Future[None] | None = None
 
     def put(self, envelope: Envelope[Any], /) -> None:
-        if _on_thread_of(self._loop):
-            self._put(envelope)
-        else:
-            self._loop.call_soon_threadsafe(self._put, envelope)
+        _call_on(self._loop, self._put, envelope)
 
     def _put(self, envelope: Envelope[Any]) -> None:
         if self._items is None:

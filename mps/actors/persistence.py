@@ -178,20 +178,13 @@ class PersistenceActor(AsyncioActor):
                 logger.exception("group commit of %d units failed", len(envelopes))
             # Failed before COMMIT, nothing landed; failed during it, nobody can say: its
             # senders treat the outcome as unknown either way (mps.actors.commits).
-            error = Unavailable("the database failed during the write; retry")
-            error.__cause__ = exc
-            for envelope in envelopes:
-                if envelope.reply_to is not None:
-                    envelope.reply_to.set_exception((Unavailable, error, None))
+            _answer_all(envelopes, Unavailable("the database failed during the write; retry"), exc)
             return
         except BaseException as exc:
             # Cancelled mid-transaction (the loop is shutting down). These envelopes are out of
             # the inbox, so nothing else will answer them; whether the commit landed is unknown.
             cancelled = ActorDeadError("the writer was cancelled during a group commit")
-            cancelled.__cause__ = exc
-            for envelope in envelopes:
-                if envelope.reply_to is not None:
-                    envelope.reply_to.set_exception((ActorDeadError, cancelled, None))
+            _answer_all(envelopes, cancelled, exc)
             raise
         finally:
             self.busy = False
@@ -228,10 +221,9 @@ class PersistenceActor(AsyncioActor):
             logger.error(
                 "a group commit of %d units is taking over %ss", len(envelopes), self.deadline
             )
-            late = LateWrite("the database did not confirm the write in time", write)
-            for envelope in envelopes:
-                if envelope.reply_to is not None:
-                    envelope.reply_to.set_exception((LateWrite, late, None))
+            _answer_all(
+                envelopes, LateWrite("the database did not confirm the write in time", write)
+            )
             return await write
         except BaseException:
             write.cancel()
@@ -240,3 +232,15 @@ class PersistenceActor(AsyncioActor):
     async def receive(self, message: Any) -> Any:
         msg = f"persistence actor does not understand {type(message).__name__}"
         raise TypeError(msg)
+
+
+def _answer_all(
+    envelopes: list[Envelope[Any]], error: Exception, cause: BaseException | None = None
+) -> None:
+    """Answer `error` (raised from `cause`, when given) to every sender of the batch that
+    awaits a reply."""
+    if cause is not None:
+        error.__cause__ = cause
+    for envelope in envelopes:
+        if envelope.reply_to is not None:
+            envelope.reply_to.set_exception((type(error), error, None))

@@ -3,12 +3,37 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
+
+from mps.domain.company import InMode
 
 __all__ = ["ApiKeyPrincipal", "Principal", "SessionPrincipal"]
 
 
+class _Caller(InMode):
+    """Either kind of caller, known by `actor_id`: who a change is recorded as made by (a
+    refund's creator, an approval's requester), whom a rate limit counts, and whom a message
+    names."""
+
+    __slots__ = ()
+    _rate_kind: ClassVar[str]
+    _described_as: ClassVar[str]
+
+    @property
+    def actor_id(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def rate_key(self) -> str:
+        return f"{self._rate_kind}:{self.actor_id}"
+
+    @property
+    def described(self) -> str:
+        return f"{self._described_as} {self.actor_id}"
+
+
 @dataclass(frozen=True)
-class SessionPrincipal:
+class SessionPrincipal(_Caller):
     user_id: str
     company_id: str
     session_id: str
@@ -17,26 +42,16 @@ class SessionPrincipal:
     scopes: frozenset[str]
     api_version: str
 
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
-
-    @property
-    def rate_key(self) -> str:
-        return f"user:{self.user_id}"
+    _rate_kind = "user"
+    _described_as = "the member"
 
     @property
     def actor_id(self) -> str:
-        """Who a change is recorded as made by (a refund's creator, an approval's requester)."""
         return self.user_id
-
-    @property
-    def described(self) -> str:
-        return f"the member {self.user_id}"
 
 
 @dataclass(frozen=True)
-class ApiKeyPrincipal:
+class ApiKeyPrincipal(_Caller):
     """A key acts for the member who created it (`created_by`): its `scopes` are those it was
     given that its creator's role holds now (mps.auth.authenticate)."""
 
@@ -51,21 +66,12 @@ class ApiKeyPrincipal:
     # of the setting drops every cached credential of the company (mps.auth.credentials).
     merchant_access: bool = False
 
-    @property
-    def livemode(self) -> bool:
-        return self.mode == "live"
-
-    @property
-    def rate_key(self) -> str:
-        return f"key:{self.key_id}"
+    _rate_kind = "key"
+    _described_as = "the API key"
 
     @property
     def actor_id(self) -> str:
         return self.key_id
-
-    @property
-    def described(self) -> str:
-        return f"the API key {self.key_id}"
 
     @property
     def may_call_merchant_routes(self) -> bool:

@@ -6,6 +6,7 @@
     patterns.py   event-type patterns of `listen` (pure)
     listen.py     the webhook relay of `listen`
     commands.py   one function per command
+    parsing.py    how a command joins the parser (--url, the function that runs it)
     main.py       the argument parser and `main`
 
 It talks to the service over HTTP only and imports nothing of the server but the signature

@@ -19,8 +19,12 @@ _MAJOR = re.compile(r"([0-9]+)(?:\.([0-9]+))?")
 _MINOR = re.compile(r"[0-9]+")
 
 
-def add_amount_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """The two ways to give an amount, one of them required and never both."""
+def add_amount_options(
+    parser: argparse.ArgumentParser, *, required: bool = True, currency: bool = False
+) -> None:
+    """The two ways to give an amount, one of them required and never both; and, with
+    `currency`, the required --currency of a command that names its own (a refund's is its
+    payment's)."""
     group = parser.add_mutually_exclusive_group(required=required)
     group.add_argument(
         "--amount",
@@ -33,6 +37,8 @@ def add_amount_options(parser: argparse.ArgumentParser, *, required: bool = True
         metavar="MINOR",
         help="in minor units: 1250 is 12.50 USD (not with --amount)",
     )
+    if currency:
+        parser.add_argument("--currency", required=True, help="usd, eur, gbp, …")
 
 
 def amount_minor(args: argparse.Namespace, currency: str) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from mps.cli import commands, config
 from mps.cli.amounts import add_amount_options
 from mps.cli.errors import CliError
+from mps.cli.parsing import SubParsers, add_command, add_group
 from mps.cli.resources import add_resource_parsers
 
 __all__ = ["build_parser", "main"]
@@ -58,10 +59,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     top = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    login = top.add_parser(
+    login = add_command(
+        top,
         "login",
-        parents=[common],
-        help="sign in with an emailed code, or store an API key",
+        common,
+        commands.cmd_login,
+        summary="sign in with an emailed code, or store an API key",
         description="Sign in by email (a 6-digit code is mailed) and store the session, or "
         "store an API key. A session calls every merchant route; a secret key calls payments "
         "once the company turns on apiKeyAccess, and the sandbox (mps trigger).",
@@ -75,15 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     login.add_argument("--company", metavar="CO_ID", help="sign in to this company (co_…)")
     login.add_argument("--key", help="store this API key (sk_test_…) instead of signing in")
-    login.set_defaults(run=commands.cmd_login)
 
-    logout = top.add_parser(
+    add_command(
+        top,
         "logout",
-        parents=[common],
-        help="revoke the session and remove the stored credentials",
+        common,
+        commands.cmd_logout,
+        summary="revoke the session and remove the stored credentials",
         description="Revoke the stored session (POST /auth/logout) and remove the file.",
     )
-    logout.set_defaults(run=commands.cmd_logout)
 
     _payments(top, common)
     add_resource_parsers(top, common)
@@ -92,47 +95,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _payments(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    payments = top.add_parser("payments", parents=[common], help="create, list and read payments")
-    sub = payments.add_subparsers(dest="action", metavar="ACTION", required=True)
-    create = sub.add_parser(
+def _payments(top: SubParsers, common: argparse.ArgumentParser) -> None:
+    sub = add_group(top, "payments", common, summary="create, list and read payments")
+    create = add_command(
+        sub,
         "create",
-        parents=[common],
-        help="create a payment link",
+        common,
+        commands.cmd_payments_create,
+        summary="create a payment link",
         description="Create a payment link; prints the payment (its payUrl is the checkout).",
     )
-    add_amount_options(create)
-    create.add_argument("--currency", required=True, help="usd, eur, gbp, …")
+    add_amount_options(create, currency=True)
     create.add_argument("--description")
     create.add_argument(
         "--idempotency-key", help="repeat the command with the same key to create it once"
     )
-    create.set_defaults(run=commands.cmd_payments_create)
 
-    listing = sub.add_parser(
-        "list", parents=[common], help="list payments, newest first", description="List payments."
+    listing = add_command(
+        sub,
+        "list",
+        common,
+        commands.cmd_payments_list,
+        summary="list payments, newest first",
+        description="List payments.",
     )
     listing.add_argument("--limit", type=int, help="page size, 1 to 100 (20)")
     listing.add_argument("--status", help="PENDING, PAID, FAILED, EXPIRED, CANCELLED, …")
     listing.add_argument("--cursor", help="the nextCursor of the previous page")
-    listing.set_defaults(run=commands.cmd_payments_list)
 
-    get = sub.add_parser(
-        "get", parents=[common], help="show one payment", description="Show one payment."
+    get = add_command(
+        sub,
+        "get",
+        common,
+        commands.cmd_payments_get,
+        summary="show one payment",
+        description="Show one payment.",
     )
     get.add_argument("id", metavar="PAYMENT_ID", help="pay_…")
-    get.set_defaults(run=commands.cmd_payments_get)
 
 
-def _trigger(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    trigger = top.add_parser(
+def _trigger(top: SubParsers, common: argparse.ArgumentParser) -> None:
+    trigger = add_command(
+        top,
         "trigger",
-        parents=[common],
-        help="simulate an event in the sandbox (test API key)",
+        common,
+        commands.cmd_trigger,
+        summary="simulate an event in the sandbox (test API key)",
         description="POST /developer/sandbox/KIND with a test API key. Any other --name value\n"
         "becomes a field of the body in camelCase: --payment-id pay_… sends paymentId.",
         epilog="kinds: payment.completed|failed|expired|reversed, refund.completed|rejected,\n"
@@ -144,16 +152,15 @@ def _trigger(
     trigger.add_argument("kind", help="payment.completed, refund.completed, webhook.ping, …")
     trigger.add_argument("--key", help="test API key (default: the stored one)")
     trigger.add_argument("--data", help="the body as a JSON object; --name value fields win")
-    trigger.set_defaults(run=commands.cmd_trigger)
 
 
-def _listen(
-    top: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
-) -> None:
-    listen = top.add_parser(
+def _listen(top: SubParsers, common: argparse.ArgumentParser) -> None:
+    listen = add_command(
+        top,
         "listen",
-        parents=[common],
-        help="relay the company's webhook events to a local URL",
+        common,
+        commands.cmd_listen,
+        summary="relay the company's webhook events to a local URL",
         description="Register a temporary webhook endpoint on 127.0.0.1 and relay each signed\n"
         "delivery to a local URL, body and signature headers unchanged; the service gets\n"
         "the target's status, so failures are retried as usual. The endpoint is deleted\n"
@@ -182,7 +189,6 @@ def _listen(
         action="store_true",
         help="print the endpoint's signing secret first, for the target to verify with",
     )
-    listen.set_defaults(run=commands.cmd_listen)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

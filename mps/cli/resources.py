@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import dataclass
-from typing import Any, TypeAlias
+from typing import Any
 
 from mps.cli.amounts import add_amount_options, amount_minor
 from mps.cli.client import Api
 from mps.cli.commands import Context, _path_id, _print_json
+from mps.cli.parsing import SubParsers, add_command, add_group
 from mps.domain.invoices import INVOICE_STATUSES
 from mps.domain.payouts import PAYOUT_STATUSES
 from mps.domain.refunds import REFUND_STATUSES
 
 __all__ = ["add_resource_parsers"]
-
-# A string: the class is generic only to type checkers, not at run time.
-SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,41 +164,47 @@ def _idempotency_option(parser: argparse.ArgumentParser) -> None:
 
 
 def add_resource_parsers(top: SubParsers, common: argparse.ArgumentParser) -> None:
-    balance = top.add_parser(
+    balance = add_command(
+        top,
         "balance",
-        parents=[common],
-        help="show the balance, per currency",
+        common,
+        cmd_balance,
+        summary="show the balance, per currency",
         description="Show the balance: available and pending funds, per currency.",
     )
     balance.add_argument("--currency", help="only this currency: usd, eur, …")
-    balance.set_defaults(run=cmd_balance)
 
     actions: dict[str, SubParsers] = {}
     for spec in _LISTS:
-        parser = top.add_parser(spec.resource, parents=[common], help=_HELP[spec.resource])
-        sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+        sub = add_group(top, spec.resource, common, summary=_HELP[spec.resource])
         actions[spec.resource] = sub
-        listing = sub.add_parser(
+        listing = add_command(
+            sub,
             "list",
-            parents=[common],
-            help=f"list {spec.resource}, newest first",
+            common,
+            cmd_list,
+            summary=f"list {spec.resource}, newest first",
             description=f"List {spec.resource}, newest first.",
         )
         listing.add_argument("--limit", type=int, help="page size, 1 to 100 (20)")
         listing.add_argument("--cursor", help="the nextCursor of the previous page")
         for item in spec.filters:
             listing.add_argument(item.option, help=item.help)
-        listing.set_defaults(run=cmd_list, spec=spec)
+        listing.set_defaults(spec=spec)
         if spec.resource in _GETS:
             path, metavar, example = _GETS[spec.resource]
-            get = sub.add_parser("get", parents=[common], help="show one", description="Show one.")
+            get = add_command(
+                sub, "get", common, cmd_get, summary="show one", description="Show one."
+            )
             get.add_argument("id", metavar=metavar, help=example)
-            get.set_defaults(run=cmd_get, path=path)
+            get.set_defaults(path=path)
 
-    refund = actions["refunds"].add_parser(
+    refund = add_command(
+        actions["refunds"],
         "create",
-        parents=[common],
-        help="refund a paid payment, in full or in part",
+        common,
+        cmd_refunds_create,
+        summary="refund a paid payment, in full or in part",
         description="Refund a PAID or PARTIAL_REFUND payment; --amount is in the payment's"
         " currency.",
     )
@@ -208,27 +212,27 @@ def add_resource_parsers(top: SubParsers, common: argparse.ArgumentParser) -> No
     add_amount_options(refund)
     refund.add_argument("--reason")
     _idempotency_option(refund)
-    refund.set_defaults(run=cmd_refunds_create)
 
-    payout = actions["payouts"].add_parser(
+    payout = add_command(
+        actions["payouts"],
         "create",
-        parents=[common],
-        help="pay out available funds to a bank account",
+        common,
+        cmd_payouts_create,
+        summary="pay out available funds to a bank account",
         description="Pay out available funds to one of the company's bank accounts.",
     )
-    add_amount_options(payout)
-    payout.add_argument("--currency", required=True, help="usd, eur, gbp, …")
+    add_amount_options(payout, currency=True)
     payout.add_argument("--bank-account", required=True, help="the bank account's id (ba_…)")
     payout.add_argument("--description")
     _idempotency_option(payout)
-    payout.set_defaults(run=cmd_payouts_create)
 
-    cancel = actions["payouts"].add_parser(
+    cancel = add_command(
+        actions["payouts"],
         "cancel",
-        parents=[common],
-        help="cancel a PENDING payout",
+        common,
+        cmd_payouts_cancel,
+        summary="cancel a PENDING payout",
         description="Cancel a PENDING payout; its funds return to available.",
     )
     cancel.add_argument("id", metavar="PAYOUT_ID", help="po_…")
     _idempotency_option(cancel)
-    cancel.set_defaults(run=cmd_payouts_cancel)

@@ -17,12 +17,10 @@ import aio_pika
 import aio_pika.abc
 import aio_pika.exceptions
 
-from mps.actors.shards import ShardRouter
 from mps.cluster.forwarding import MAY_HAVE_RUN, Answer, Passed
-from mps.cluster.membership import Membership
+from mps.cluster.parts import NodePart
 from mps.cluster.peers import NotRun, PeerClient, PeerKey
 from mps.cluster.queues import FAILED, HTTP, STARTED, shard_queue
-from mps.cluster.timings import ClusterTimings
 from mps.cluster.versions import UnspokenVersion, Versions
 from mps.domain.ids import random_base62
 from mps.errors import Unavailable
@@ -56,29 +54,15 @@ class OwnerLost(TimeoutError):
 Service = Callable[[bytes], Awaitable[bytes]]
 
 
-class Asks:
-    """ClusterNode's part that passes requests to shards' owners and runs those passed to it.
+class Asks(NodePart):
+    """ClusterNode's part that passes requests to shards' owners and runs those passed to it."""
 
-    A mixin: ClusterNode's `__init__` sets the attributes declared here."""
-
-    node_id: str
-    name: str
-    router: ShardRouter
-    timings: ClusterTimings
-    membership: Membership
     peers: PeerClient
-    peer_address: str | None
     peer_port: int | None
-    # The peer protocol versions this node speaks, and the peers (with their versions) and frame
-    # versions already named in a WARNING for sharing none with it.
-    protocol: Versions
-    _unspoken: set[tuple[str, Versions]]
-    connected: bool
     asked: int
     _peer_local: str | None
     _peer_ready: asyncio.Event
     _connection: aio_pika.abc.AbstractRobustConnection | None
-    _publishing: aio_pika.abc.AbstractChannel | None
     _reply_queue: str | None
     _replies: dict[str, asyncio.Future[bytes]]
     # correlation -> the node that said it started running that passed request, and when that

@@ -15,41 +15,24 @@ import aio_pika.abc
 import aio_pika.exceptions
 import orjson
 
-from mps.actors.shards import ShardRouter
-from mps.cluster.membership import Heartbeat, Membership
+from mps.cluster.membership import Heartbeat
+from mps.cluster.parts import NodePart
 from mps.cluster.queues import HEARTBEAT_KEY, PROBE, shard_queue
-from mps.cluster.timings import ClusterTimings
 from mps.cluster.versions import Versions
 
 # The node's log, whichever part of it writes.
 logger = logging.getLogger("mps.cluster.node")
 
 
-class Heartbeats:
+class Heartbeats(NodePart):
     """ClusterNode's part that tells the others what it holds, probes unclaimed shards, and
-    hands surplus shards over; and says when a peer is lost or back.
+    hands surplus shards over; and says when a peer is lost or back."""
 
-    A mixin: ClusterNode's `__init__` sets the attributes declared here, and the methods
-    declared under TYPE_CHECKING come from its other parts."""
-
-    node_id: str
-    name: str
-    router: ShardRouter
-    timings: ClusterTimings
-    membership: Membership
-    peer_address: str | None
-    # The peer protocol versions this node speaks (mps.cluster.versions), and the nodes (with
-    # the versions they spoke) already named in a WARNING for sharing none with it.
-    protocol: Versions
-    _unspoken: set[tuple[str, Versions]]
-    draining: bool
-    connected: bool
     round_trip: float | None
     # When this node last heard its own heartbeat back: while it does, the broker carries
     # heartbeats, so a peer not heard from is the peer's silence, not this node's.
     heard_self_at: float | None
     _exchange: aio_pika.abc.AbstractExchange | None
-    _publishing: aio_pika.abc.AbstractChannel | None
     _sent_at: float | None
 
     if TYPE_CHECKING:

@@ -16,11 +16,9 @@ import aio_pika
 import aio_pika.abc
 import aio_pika.exceptions
 
-from mps.actors.shards import ShardRouter
 from mps.cluster.asks import Service
-from mps.cluster.membership import Membership
+from mps.cluster.parts import NodePart
 from mps.cluster.queues import HTTP
-from mps.cluster.timings import ClusterTimings
 
 # The node's log, whichever part of it writes.
 logger = logging.getLogger("mps.cluster.node")
@@ -28,24 +26,15 @@ logger = logging.getLogger("mps.cluster.node")
 TakeShard = Callable[[int], Awaitable[int]]
 
 
-class Ownership:
+class Ownership(NodePart):
     """ClusterNode's part that takes shards as the broker makes it their active consumer, runs
-    their messages, and hands them over.
+    their messages, and hands them over."""
 
-    A mixin: ClusterNode's `__init__` sets the attributes declared here, and the methods
-    declared under TYPE_CHECKING come from its other parts."""
-
-    node_id: str
-    router: ShardRouter
-    timings: ClusterTimings
-    membership: Membership
     services: dict[str, Service]
-    draining: bool
     # How often this node took a shard, handed one over, and took one from a lost node.
     taken: int
     handed_over: int
     taken_from_lost: int
-    connected: bool
     _take_epoch: TakeShard
     _queues: dict[int, aio_pika.abc.AbstractQueue]
     _consumers: dict[int, str]

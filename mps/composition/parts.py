@@ -7,8 +7,10 @@ the order mps.bootstrap lists them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from aiohttp import web
 
@@ -102,3 +104,21 @@ class Schedulers:
 
 
 PARTS = web.AppKey("bootstrap.parts", Parts)
+
+
+class Worker(Protocol):
+    """Work that runs beside requests once started, until closed."""
+
+    def start(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+@contextlib.asynccontextmanager
+async def running(worker: Worker) -> AsyncIterator[None]:
+    """Start `worker` for the block, and close it however the block ends."""
+    worker.start()
+    try:
+        yield
+    finally:
+        await worker.close()

@@ -22,7 +22,7 @@ from mps.adapters.processor import Processor, SimulatorProcessor
 from mps.auth.keyring import Keyring
 from mps.cluster.node import ClusterNode
 from mps.cluster.timings import ClusterTimings
-from mps.composition.parts import PARTS, Overrides
+from mps.composition.parts import PARTS, Overrides, running
 from mps.config import Settings
 from mps.domain.clock import iso
 from mps.persistence.shard_store import take as take_shard
@@ -115,11 +115,8 @@ async def shards(app: web.Application) -> AsyncIterator[None]:
         clustered=settings.clustered,
     )
     parts.shards = shards
-    shards.start()
-    try:
+    async with running(shards):
         yield
-    finally:
-        await shards.close()
 
 
 async def cluster_node(app: web.Application) -> AsyncIterator[None]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from aiohttp import web
 
@@ -20,7 +20,7 @@ from mps.actors.schedulers.money import MoneyWork
 from mps.actors.schedulers.reconciliation import Reconciliation
 from mps.actors.webhooks import Webhooks
 from mps.adapters.bank import Bank, SimulatorBank
-from mps.composition.parts import PARTS, Schedulers
+from mps.composition.parts import PARTS, Schedulers, Worker, running
 from mps.config import Settings
 from mps.http.deadlines import Deadlines
 from mps.http.statuses import status_of
@@ -33,13 +33,7 @@ def _banks(settings: Settings) -> dict[str, Bank | None]:
     return {"test": simulator, "live": simulator if settings.development else None}
 
 
-class _Worker(Protocol):
-    def start(self) -> None: ...
-
-    async def close(self) -> None: ...
-
-
-_W = TypeVar("_W", bound=_Worker)
+_W = TypeVar("_W", bound=Worker)
 
 
 async def deadlines(app: web.Application) -> AsyncIterator[None]:
@@ -47,11 +41,8 @@ async def deadlines(app: web.Application) -> AsyncIterator[None]:
     parts = app[PARTS]
     deadlines = Deadlines()
     parts.deadlines = deadlines
-    deadlines.start()
-    try:
+    async with running(deadlines):
         yield
-    finally:
-        await deadlines.close()
 
 
 async def schedulers(app: web.Application) -> AsyncIterator[None]:

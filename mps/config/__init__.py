@@ -16,24 +16,14 @@ The package, by concern:
 
 from __future__ import annotations
 
-from mps.config.checks import (
-    MAX_IN_FLIGHT,
-    MAX_SHUTDOWN_GRACE,
-    MAX_WEBHOOK_CONCURRENCY,
-    MAX_WORKERS,
-    PRODUCTION_SHUTDOWN_GRACE,
-    PROXY_HEADERS,
-)
+# Of the bounds the checks hold settings to (mps.config.checks), only production's drain
+# grace matters outside them: a deployment's stop timeout must outwait it.
+from mps.config.checks import PRODUCTION_SHUTDOWN_GRACE
 from mps.config.load import load_settings
 from mps.config.settings import ConfigError, Network, Settings
 
 __all__ = [
-    "MAX_IN_FLIGHT",
-    "MAX_SHUTDOWN_GRACE",
-    "MAX_WEBHOOK_CONCURRENCY",
-    "MAX_WORKERS",
     "PRODUCTION_SHUTDOWN_GRACE",
-    "PROXY_HEADERS",
     "ConfigError",
     "Network",
     "Settings",

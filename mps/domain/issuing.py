@@ -34,7 +34,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mps.domain.cards import luhn_valid
+from mps.domain.cards import luhn_check_digit, luhn_valid
 from mps.domain.clock import iso
 from mps.domain.company import InMode
 from mps.domain.merchant_categories import CATEGORIES
@@ -219,23 +219,11 @@ def _digits(random_digits: Callable[[int], str], count: int) -> str:
     return digits
 
 
-def _luhn_check_digit(payload: str) -> str:
-    """The digit that makes `payload` + digit pass the Luhn check."""
-    total = 0
-    # With the check digit appended, the payload's last digit is the first one doubled.
-    for i, digit in enumerate(reversed(payload)):
-        value = int(digit)
-        if i % 2 == 0:
-            value = value * 2 - 9 if value > 4 else value * 2
-        total += value
-    return str(-total % 10)
-
-
 def new_card_number(random_digits: Callable[[int], str]) -> str:
     """16 digits: the test BIN, 9 random digits and the Luhn check digit. `random_digits(n)`
     returns n random decimal digits (a CSPRNG in the service)."""
     payload = TEST_BIN + _digits(random_digits, CARD_NUMBER_LENGTH - len(TEST_BIN) - 1)
-    number = payload + _luhn_check_digit(payload)
+    number = payload + luhn_check_digit(payload)
     assert luhn_valid(number)
     return number
 

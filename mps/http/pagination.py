@@ -9,16 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.http.schema import Int, Str
+from mps.http.schema import Int, Obj, Str
 from mps.persistence.queries.paging import PageRequest, decode_cursor
 
-__all__ = ["DEFAULT_LIMIT", "PAGE_FIELDS", "page_request"]
+__all__ = ["DEFAULT_LIMIT", "PAGE_FIELDS", "PAGE_QUERY", "page_request"]
 
 DEFAULT_LIMIT = 20
 PAGE_FIELDS = {
     "limit": Int(minimum=1, maximum=100, from_text=True, description="Page size, 1 to 100 (20)."),
     "cursor": Str(max_length=512, description="The nextCursor of the previous page."),
 }
+# The query of a list route that filters on nothing else.
+PAGE_QUERY = Obj(PAGE_FIELDS)
 
 
 def page_request(query: dict[str, Any]) -> PageRequest:

@@ -82,22 +82,15 @@ def to_service_error(exc: BaseException, request: web.Request) -> ServiceError:
     # into Unavailable where it talks to the service. One that slips through is still a fault
     # of a service we depend on, not a bug of ours, so the client is told to retry rather than
     # given a 500; the warning names the request so the adapter that missed it can be found.
+    serving = (request.method, logged_path(request.path), request.get(REQUEST_ID))
     if is_infrastructure_fault(exc):
         logger.warning(
             "a service this node depends on failed while serving %s %s [%s]; answered 503",
-            request.method,
-            logged_path(request.path),
-            request.get(REQUEST_ID),
+            *serving,
             exc_info=exc,
         )
         return Unavailable("A service this request depends on is unavailable; retry")
-    logger.error(
-        "unexpected error serving %s %s [%s]",
-        request.method,
-        logged_path(request.path),
-        request.get(REQUEST_ID),
-        exc_info=exc,
-    )
+    logger.error("unexpected error serving %s %s [%s]", *serving, exc_info=exc)
     return ServiceError("Something went wrong on our side; quote the requestId to support")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from aiohttp import web
 
@@ -25,9 +25,11 @@ if TYPE_CHECKING:
     from mps.http.idempotency import Claim
     from mps.services import Services
 
-__all__ = ["API_PREFIX", "Auth", "Call", "Handler", "LimitRule", "Route"]
+__all__ = ["API_PREFIX", "Auth", "Call", "Handler", "LimitRule", "Route", "RouteFamily"]
 
 API_PREFIX = "/api/v1"
+
+_P = TypeVar("_P", bound=Principal)
 
 
 class Auth(enum.Enum):
@@ -62,11 +64,17 @@ class Call:
             self.idempotency.present = present
         return self.idempotency
 
+    def _principal_as(self, kind: type[_P], message: str, code: str) -> _P:
+        """The principal when it is a `kind`; 401 with `message` and `code` otherwise."""
+        if not isinstance(self.principal, kind):
+            raise Unauthenticated(message, code=code)
+        return self.principal
+
     @property
     def session(self) -> SessionPrincipal:
-        if not isinstance(self.principal, SessionPrincipal):
-            raise Unauthenticated("A dashboard session is required", code="session_required")
-        return self.principal
+        return self._principal_as(
+            SessionPrincipal, "A dashboard session is required", "session_required"
+        )
 
     @property
     def merchant(self) -> Principal:
@@ -79,9 +87,7 @@ class Call:
 
     @property
     def api_key(self) -> ApiKeyPrincipal:
-        if not isinstance(self.principal, ApiKeyPrincipal):
-            raise Unauthenticated("An API key is required", code="api_key_required")
-        return self.principal
+        return self._principal_as(ApiKeyPrincipal, "An API key is required", "api_key_required")
 
     def param(self, name: str) -> str:
         """A path parameter. Nothing stored holds a NUL character (PostgreSQL text cannot), so a
@@ -94,6 +100,12 @@ class Call:
     @property
     def ip(self) -> str:
         return self.request.remote or "unknown"
+
+    @property
+    def origin(self) -> tuple[str, str]:
+        """Where the request came from, for the audit trail of a session it opens or changes:
+        the client's address and the request's id."""
+        return (self.ip, self.request_id)
 
     def audit(self) -> AuditContext:
         """Who makes this request's change, from where, for the audit trail."""
@@ -121,6 +133,17 @@ class LimitRule:
 
     limit: Limit
     key: Callable[[Call], str | None]
+
+    @classmethod
+    def per_user(cls, limit: Limit) -> LimitRule:
+        """Counted per signed-in user, on a session-only route."""
+        return cls(limit, lambda call: call.session.user_id)
+
+    @classmethod
+    def per_actor(cls, limit: Limit) -> LimitRule:
+        """Counted per whoever acts for the company: the user, or the key on a route open to
+        keys (`call.merchant`)."""
+        return cls(limit, lambda call: call.merchant.actor_id)
 
 
 @dataclass(frozen=True)
@@ -181,3 +204,35 @@ class Route:
     @property
     def full_path(self) -> str:
         return f"{API_PREFIX}{self.path}" if self.api else self.path
+
+
+@dataclass(frozen=True)
+class RouteFamily:
+    """The routes of one resource, declared under its OpenAPI tag. Reading it (GET) needs the
+    `read` scope and changing it the `write` scope, unless a route names its own `scope`."""
+
+    tag: str
+    read: str | None = None
+    write: str | None = None
+
+    def route(
+        self, method: str, path: str, handler: Handler, summary: str, **options: Any
+    ) -> Route:
+        """A `Route` of this family; `options` are the `Route` fields after `tag`."""
+        options.setdefault("scope", self.read if method == "GET" else self.write)
+        return Route(method, path, handler, summary, self.tag, **options)
+
+    def get(self, path: str, handler: Handler, summary: str, **options: Any) -> Route:
+        return self.route("GET", path, handler, summary, **options)
+
+    def post(self, path: str, handler: Handler, summary: str, **options: Any) -> Route:
+        return self.route("POST", path, handler, summary, **options)
+
+    def patch(self, path: str, handler: Handler, summary: str, **options: Any) -> Route:
+        return self.route("PATCH", path, handler, summary, **options)
+
+    def put(self, path: str, handler: Handler, summary: str, **options: Any) -> Route:
+        return self.route("PUT", path, handler, summary, **options)
+
+    def delete(self, path: str, handler: Handler, summary: str, **options: Any) -> Route:
+        return self.route("DELETE", path, handler, summary, **options)

@@ -23,7 +23,7 @@ from mps.persistence.database import Database
 from mps.persistence.outbox import event_insert, event_row
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
 from mps.persistence.rows import from_row
-from mps.persistence.statements import Row, Statement, insert
+from mps.persistence.statements import Row, Statement, insert, placeholders
 
 __all__ = [
     "NotApproved",
@@ -215,7 +215,7 @@ def request_from_rows(row: Row, votes: list[Row]) -> ApprovalRequest:
 async def _with_votes(db: Database, rows: list[Row]) -> list[ApprovalRequest]:
     if not rows:
         return []
-    marks = ", ".join(f"${i}" for i in range(1, len(rows) + 1))
+    marks = placeholders(len(rows))
     votes = await db.fetch(
         f"SELECT * FROM approval_votes WHERE request_id IN ({marks}) ORDER BY at, user_id",
         *(r["id"] for r in rows),

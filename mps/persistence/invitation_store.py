@@ -84,7 +84,7 @@ async def list_invitations(
     db: Database, company_id: str, page: PageRequest, now: str, *, status: str | None = None
 ) -> tuple[list[Invitation], str | None]:
     """Newest first; `status` as shown (EXPIRED is a PENDING one past its expiry)."""
-    where = Where().compare("company_id", company_id)
+    where = Where.in_company(company_id)
     if status == "EXPIRED":
         where.compare("status", "PENDING").compare("expires_at", now, "<=")
     elif status == "PENDING":

@@ -19,7 +19,7 @@ from mps.domain.payments import Event, Payment
 from mps.persistence.database import Database, IntegrityConflict
 from mps.persistence.outbox import event_insert, event_row, event_row_and_body
 from mps.persistence.rows import columns
-from mps.persistence.statements import Row, Statement, insert, versioned_update
+from mps.persistence.statements import Row, Statement, insert, placeholders, versioned_update
 
 __all__ = [
     "ReferenceTaken",
@@ -156,7 +156,7 @@ def customer_statements(payment: Payment) -> list[Statement]:
         created_at=now,
         obj=customer,
     )
-    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    marks = placeholders(len(row))
     n = len(row)
     created_event = Statement(
         f"INSERT INTO events ({', '.join(row)}) SELECT {marks} WHERE EXISTS "

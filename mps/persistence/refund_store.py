@@ -7,7 +7,7 @@ from mps.domain.refunds import Refund
 from mps.errors import StaleWrite
 from mps.persistence.database import Database
 from mps.persistence.rows import columns, from_row, to_row
-from mps.persistence.statements import Row, Statement, versioned_update
+from mps.persistence.statements import Row, Statement, placeholders, versioned_update
 
 __all__ = [
     "RefundExceedsPayment",
@@ -43,7 +43,7 @@ def refund_insert(refund: Refund) -> Statement:
     new owner waits for the old owner's batch (its fence), so the stored refunds this reads are
     every one that can commit before it."""
     row = to_row(refund)
-    values = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    values = placeholders(len(row))
     payment, amount = len(row) + 1, len(row) + 2
     sql = (
         f"INSERT INTO refunds ({', '.join(row)}) SELECT {values} "

@@ -21,6 +21,7 @@ __all__ = [
     "WriteUnit",
     "insert",
     "insert_sql",
+    "placeholders",
     "plan_batch",
     "versioned_update",
 ]
@@ -177,9 +178,14 @@ def insert(table: str, row: Mapping[str, Any]) -> Statement:
     return Statement(insert_sql(table, tuple(row)), tuple(row.values()))
 
 
+def placeholders(count: int, first: int = 1) -> str:
+    """`count` numbered parameters from `$first` on, comma-separated: an IN list's or a row's."""
+    return ", ".join(f"${i}" for i in range(first, first + count))
+
+
 @functools.lru_cache(maxsize=512)
 def insert_sql(table: str, columns: tuple[str, ...]) -> str:
-    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    marks = placeholders(len(columns))
     return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})"
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mps.persistence.statements import Row, Statement, insert
+from mps.persistence.statements import Row, Statement, insert, placeholders
 
 __all__ = [
     "default_secret_insert",
@@ -43,7 +43,7 @@ def endpoint_insert_within(row: Row, limit: int) -> Statement:
     """Insert the endpoint only while its company has fewer than `limit` in its mode; returns
     its id when it did. The count is the database's at the insert, not one read earlier."""
     columns = ", ".join(row)
-    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    marks = placeholders(len(row))
     n = len(row)
     return Statement(
         f"INSERT INTO webhook_endpoints ({columns}) SELECT {marks} WHERE (SELECT COUNT(*) FROM "
@@ -132,7 +132,7 @@ def disabled_event(event: Row, endpoint_id: str, now: str) -> Statement:
     """The event telling the company an endpoint was disabled: inserted only if the endpoint
     was disabled by this very unit (its `updated_at` is `now`)."""
     columns = ", ".join(event)
-    marks = ", ".join(f"${i}" for i in range(1, len(event) + 1))
+    marks = placeholders(len(event))
     n = len(event)
     return Statement(
         f"INSERT INTO events ({columns}) SELECT {marks} WHERE EXISTS (SELECT 1 FROM "
@@ -154,7 +154,7 @@ def delivery_insert(row: Row) -> Statement:
     """A delivery, unless this event already has one for this target and origin (a fan-out
     message handled twice); returns the row only when inserted."""
     columns = ", ".join(row)
-    marks = ", ".join(f"${i}" for i in range(1, len(row) + 1))
+    marks = placeholders(len(row))
     return Statement(
         f"INSERT INTO webhook_deliveries ({columns}) VALUES ({marks}) "
         "ON CONFLICT (event_id, target, origin) DO NOTHING RETURNING id",
@@ -196,7 +196,7 @@ def delivery_outcome(
 
 
 def events_dispatched(event_ids: list[str], now: str) -> Statement:
-    marks = ", ".join(f"${i}" for i in range(2, len(event_ids) + 2))
+    marks = placeholders(len(event_ids), 2)
     return Statement(
         f"UPDATE events SET dispatched_at = $1 WHERE id IN ({marks}) AND dispatched_at IS NULL",
         (now, *event_ids),

@@ -6,18 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
+from mps.representations.columns import json_array
 
 __all__ = ["attempt_view", "delivery_view", "endpoint_view"]
 
 
 def endpoint_view(row: Mapping[str, Any]) -> dict[str, Any]:
-    events = row["events"]
     return {
         "id": row["id"],
         "url": row["url"],
         "description": row["description"],
-        "events": orjson.loads(events) if isinstance(events, str) else list(events),
+        "events": json_array(row["events"]),
         "status": row["status"],
         "disabledReason": row["disabled_reason"],
         "livemode": row["mode"] == "live",

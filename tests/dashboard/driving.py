@@ -1,6 +1,7 @@
 """Steps the dashboard's browser tests take: opening a watched page, signing in through the
-emailed code, reading the session token the tab keeps, photographing a view at two widths, and
-the axe-core accessibility check."""
+emailed code, reading the session token the tab keeps, photographing a view at two widths, the
+axe-core accessibility check, and the views' forms filled in as a member would; and the API calls
+that set the scene for them (policies, held payouts, invitations) or read what they left."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ from aiohttp import ClientResponse
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page, Route
 
-from tests.helpers import latest_code
+from tests.helpers import Member, answered, created, latest_code, read_as
+from tests.money import ACCOUNT
 from tests.pages.browser import record_violations
 
 AXE = Path(__file__).resolve().parent / "axe" / "axe.min.js"
@@ -50,19 +52,74 @@ async def sign_in(
     and wait until the dashboard shows the signed-in frame."""
     page = watched.page
     await page.goto(base_url(served) + path)
-    await page.wait_for_selector("#email")
-    await page.keyboard.type(email)  # the email field has the focus on arrival
+    # Each field has the focus on arrival; typed before the focus lands (a busy machine), the
+    # first keys would be lost and another address asked for a code.
+    await _focused(page, "email")
+    await page.keyboard.type(email)
     await page.keyboard.press("Enter")
-    await page.wait_for_selector("#code")
+    await _focused(page, "code")
     code = await latest_code(served, email)
-    await page.keyboard.type(code)  # the code field has the focus on arrival
+    await page.keyboard.type(code)
     await page.keyboard.press("Enter")
     await page.wait_for_selector("#sign-out")
+
+
+async def _focused(page: Page, element_id: str) -> None:
+    """Wait until the element with id `element_id` has the keyboard focus."""
+    await page.wait_for_function(
+        "id => document.activeElement !== null && document.activeElement.id === id",
+        arg=element_id,
+    )
 
 
 async def session_token(page: Page) -> str | None:
     stored = await page.evaluate(f"sessionStorage.getItem({json.dumps(_SESSION_KEY)})")
     return None if stored is None else str(json.loads(stored)["token"])
+
+
+async def first_page(
+    served: TestClient[Any, Any], member: Member, path: str, **params: str
+) -> list[dict[str, Any]]:
+    """What the first page of the API's list at `path` (below /api/v1) holds, as `member`
+    reads it."""
+    listed = await read_as(served, member, f"/api/v1{path}", **params)
+    found: list[dict[str, Any]] = listed["data"]
+    return found
+
+
+async def require_approval(
+    served: TestClient[Any, Any], owner: Member, action: str, usd: str, approvals: int = 1
+) -> None:
+    """Through the API: `action` ("payout.create", "card.fund") above `usd` (minor units) waits
+    for `approvals` approvals."""
+    policy = {"enabled": True, "thresholds": {"USD": usd}, "requiredApprovals": approvals}
+    path = f"/api/v1/team/approvals/policies/{action}"
+    await answered(await served.put(path, json=policy, headers=owner.headers), 200)
+
+
+async def held_payouts(
+    served: TestClient[Any, Any], member: Member, amount: str, count: int = 1
+) -> list[dict[str, Any]]:
+    """Through the API: a bank account, then `count` payouts of `amount` (minor units, USD) to
+    it, each held by the policy; the approval requests they wait on, oldest first."""
+    account = await created(served, member, "/api/v1/merchant/bank-accounts", ACCOUNT)
+    body = {"amountMinor": amount, "currency": "USD", "bankAccountId": account["id"]}
+    return [
+        (await created(served, member, "/api/v1/merchant/payouts", body, 202))["approvalRequest"]
+        for _ in range(count)
+    ]
+
+
+async def row_ids(page: Page, rows: str) -> list[str]:
+    """The data-id of each row `rows` selects, in the order the view shows them."""
+    found: list[str] = await page.eval_on_selector_all(rows, "rows => rows.map(r => r.dataset.id)")
+    return found
+
+
+async def to_next_page(page: Page) -> None:
+    """Follow a list's Next button, and wait until the way back to its first page shows."""
+    await page.click("#next-page")
+    await page.wait_for_selector("#first-page")
 
 
 async def photograph(page: Page, directory: Path, name: str) -> list[Path]:
@@ -126,6 +183,14 @@ async def pay_at_checkout(page: Page, pay_url: str) -> None:
     await page.wait_for_selector("#paid")
 
 
+async def refund_in_view(page: Page, amount: str, reason: str) -> None:
+    """Refund `amount` (major units) of the payment open in its detail view, for `reason`."""
+    await page.fill("#refund-amount", amount)
+    await page.fill("#refund-reason", reason)
+    await page.click("#refund-submit")
+    await page.wait_for_selector("#refund-result")
+
+
 async def hold_payouts_above(page: Page, usd: str) -> None:
     """On Approvals: payouts above `usd` (major units) wait for one approval."""
     await page.click("#policy-edit-payout-create")
@@ -155,19 +220,55 @@ async def invite(page: Page, email: str, role_id: str) -> None:
     await page.wait_for_selector("#invite-sent")
 
 
+async def mailed_link(served: TestClient[Any, Any], email: str) -> str:
+    """The link in the mail to `email` that the development mailbox lists first."""
+    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": email})
+    link: str = (await mailbox.json())["data"][0]["link"]
+    return link
+
+
+async def invited(
+    served: TestClient[Any, Any], owner: Member, email: str, role_id: str = "role_finance"
+) -> tuple[dict[str, Any], str]:
+    """An invitation of `email` with the role, made through the API, and the link mailed to
+    them."""
+    body = {"email": email, "roleId": role_id}
+    invitation: dict[str, Any] = await created(served, owner, "/api/v1/team/invitations", body)
+    return invitation, await mailed_link(served, email)
+
+
 async def accept_invitation(browser: Browser, served: TestClient[Any, Any], email: str) -> Watched:
     """The invitee opens the link mailed to `email` in a page of their own, accepts, and types
     the code mailed to them; their page."""
-    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": email})
-    link = (await mailbox.json())["data"][0]["link"]
     invitee = await open_page(browser)
-    await invitee.page.goto(link)
+    await invitee.page.goto(await mailed_link(served, email))
     await invitee.page.click("#accept")
     await invitee.page.wait_for_selector("#code-form", state="visible")
     await invitee.page.fill("#code", await latest_code(served, email))
     await invitee.page.click("#verify")
     await invitee.page.wait_for_selector("#outcome-title, #sign-out")
     return invitee
+
+
+async def admin_to_approve(
+    browser: Browser, served: TestClient[Any, Any], page: Page, email: str, payout: str
+) -> tuple[Watched, Watched]:
+    """Invite `email` as admin from `page`; they accept in a page of their own, sign in to
+    Approvals in another, and find the held payout of `payout` USD in their inbox. Their
+    invitation page and their dashboard page."""
+    await invite(page, email, "role_admin")
+    invitee = await accept_invitation(browser, served, email)
+    teammate = await signed_in(browser, served, email, "/dashboard/approvals")
+    await teammate.page.wait_for_selector("#inbox li.inbox-item")
+    assert f"Pay out {payout} USD" in await teammate.page.inner_text("#inbox")
+    return invitee, teammate
+
+
+async def assert_payout_made(page: Page, amount: str) -> None:
+    """Payouts lists the payout of `amount` USD made (pending with the bank)."""
+    await page.click("nav a[href='/dashboard/payouts']")
+    await page.wait_for_selector("#payouts-table tr[data-status=PENDING]")
+    assert f"{amount} USD" in await page.inner_text("#payouts-table")
 
 
 async def approve_first_in_inbox(page: Page, comment: str) -> None:
@@ -207,6 +308,17 @@ async def open_not_found(page: Page, served: TestClient[Any, Any], path: str) ->
     the member may not use shows instead."""
     await page.goto(base_url(served) + path)
     await page.wait_for_selector("h1:has-text('Not found')")
+
+
+async def assert_no_section(
+    page: Page, served: TestClient[Any, Any], name: str, path: str, parts: str | None = None
+) -> None:
+    """The navigation offers no section `name`, and its `path` typed in the address bar shows
+    Not found, with nothing the selector `parts` finds."""
+    assert await page.locator(f"nav a:has-text('{name}')").count() == 0
+    await open_not_found(page, served, path)
+    if parts is not None:
+        assert await page.locator(parts).count() == 0
 
 
 async def answer_busy(route: Route) -> None:

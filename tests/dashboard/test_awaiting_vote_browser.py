@@ -10,29 +10,17 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import photograph, signed_in
+from tests.dashboard.driving import held_payouts, photograph, require_approval, row_ids, signed_in
 from tests.helpers import Member, add_member, post_as, sign_up
-from tests.money import ACCOUNT, paid_payment
+from tests.money import paid_payment
 
 
 async def _held_payouts(
     served: TestClient[Any, Any], owner: Member, count: int, required: int = 1
 ) -> list[str]:
     """`count` payouts of 20.00 USD held for approval, oldest first: their requests' ids."""
-    policy = await served.put(
-        "/api/v1/team/approvals/policies/payout.create",
-        json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": required},
-        headers=owner.headers,
-    )
-    assert policy.status == 200, await policy.text()
-    account = await post_as(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
-    body = {"amountMinor": "2000", "currency": "USD", "bankAccountId": (await account.json())["id"]}
-    made = []
-    for _ in range(count):
-        response = await post_as(served, owner, "/api/v1/merchant/payouts", body)
-        assert response.status == 202, await response.text()
-        made.append((await response.json())["approvalRequest"]["id"])
-    return made
+    await require_approval(served, owner, "payout.create", "1000", required)
+    return [request["id"] for request in await held_payouts(served, owner, "2000", count)]
 
 
 async def test_home_asks_only_a_member_who_can_still_vote_and_forgets_once_they_have(
@@ -80,9 +68,7 @@ async def test_the_inbox_pages_what_waits_for_my_vote_by_cursor(
     watched = await signed_in(browser, served, admin.email, "/dashboard/approvals")
     page = watched.page
     await page.wait_for_selector("#inbox li.inbox-item")
-    first = await page.eval_on_selector_all(
-        "#inbox li.inbox-item", "items => items.map(i => i.dataset.id)"
-    )
+    first = await row_ids(page, "#inbox li.inbox-item")
     assert first == list(reversed(made))[:20]
     await photograph(page, tmp_path / "screens", "approvals-inbox")
 
@@ -90,9 +76,7 @@ async def test_the_inbox_pages_what_waits_for_my_vote_by_cursor(
     await page.click("#inbox-next-page")
     await page.wait_for_url("**/dashboard/approvals?inboxCursor=*")
     await page.wait_for_selector(f"#inbox li.inbox-item[data-id='{made[0]}']")
-    rest = await page.eval_on_selector_all(
-        "#inbox li.inbox-item", "items => items.map(i => i.dataset.id)"
-    )
+    rest = await row_ids(page, "#inbox li.inbox-item")
     assert rest == [made[1], made[0]]
     assert await page.locator("#inbox-next-page").count() == 0
     assert watched.problems == []

@@ -11,44 +11,26 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import add_bank_account, base_url, photograph, signed_in
-from tests.helpers import Member, add_member, post_as, sign_up
+from tests.dashboard.driving import (
+    add_bank_account,
+    base_url,
+    first_page,
+    photograph,
+    require_approval,
+    row_ids,
+    signed_in,
+    to_next_page,
+)
+from tests.helpers import Member, add_member, created, sign_up
 from tests.money import ACCOUNT, every_item, paid_payment
-
-
-async def _account(served: TestClient[Any, Any], owner: Member) -> dict[str, Any]:
-    response = await post_as(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
-    assert response.status == 201, await response.text()
-    account: dict[str, Any] = await response.json()
-    return account
 
 
 async def _payout(
     served: TestClient[Any, Any], owner: Member, account_id: str, amount: str
 ) -> dict[str, Any]:
-    response = await post_as(
-        served,
-        owner,
-        "/api/v1/merchant/payouts",
-        {"amountMinor": amount, "currency": "USD", "bankAccountId": account_id},
-    )
-    assert response.status == 201, await response.text()
-    payout: dict[str, Any] = await response.json()
+    body = {"amountMinor": amount, "currency": "USD", "bankAccountId": account_id}
+    payout: dict[str, Any] = await created(served, owner, "/api/v1/merchant/payouts", body)
     return payout
-
-
-async def _listed(served: TestClient[Any, Any], owner: Member, path: str) -> list[dict[str, Any]]:
-    response = await served.get(f"/api/v1{path}", headers=owner.headers)
-    assert response.status == 200, await response.text()
-    found: list[dict[str, Any]] = (await response.json())["data"]
-    return found
-
-
-async def _ids(page: Any, table: str) -> list[str]:
-    found: list[str] = await page.eval_on_selector_all(
-        f"{table} tbody tr", "rows => rows.map(r => r.dataset.id)"
-    )
-    return found
 
 
 async def test_the_balance_is_shown_per_currency_and_bank_accounts_are_added_and_removed(
@@ -75,7 +57,7 @@ async def test_the_balance_is_shown_per_currency_and_bank_accounts_are_added_and
     await add_bank_account(page, "GB29 NWBK 6016 1331 9268 19", "NWBK601613", "gb", "GBP")
 
     # then it is listed masked, and the API holds it
-    accounts = await _listed(served, owner, "/merchant/bank-accounts")
+    accounts = await first_page(served, owner, "/merchant/bank-accounts")
     assert [(a["currency"], a["country"], a["last4"]) for a in accounts] == [("GBP", "GB", "6819")]
     row = f"#accounts-table tr[data-id='{accounts[0]['id']}']"
     await page.wait_for_selector(row)
@@ -89,7 +71,7 @@ async def test_the_balance_is_shown_per_currency_and_bank_accounts_are_added_and
 
     # then it is gone from the view and from the API
     await page.wait_for_selector(row, state="detached")
-    assert await _listed(served, owner, "/merchant/bank-accounts") == []
+    assert await first_page(served, owner, "/merchant/bank-accounts") == []
     assert watched.problems == []
 
 
@@ -99,18 +81,17 @@ async def test_payouts_page_by_cursor_filter_by_status_in_the_url_and_cancel_whi
     # given 22 pending payouts of 1.00 (more than a page of 20)
     owner = await sign_up(served)
     await paid_payment(served, owner, "10000")
-    account = await _account(served, owner)
+    account = await created(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
     payouts = [await _payout(served, owner, account["id"], "100") for _ in range(22)]
     watched = await signed_in(browser, served, owner.email, "/dashboard/payouts")
     page = watched.page
     await page.wait_for_selector("#next-page")
 
     # when the owner reads the first page and the next
-    first = await _ids(page, "#payouts-table")
-    await page.click("#next-page")
-    await page.wait_for_selector("#first-page")
+    first = await row_ids(page, "#payouts-table tbody tr")
+    await to_next_page(page)
     await page.wait_for_selector(f"#payouts-table tr[data-id='{first[0]}']", state="detached")
-    second = await _ids(page, "#payouts-table")
+    second = await row_ids(page, "#payouts-table tbody tr")
 
     # then every payout is listed once, in the API's order (newest first), the cursor in the URL
     listed = await every_item(served, owner, "/api/v1/merchant/payouts")
@@ -132,10 +113,10 @@ async def test_payouts_page_by_cursor_filter_by_status_in_the_url_and_cancel_whi
     await page.select_option("#filter-status", "CANCELLED")
     await page.wait_for_url("**/dashboard/payouts?status=CANCELLED")
     await page.wait_for_selector(f"#payouts-table tr[data-id='{first[1]}']", state="detached")
-    assert await _ids(page, "#payouts-table") == [newest]
+    assert await row_ids(page, "#payouts-table tbody tr") == [newest]
     await page.reload()
     await page.wait_for_selector("#payouts-table")
-    assert await _ids(page, "#payouts-table") == [newest]
+    assert await row_ids(page, "#payouts-table tbody tr") == [newest]
     assert await page.input_value("#filter-status") == "CANCELLED"
     await photograph(page, tmp_path / "screens", "payouts")
     assert watched.problems == []
@@ -147,13 +128,8 @@ async def test_a_payout_requested_in_the_view_is_made_or_held_for_approval_above
     # given 100.00 USD available, a bank account, and approval needed above 20.00 USD
     owner = await sign_up(served)
     await paid_payment(served, owner, "10000")
-    account = await _account(served, owner)
-    policy = await served.put(
-        "/api/v1/team/approvals/policies/payout.create",
-        json={"enabled": True, "thresholds": {"USD": "2000"}, "requiredApprovals": 1},
-        headers=owner.headers,
-    )
-    assert policy.status == 200, await policy.text()
+    account = await created(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
+    await require_approval(served, owner, "payout.create", "2000")
     watched = await signed_in(browser, served, owner.email, "/dashboard/payouts")
     page = watched.page
     await page.wait_for_selector("#request-payout")
@@ -167,7 +143,7 @@ async def test_a_payout_requested_in_the_view_is_made_or_held_for_approval_above
     # then it is made and listed PENDING
     await page.wait_for_selector("#payout-created")
     assert "15.00 USD" in await page.inner_text("#payout-created")
-    made = await _listed(served, owner, "/merchant/payouts")
+    made = await first_page(served, owner, "/merchant/payouts")
     assert [(p["amountMinor"], p["description"]) for p in made] == [("1500", "Rent")]
     await page.wait_for_selector(f"#payouts-table tr[data-id='{made[0]['id']}']")
 
@@ -177,10 +153,10 @@ async def test_a_payout_requested_in_the_view_is_made_or_held_for_approval_above
 
     # then nothing is paid out yet: the approval request the API answered with is shown
     await page.wait_for_selector("#payout-held")
-    requests = await _listed(served, owner, "/team/approvals/requests")
+    requests = await first_page(served, owner, "/team/approvals/requests")
     assert [(r["action"], r["status"]) for r in requests] == [("payout.create", "PENDING")]
     assert requests[0]["id"] in await page.inner_text("#payout-held")
-    assert len(await _listed(served, owner, "/merchant/payouts")) == 1
+    assert len(await first_page(served, owner, "/merchant/payouts")) == 1
     assert not await page.is_visible("#payout-created")
     assert watched.problems == []
 
@@ -190,7 +166,7 @@ async def test_a_viewer_sees_balance_and_payouts_but_no_action_that_needs_payout
 ) -> None:
     owner = await sign_up(served)
     await paid_payment(served, owner, "10000")
-    account = await _account(served, owner)
+    account = await created(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
     payout = await _payout(served, owner, account["id"], "1000")
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
 

@@ -10,7 +10,7 @@ from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
 from tests.dashboard.driving import photograph, signed_in
-from tests.helpers import post_as, sign_up
+from tests.helpers import created, sign_up
 from tests.money import balance, paid_payment
 
 
@@ -20,14 +20,8 @@ async def test_a_card_is_terminated_after_asking_and_its_balance_returns_to_the_
     # given 100.00 USD paid in, 30.00 of it on a member card
     owner = await sign_up(served, company="Blue Mug Coffee")
     await paid_payment(served, owner, "10000")
-    issued = await post_as(
-        served,
-        owner,
-        "/api/v1/merchant/cards",
-        {"currency": "USD", "cardholderName": "Ann Lee", "initialFundingMinor": "3000"},
-    )
-    assert issued.status == 201, await issued.text()
-    card = await issued.json()
+    funded = {"currency": "USD", "cardholderName": "Ann Lee", "initialFundingMinor": "3000"}
+    card = await created(served, owner, "/api/v1/merchant/cards", funded)
     assert (await balance(served, owner))["available"] == 7000
     watched = await signed_in(browser, served, owner.email, f"/dashboard/cards/{card['id']}")
     page = watched.page

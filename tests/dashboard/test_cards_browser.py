@@ -9,46 +9,32 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, open_not_found, photograph, sign_in, signed_in
-from tests.helpers import Member, add_member, post_as, sign_up
-from tests.money import paid_payment, sandbox_key, simulate
+from tests.dashboard.driving import (
+    assert_no_section,
+    base_url,
+    open_not_found,
+    photograph,
+    require_approval,
+    row_ids,
+    sign_in,
+    signed_in,
+)
+from tests.helpers import Member, add_member, answered, created, read_object, sign_up
+from tests.money import authorize_card, paid_payment, sandbox_key
 
 
 async def _card(served: TestClient[Any, Any], owner: Member, path: str, **body: Any) -> Any:
-    response = await post_as(served, owner, f"/api/v1/merchant/{path}", {"currency": "USD", **body})
-    assert response.status == 201, await response.text()
-    return await response.json()
-
-
-async def _stored(served: TestClient[Any, Any], owner: Member, card_id: str) -> dict[str, Any]:
-    response = await served.get(f"/api/v1/merchant/cards/{card_id}", headers=owner.headers)
-    assert response.status == 200, await response.text()
-    found: dict[str, Any] = await response.json()
-    return found
+    return await created(served, owner, f"/api/v1/merchant/{path}", {"currency": "USD", **body})
 
 
 async def _authorize(
     served: TestClient[Any, Any], key: dict[str, str], card_id: str, amount: str, **extra: Any
 ) -> dict[str, Any]:
-    response = await simulate(
-        served,
-        key,
-        "card.authorization",
-        cardId=card_id,
-        amountMinor=amount,
-        currency="USD",
-        **extra,
-    )
-    assert response.status == 200, await response.text()
-    found: dict[str, Any] = await response.json()
-    return found
-
-
-async def _ids(page: Page, table: str) -> list[str]:
-    found: list[str] = await page.eval_on_selector_all(
-        f"{table} tbody tr", "rows => rows.map(r => r.dataset.id)"
+    """What the sandbox answers (with 200) to an authorization of `amount` USD on the card."""
+    found: dict[str, Any] = await answered(
+        await authorize_card(served, key, card_id, amount, **extra), 200
     )
     return found
 
@@ -77,7 +63,7 @@ async def test_a_member_card_is_issued_funded_withdrawn_frozen_as_the_api_says_a
     # then the card shows its balance, and it is the owner's
     card_id = page.url.rsplit("/", 1)[-1]
     assert await page.inner_text("#card-balance") == "30.00 USD"
-    stored = await _stored(served, owner, card_id)
+    stored = await read_object(served, owner, "cards", card_id)
     assert stored["type"] == "member" and stored["memberId"] == owner.user_id
 
     # when 20.00 is funded and 5.00 withdrawn
@@ -87,7 +73,7 @@ async def test_a_member_card_is_issued_funded_withdrawn_frozen_as_the_api_says_a
     await page.fill("#move-amount", "5.00")
     await page.click("#withdraw")
     await page.wait_for_selector("#card-balance:has-text('45.00 USD')")
-    assert (await _stored(served, owner, card_id))["balanceMinor"] == "4500"
+    assert (await read_object(served, owner, "cards", card_id))["balanceMinor"] == "4500"
 
     # when it is frozen, confirming when asked
     await page.click("#freeze")
@@ -95,7 +81,7 @@ async def test_a_member_card_is_issued_funded_withdrawn_frozen_as_the_api_says_a
     await page.wait_for_selector("h1 .status-frozen")
 
     # then the API says FROZEN, and an authorization made now is declined and listed so
-    assert (await _stored(served, owner, card_id))["status"] == "FROZEN"
+    assert (await read_object(served, owner, "cards", card_id))["status"] == "FROZEN"
     declined = await _authorize(served, key, card_id, "800", merchantName="Corner Shop")
     await page.reload()
     row = page.locator(f"#authorizations tr[data-id='{declined['object']['id']}']")
@@ -107,7 +93,7 @@ async def test_a_member_card_is_issued_funded_withdrawn_frozen_as_the_api_says_a
     # when it is unfrozen, it is ACTIVE again for the API
     await page.click("#unfreeze")
     await page.wait_for_selector("h1 .status-active")
-    assert (await _stored(served, owner, card_id))["status"] == "ACTIVE"
+    assert (await read_object(served, owner, "cards", card_id))["status"] == "ACTIVE"
     assert watched.problems == []
 
 
@@ -126,7 +112,7 @@ async def test_company_card_controls_are_changed_and_decide_its_authorizations(
     await page.click("#issue-submit")
     await page.wait_for_selector("#card-details")
     card_id = page.url.rsplit("/", 1)[-1]
-    assert (await _stored(served, owner, card_id))["type"] == "company"
+    assert (await read_object(served, owner, "cards", card_id))["type"] == "company"
 
     # when its controls become 10.00 per transaction with gambling and florists blocked
     await page.click("#add-limit")
@@ -137,7 +123,7 @@ async def test_company_card_controls_are_changed_and_decide_its_authorizations(
     await page.wait_for_selector("#limits .limit[data-interval=per_transaction]")
 
     # then the API holds them, and the card is topped up through the company-card route
-    controls = (await _stored(served, owner, card_id))["controls"]
+    controls = (await read_object(served, owner, "cards", card_id))["controls"]
     assert controls["spendingLimits"] == [{"amountMinor": "1000", "interval": "per_transaction"}]
     assert controls["blockedCategories"] == ["betting_casino_gambling", "florists"]
     await page.fill("#move-amount", "1.00")
@@ -155,7 +141,7 @@ async def test_company_card_controls_are_changed_and_decide_its_authorizations(
 
     # then each is listed, newest first, with its outcome
     ids = [a["object"]["id"] for a in (blocked, above, approved)]
-    assert await _ids(page, "#authorizations") == ids
+    assert await row_ids(page, "#authorizations tbody tr") == ids
     outcomes = await page.locator("#authorizations tbody tr").all_inner_texts()
     assert "Spending limit" in outcomes[1] and "Category blocked" in outcomes[0]
     assert "Approved" in outcomes[2] and "Paper Co" in outcomes[2]
@@ -167,7 +153,7 @@ async def test_company_card_controls_are_changed_and_decide_its_authorizations(
     await page.select_option("#filter-type", "company")
     await page.wait_for_selector(f"tr[data-id='{member_card['id']}']", state="detached")
     assert page.url == base_url(served) + "/dashboard/cards?type=company"
-    assert await _ids(page, "#cards-table") == [card_id]
+    assert await row_ids(page, "#cards-table tbody tr") == [card_id]
     await photograph(page, tmp_path / "screens", "cards")
     assert watched.problems == []
 
@@ -199,8 +185,7 @@ async def test_a_viewer_sees_cards_without_actions_and_finance_has_no_cards_sect
     # finance holds no cards scope: no Cards section at all
     await sign_in(watched, served, finance.email, "/dashboard/payments")
     await page.wait_for_selector("nav a:has-text('Invoices')")
-    assert await page.locator("nav a:has-text('Cards')").count() == 0
-    await open_not_found(page, served, f"/dashboard/cards/{card['id']}")
+    await assert_no_section(page, served, "Cards", f"/dashboard/cards/{card['id']}")
     assert watched.problems == []
 
 
@@ -211,12 +196,7 @@ async def test_a_card_is_issued_to_a_teammate_and_funding_above_the_threshold_wa
     owner = await sign_up(served)
     await paid_payment(served, owner, "10000")
     teammate = await add_member(served, owner, "ann@example.com", "role_finance")
-    policy = await served.put(
-        "/api/v1/team/approvals/policies/card.fund",
-        json={"enabled": True, "thresholds": {"USD": "1000"}, "requiredApprovals": 1},
-        headers=owner.headers,
-    )
-    assert policy.status == 200, await policy.text()
+    await require_approval(served, owner, "card.fund", "1000")
     watched = await signed_in(browser, served, owner.email, "/dashboard/cards/new")
     page = watched.page
 
@@ -228,7 +208,7 @@ async def test_a_card_is_issued_to_a_teammate_and_funding_above_the_threshold_wa
 
     # then the card is the teammate's
     card_id = page.url.rsplit("/", 1)[-1]
-    assert (await _stored(served, owner, card_id))["memberId"] == teammate.user_id
+    assert (await read_object(served, owner, "cards", card_id))["memberId"] == teammate.user_id
 
     # when 20.00 is funded, above the threshold
     await page.fill("#move-amount", "20.00")
@@ -236,7 +216,7 @@ async def test_a_card_is_issued_to_a_teammate_and_funding_above_the_threshold_wa
     await page.wait_for_selector("#move-result:has-text('needs approval')")
 
     # then nothing moved yet, and the request waits in the approvals inbox
-    assert (await _stored(served, owner, card_id))["balanceMinor"] == "0"
+    assert (await read_object(served, owner, "cards", card_id))["balanceMinor"] == "0"
     assert await page.inner_text("#card-balance") == "0.00 USD"
     requests = await served.get(
         "/api/v1/team/approvals/requests", params={"status": "PENDING"}, headers=owner.headers

@@ -27,6 +27,16 @@ async def _move(client: TestClient[Any, Any], member: Member, company_id: str) -
     )
 
 
+async def _move_to_a_stranger(
+    client: TestClient[Any, Any],
+) -> tuple[Member, Member, ClientResponse]:
+    """Pat, who owns Blue Mug Coffee only, asks to move to Red Kettle Tea: Pat, Red Kettle Tea's
+    owner, and the answer."""
+    pat = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
+    stranger = await sign_up(client, "sam@example.com", "Red Kettle Tea")
+    return pat, stranger, await _move(client, pat, stranger.company_id)
+
+
 async def test_a_member_of_two_companies_sees_both_and_which_is_current(
     client: TestClient[Any, Any],
 ) -> None:
@@ -68,10 +78,7 @@ async def test_moving_the_session_to_another_company_ends_the_old_token(
 async def test_moving_to_a_company_the_person_is_not_in_is_refused_and_changes_nothing(
     client: TestClient[Any, Any],
 ) -> None:
-    first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
-    stranger = await sign_up(client, "sam@example.com", "Red Kettle Tea")
-
-    response = await _move(client, first, stranger.company_id)
+    first, _, response = await _move_to_a_stranger(client)
 
     assert_envelope(await response.json(), 403, "not_a_member")
     still = await client.get("/api/v1/auth/me", headers=first.headers)
@@ -103,10 +110,7 @@ async def test_the_old_token_refused_after_a_move_says_it_moved_to_another_compa
 async def test_a_refused_move_opens_no_session_in_the_company_asked_for(
     client: TestClient[Any, Any],
 ) -> None:
-    first = await sign_up(client, "pat@example.com", "Blue Mug Coffee")
-    stranger = await sign_up(client, "sam@example.com", "Red Kettle Tea")
-
-    refused = await _move(client, first, stranger.company_id)
+    first, stranger, refused = await _move_to_a_stranger(client)
 
     assert refused.status == 403
     audit = await client.get(

@@ -11,31 +11,18 @@ from typing import Any
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
-from tests.dashboard.driving import base_url, me_with, open_page, photograph, session_token
+from tests.dashboard.driving import base_url, invited, me_with, open_page, photograph, session_token
 from tests.helpers import latest_code, sign_up
 
 INVITEE = "new@example.com"
-
-
-async def _invitation_link(served: TestClient[Any, Any], company: str) -> str:
-    """An owner of `company` invites INVITEE as finance; the link their email holds."""
-    owner = await sign_up(served, "owner@example.com", company)
-    response = await served.post(
-        "/api/v1/team/invitations",
-        json={"email": INVITEE, "roleId": "role_finance"},
-        headers=owner.headers,
-    )
-    assert response.status == 201, await response.text()
-    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": INVITEE})
-    link: str = (await mailbox.json())["data"][0]["link"]
-    return link
 
 
 async def test_the_invitee_who_joins_is_led_to_sign_in_with_their_email_and_lands_in_the_company(
     served: TestClient[Any, Any], browser: Browser, tmp_path: Path
 ) -> None:
     # given an invitation to Blue Mug Coffee as finance
-    link = await _invitation_link(served, "Blue Mug Coffee")
+    owner = await sign_up(served, "owner@example.com", "Blue Mug Coffee")
+    _, link = await invited(served, owner, INVITEE)
     watched = await open_page(browser)
     page = watched.page
 

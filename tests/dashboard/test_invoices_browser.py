@@ -9,45 +9,37 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Browser, Page
+from playwright.async_api import Browser
 
 from tests.dashboard.driving import (
     base_url,
     open_not_found,
     open_page,
     photograph,
+    row_ids,
     sign_in,
     signed_in,
 )
-from tests.helpers import Member, add_member, eventually, post_as, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    answered,
+    created,
+    eventually,
+    read_object,
+    sign_up,
+)
 
 
 async def _invoice(served: TestClient[Any, Any], owner: Member, **fields: Any) -> dict[str, Any]:
     body = {"currency": "USD", "customerEmail": "ada@example.com", "amountMinor": "5000", **fields}
-    response = await post_as(served, owner, "/api/v1/merchant/invoices", body)
-    assert response.status == 201, await response.text()
-    created: dict[str, Any] = await response.json()
-    return created
-
-
-async def _stored(served: TestClient[Any, Any], owner: Member, invoice_id: str) -> dict[str, Any]:
-    response = await served.get(f"/api/v1/merchant/invoices/{invoice_id}", headers=owner.headers)
-    assert response.status == 200, await response.text()
-    found: dict[str, Any] = await response.json()
-    return found
+    invoice: dict[str, Any] = await created(served, owner, "/api/v1/merchant/invoices", body)
+    return invoice
 
 
 async def _mails(served: TestClient[Any, Any], to: str) -> list[dict[str, Any]]:
-    response = await served.get("/api/v1/dev/mailbox", params={"to": to})
-    assert response.status == 200
-    found: list[dict[str, Any]] = (await response.json())["data"]
-    return found
-
-
-async def _ids(page: Page) -> list[str]:
-    found: list[str] = await page.eval_on_selector_all(
-        "#invoices-table tbody tr", "rows => rows.map(r => r.dataset.id)"
-    )
+    mailbox = await answered(await served.get("/api/v1/dev/mailbox", params={"to": to}), 200)
+    found: list[dict[str, Any]] = mailbox["data"]
     return found
 
 
@@ -81,7 +73,7 @@ async def test_an_invoice_made_with_two_lines_gives_a_real_pdf_a_hosted_link_and
 
     # then it is SENT with both lines and their total, as the API says too
     invoice_id = page.url.rsplit("/", 1)[-1]
-    stored = await _stored(served, owner, invoice_id)
+    stored = await read_object(served, owner, "invoices", invoice_id)
     assert stored["status"] == "SENT" and stored["amountMinor"] == "975"
     assert [(i["description"], i["quantity"], i["unitAmountMinor"]) for i in stored["items"]] == [
         ("Flat white", 2, "350"),
@@ -125,7 +117,7 @@ async def test_an_invoice_made_with_two_lines_gives_a_real_pdf_a_hosted_link_and
     await page.wait_for_selector("h1 .status-paid")
 
     # then the API agrees, the timeline shows it, and no open-invoice action is left
-    paid = await _stored(served, owner, invoice_id)
+    paid = await read_object(served, owner, "invoices", invoice_id)
     assert paid["status"] == "PAID" and paid["paidReference"] == "BANK-1234"
     await page.wait_for_selector("#invoice-timeline li[data-status=PAID]")
     for action in ("#mark-paid", "#resend", "#cancel-invoice"):
@@ -139,8 +131,7 @@ async def test_the_status_filter_lives_in_the_url_and_an_invoice_is_cancelled_af
     # given one paid invoice and two sent
     owner = await sign_up(served)
     paid = await _invoice(served, owner)
-    response = await post_as(served, owner, f"/api/v1/merchant/invoices/{paid['id']}/mark-paid", {})
-    assert response.status == 200, await response.text()
+    await created(served, owner, f"/api/v1/merchant/invoices/{paid['id']}/mark-paid", {}, 200)
     sent = [await _invoice(served, owner, amountMinor=str(100 + i)) for i in range(2)]
     watched = await signed_in(browser, served, owner.email, "/dashboard/invoices")
     page = watched.page
@@ -152,10 +143,10 @@ async def test_the_status_filter_lives_in_the_url_and_an_invoice_is_cancelled_af
 
     # then the URL says so, only the paid invoice is listed, and a reload shows the same
     assert page.url == base_url(served) + "/dashboard/invoices?status=PAID"
-    assert await _ids(page) == [paid["id"]]
+    assert await row_ids(page, "#invoices-table tbody tr") == [paid["id"]]
     await page.reload()
     await page.wait_for_selector("#invoices-table tbody tr")
-    assert await _ids(page) == [paid["id"]]
+    assert await row_ids(page, "#invoices-table tbody tr") == [paid["id"]]
 
     # when a sent invoice is cancelled, confirming when asked
     await page.goto(base_url(served) + f"/dashboard/invoices/{sent[0]['id']}")
@@ -164,12 +155,12 @@ async def test_the_status_filter_lives_in_the_url_and_an_invoice_is_cancelled_af
     await page.wait_for_selector("h1 .status-void")
 
     # then it is VOID for the API too, listed under that status, and cannot be marked paid
-    assert (await _stored(served, owner, sent[0]["id"]))["status"] == "VOID"
+    assert (await read_object(served, owner, "invoices", sent[0]["id"]))["status"] == "VOID"
     await page.wait_for_selector("#invoice-timeline li[data-status=VOID]")
     assert await page.locator("#mark-paid").count() == 0
     await page.goto(base_url(served) + "/dashboard/invoices?status=VOID")
     await page.wait_for_selector(f"tr[data-id='{sent[0]['id']}']")
-    assert await _ids(page) == [sent[0]["id"]]
+    assert await row_ids(page, "#invoices-table tbody tr") == [sent[0]["id"]]
     assert watched.problems == []
 
 

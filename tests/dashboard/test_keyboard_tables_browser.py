@@ -10,8 +10,8 @@ import pytest
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
-from tests.dashboard.driving import base_url, signed_in
-from tests.helpers import Member, create_payment, post_as, sign_up
+from tests.dashboard.driving import base_url, row_ids, signed_in
+from tests.helpers import Member, create_payment, created, sign_up
 
 # Enough presses to cross the frame (navigation, search, mode switch, filters) and a few rows.
 _MOST_TABS = 80
@@ -39,24 +39,14 @@ async def _rows_reached_by_tab(page: Page, table: str) -> list[dict[str, Any]]:
     return reached
 
 
-async def _ids(page: Page, rows: str) -> list[str]:
-    found: list[str] = await page.eval_on_selector_all(rows, "rows => rows.map(r => r.dataset.id)")
-    return found
-
-
 async def _seed(served: TestClient[Any, Any], owner: Member) -> None:
     """Three payments of three customers, and two invoices."""
     for n in range(3):
         await create_payment(served, owner, customerEmail=f"shopper{n}@example.com")
     line = {"description": "Beans", "quantity": 1, "unitAmountMinor": "900"}
     for n in range(2):
-        made = await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/invoices",
-            {"currency": "USD", "customerEmail": f"shopper{n}@example.com", "items": [line]},
-        )
-        assert made.status == 201, await made.text()
+        body = {"currency": "USD", "customerEmail": f"shopper{n}@example.com", "items": [line]}
+        await created(served, owner, "/api/v1/merchant/invoices", body)
 
 
 @pytest.mark.parametrize(
@@ -75,7 +65,7 @@ async def test_tab_reaches_each_rows_link_in_order_and_enter_opens_it(
     watched = await signed_in(browser, served, owner.email, path)
     page = watched.page
     await page.wait_for_selector(f"#{table} tbody tr:nth-child(2)")
-    rows = await _ids(page, f"#{table} tbody tr[data-id]")
+    rows = await row_ids(page, f"#{table} tbody tr[data-id]")
 
     # when a keyboard user tabs down the page
     reached = await _rows_reached_by_tab(page, table)

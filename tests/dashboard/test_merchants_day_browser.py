@@ -17,15 +17,16 @@ from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
 from tests.dashboard.driving import (
-    accept_invitation,
+    admin_to_approve,
     approve_first_in_inbox,
+    assert_payout_made,
     base_url,
     download,
     hold_payouts_above,
-    invite,
     make_payment_link,
     pay_at_checkout,
     photograph,
+    refund_in_view,
     request_held_payout,
     signed_in,
 )
@@ -66,10 +67,7 @@ async def test_a_merchants_whole_day_runs_through_the_dashboard_and_the_trail_te
     # part of it is refunded from its detail
     await page.click(f"tbody tr[data-id='{payment_id}'] a")
     await page.wait_for_selector("h1 .status-paid")
-    await page.fill("#refund-amount", "20.00")
-    await page.fill("#refund-reason", "One tray short")
-    await page.click("#refund-submit")
-    await page.wait_for_selector("#refund-result")
+    await refund_in_view(page, "20.00", "One tray short")
     await page.wait_for_selector("#refunds tbody tr")
     assert "20.00 USD" in await page.inner_text("#refunds")
 
@@ -89,24 +87,15 @@ async def test_a_merchants_whole_day_runs_through_the_dashboard_and_the_trail_te
     # a bank account is added and a payout of 80.00 requested, which the policy holds
     await request_held_payout(page, "80.00")
 
-    # a teammate is invited as admin
-    await invite(page, "sam@example.com", "role_admin")
-
-    # who opens the mailed link, accepts with the mailed code
-    invitee = await accept_invitation(browser, served, "sam@example.com")
-
-    # signs in to the dashboard and approves the payout from the inbox
-    teammate = await signed_in(browser, served, "sam@example.com", "/dashboard/approvals")
+    # a teammate is invited as admin, accepts with the mailed code, signs in to the dashboard
+    # and approves the payout from the inbox
+    invitee, teammate = await admin_to_approve(browser, served, page, "sam@example.com", "80.00")
     their = teammate.page
-    await their.wait_for_selector("#inbox li.inbox-item")
-    assert "Pay out 80.00 USD" in await their.inner_text("#inbox")
     await approve_first_in_inbox(their, "Matches the catering invoice")
     await photograph(their, screens, "day-approved")
 
     # the owner sees the payout made
-    await page.click("nav a[href='/dashboard/payouts']")
-    await page.wait_for_selector("#payouts-table tr[data-status=PENDING]")
-    assert "80.00 USD" in await page.inner_text("#payouts-table")
+    await assert_payout_made(page, "80.00")
 
     async with Receiver() as hooks:
         # a webhook endpoint is added and its signing secret rotated

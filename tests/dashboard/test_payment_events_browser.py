@@ -12,7 +12,7 @@ from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser
 
 from tests.dashboard.driving import photograph, signed_in
-from tests.helpers import add_member, eventually, post_as, sign_up
+from tests.helpers import add_member, created, eventually, sign_up
 from tests.money import paid_payment, refund
 from tests.receiver import Receiver
 
@@ -23,14 +23,8 @@ async def test_a_payments_page_lists_its_events_and_refunds_with_each_delivery(
     async with Receiver() as receiver:
         # given an endpoint for every event, a paid payment refunded in part, and another one
         owner = await sign_up(served, company="Blue Mug Coffee")
-        endpoint = await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/webhooks",
-            {"url": receiver.url("/hooks"), "events": ["*"]},
-        )
-        assert endpoint.status == 201, await endpoint.text()
-        endpoint_id = (await endpoint.json())["id"]
+        every_event = {"url": receiver.url("/hooks"), "events": ["*"]}
+        endpoint = await created(served, owner, "/api/v1/merchant/webhooks", every_event)
         payment = await paid_payment(served, owner, "2500")
         assert (await refund(served, owner, payment["id"], "1000")).status == 201
         await paid_payment(served, owner, "900")
@@ -76,7 +70,7 @@ async def test_a_payments_page_lists_its_events_and_refunds_with_each_delivery(
     # with its one delivery to the endpoint
     assert shown == [[e["type"], e["id"]] for e in events]
     assert [t for t, _ in shown] == ["refund.created", "payment.completed", "payment.created"]
-    assert delivered_to == [f"/dashboard/developers/webhooks/{endpoint_id}"] * 3
+    assert delivered_to == [f"/dashboard/developers/webhooks/{endpoint['id']}"] * 3
     assert watched.problems == []
 
 

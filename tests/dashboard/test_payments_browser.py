@@ -18,7 +18,10 @@ from tests.dashboard.driving import (
     make_payment_link,
     pay_at_checkout,
     photograph,
+    refund_in_view,
+    row_ids,
     signed_in,
+    to_next_page,
 )
 from tests.helpers import create_payment, eventually, pay, sign_up
 
@@ -42,11 +45,11 @@ async def test_the_status_filter_lives_in_the_url_and_survives_a_reload(
 
     # then the URL says so, only paid payments are listed, and a reload shows the same
     assert page.url == base_url(served) + "/dashboard/payments?status=PAID"
-    rows = await page.eval_on_selector_all("tbody tr", "rows => rows.map(r => r.dataset.id)")
+    rows = await row_ids(page, "tbody tr")
     assert sorted(rows) == sorted(p["id"] for p in paid)
     await page.reload()
     await page.wait_for_selector("tbody tr")
-    again = await page.eval_on_selector_all("tbody tr", "rows => rows.map(r => r.dataset.id)")
+    again = await row_ids(page, "tbody tr")
     assert sorted(again) == sorted(rows)
     assert await page.input_value("#filter-status") == "PAID"
     assert watched.problems == []
@@ -67,11 +70,10 @@ async def test_paging_follows_the_cursor_and_the_export_holds_every_filtered_row
     await page.wait_for_selector("#next-page")
 
     # when the member reads the first page and then the next
-    first = await page.eval_on_selector_all("tbody tr", "rows => rows.map(r => r.dataset.id)")
-    await page.click("#next-page")
-    await page.wait_for_selector("#first-page")
+    first = await row_ids(page, "tbody tr")
+    await to_next_page(page)
     await page.wait_for_selector(f"tr[data-id='{euros[0]['id']}']")
-    second = await page.eval_on_selector_all("tbody tr", "rows => rows.map(r => r.dataset.id)")
+    second = await row_ids(page, "tbody tr")
 
     # then the two pages hold every EUR payment once, newest first, and the cursor is in the URL
     newest_first = [p["id"] for p in reversed(euros)]
@@ -117,10 +119,7 @@ async def test_a_link_made_in_the_dashboard_is_paid_at_checkout_shown_paid_and_r
     assert not await page.is_visible("#cancel")
 
     # when part of it is refunded
-    await page.fill("#refund-amount", "2.50")
-    await page.fill("#refund-reason", "One was cold")
-    await page.click("#refund-submit")
-    await page.wait_for_selector("#refund-result")
+    await refund_in_view(page, "2.50", "One was cold")
 
     # then the refund is listed against it and the API agrees
     await page.wait_for_selector("#refunds tbody tr")

@@ -15,7 +15,7 @@ from playwright.async_api import TimeoutError as Timeout
 
 from mps.domain.scopes import BUILTIN_ROLES, OWNER_ROLE
 from tests.dashboard.driving import base_url, signed_in
-from tests.helpers import Member, add_member, create_payment, pay, post_as, sign_up
+from tests.helpers import Member, add_member, create_payment, created, pay, sign_up
 from tests.money import ACCOUNT
 
 
@@ -142,45 +142,16 @@ async def _seed(served: TestClient[Any, Any], owner: Member) -> None:
     paid = await create_payment(served, owner, amountMinor="5000", customerEmail="a@b.co")
     assert (await pay(served, paid["reference"])).status == 200
     line = {"description": "Beans", "quantity": 2, "unitAmountMinor": "900"}
-    account = await post_as(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
-    assert account.status == 201, await account.text()
-    made = [
-        await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/invoices",
-            {"currency": "USD", "customerEmail": "a@b.co", "items": [line]},
-        ),
-        await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/cards",
-            {"cardholderName": "Ann Lee", "currency": "USD"},
-        ),
-        await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/payouts",
-            {
-                "amountMinor": "1000",
-                "currency": "USD",
-                "bankAccountId": (await account.json())["id"],
-            },
-        ),
-        await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/api-keys",
-            {"name": "CI", "scopes": ["analytics:read"]},
-        ),
-        await post_as(
-            served,
-            owner,
-            "/api/v1/merchant/webhooks",
-            {"url": "http://127.0.0.1:9/hooks", "events": ["*"]},
-        ),
-    ]
-    assert [m.status for m in made] == [201] * len(made), [await m.text() for m in made]
+    account = await created(served, owner, "/api/v1/merchant/bank-accounts", ACCOUNT)
+    payout = {"amountMinor": "1000", "currency": "USD", "bankAccountId": account["id"]}
+    for kind, body in (
+        ("invoices", {"currency": "USD", "customerEmail": "a@b.co", "items": [line]}),
+        ("cards", {"cardholderName": "Ann Lee", "currency": "USD"}),
+        ("payouts", payout),
+        ("api-keys", {"name": "CI", "scopes": ["analytics:read"]}),
+        ("webhooks", {"url": "http://127.0.0.1:9/hooks", "events": ["*"]}),
+    ):
+        await created(served, owner, f"/api/v1/merchant/{kind}", body)
 
 
 async def _offered(page: Page, action: Action, expected: bool) -> bool:

@@ -10,14 +10,8 @@ from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
 from tests.dashboard.driving import base_url, signed_in
-from tests.helpers import post_as, sign_up
+from tests.helpers import created, post_as, sign_up
 from tests.money import paid_payment, refund
-
-
-async def _created(served: TestClient[Any, Any], owner: Any, path: str, body: Any) -> Any:
-    response = await post_as(served, owner, f"/api/v1/merchant/{path}", body)
-    assert response.status == 201, await response.text()
-    return await response.json()
 
 
 async def _follow(page: Page, query: str, kind: str) -> str:
@@ -45,13 +39,15 @@ async def test_each_kind_of_result_opens_its_own_page(
         {"amountMinor": "500", "currency": "USD", "customerEmail": "ada@example.com"},
     )
     refunded = await (await refund(served, owner, payment["id"], "1000")).json()
-    invoice = await _created(
+    invoice = await created(
         served,
         owner,
-        "invoices",
+        "/api/v1/merchant/invoices",
         {"currency": "USD", "customerEmail": "bea@example.com", "amountMinor": "5000"},
     )
-    card = await _created(served, owner, "cards", {"currency": "USD", "cardholderName": "Ann Lee"})
+    card = await created(
+        served, owner, "/api/v1/merchant/cards", {"currency": "USD", "cardholderName": "Ann Lee"}
+    )
     customers = await served.get(
         "/api/v1/merchant/customers", params={"email": "ada@example.com"}, headers=owner.headers
     )

@@ -1,7 +1,7 @@
 """Settings in the dashboard, in a real browser (issue 30): the company's details, its supported
 currencies and server-to-server key access changed and the API agreeing; an identity document
 uploaded through the public API with its progress shown, and test mode then verified; and what a
-role without settings:write, or without settings:read, gets."""
+role without settings:write gets, or without settings:read (neither Settings nor Developers)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,13 @@ import io
 from pathlib import Path
 from typing import Any
 
+import pytest
 from aiohttp.test_utils import TestClient
 from PIL import Image
 from playwright.async_api import Browser, FilePayload, Route
 
-from tests.dashboard.driving import open_not_found, photograph, signed_in
-from tests.helpers import Member, add_member, sign_up
-
-
-async def _settings(served: TestClient[Any, Any], member: Member) -> Any:
-    response = await served.get("/api/v1/merchant/settings", headers=member.headers)
-    assert response.status == 200, await response.text()
-    return await response.json()
+from tests.dashboard.driving import assert_no_section, photograph, signed_in
+from tests.helpers import add_member, read_as, sign_up
 
 
 def _png() -> bytes:
@@ -34,7 +29,7 @@ async def test_the_company_currencies_and_key_access_are_changed_and_the_api_agr
     served: TestClient[Any, Any], browser: Browser, tmp_path: Path
 ) -> None:
     owner = await sign_up(served, company="Blue Mug Coffee")
-    before = await _settings(served, owner)
+    before = await read_as(served, owner, "/api/v1/merchant/settings")
     assert "CHF" not in before["supportedCurrencies"] and "JPY" in before["supportedCurrencies"]
     assert before["apiKeyAccess"] is False
     watched = await signed_in(browser, served, owner.email, "/dashboard/settings")
@@ -61,7 +56,7 @@ async def test_the_company_currencies_and_key_access_are_changed_and_the_api_agr
     await page.wait_for_selector("#key-access-toggle:has-text('Turn off')")
 
     # then the API holds every change
-    after = await _settings(served, owner)
+    after = await read_as(served, owner, "/api/v1/merchant/settings")
     assert after["name"] == "Blue Mug Roasters" and after["payoutSchedule"] == "weekly"
     assert after["supportedCurrencies"] == [
         *(c for c in before["supportedCurrencies"] if c != "JPY"),
@@ -145,8 +140,20 @@ async def test_a_viewer_reads_the_settings_but_gets_no_control_to_change_them(
     assert watched.problems == []
 
 
-async def test_a_role_without_settings_read_has_no_settings_section(
-    served: TestClient[Any, Any], browser: Browser
+@pytest.mark.parametrize(
+    ("section", "path", "parts", "api"),
+    [
+        ("Settings", "/dashboard/settings", "#company, #kyc", "/api/v1/merchant/settings"),
+        (
+            "Developers",
+            "/dashboard/developers/api-keys",
+            "#keys-table, #create-key",
+            "/api/v1/merchant/api-keys",
+        ),
+    ],
+)
+async def test_a_role_without_settings_read_has_neither_settings_nor_developers_section(
+    served: TestClient[Any, Any], browser: Browser, section: str, path: str, parts: str, api: str
 ) -> None:
     owner = await sign_up(served)
     finance = await add_member(served, owner, "finance@example.com", "role_finance")
@@ -154,7 +161,7 @@ async def test_a_role_without_settings_read_has_no_settings_section(
     watched = await signed_in(browser, served, finance.email)
     page = watched.page
     await page.wait_for_selector("nav a:has-text('Payments')")
-    assert await page.locator("nav a:has-text('Settings')").count() == 0
-    await open_not_found(page, served, "/dashboard/settings")
-    assert await page.locator("#company, #kyc").count() == 0
+    await assert_no_section(page, served, section, path, parts)
+    refused = await served.get(api, headers=finance.headers)
+    assert refused.status == 403
     assert watched.problems == []

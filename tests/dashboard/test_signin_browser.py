@@ -6,9 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Browser
+from playwright.async_api import Browser, Page
 
 from tests.dashboard.driving import (
+    Watched,
     answer_busy,
     base_url,
     me_with,
@@ -17,6 +18,24 @@ from tests.dashboard.driving import (
     signed_in,
 )
 from tests.helpers import add_member, create_payment, latest_code, sign_up
+
+
+async def _code_asked_for(page: Page, served: TestClient[Any, Any], email: str) -> None:
+    """Open the dashboard signed out, and ask for a code for `email` with the mouse."""
+    await page.goto(base_url(served) + "/dashboard")
+    await page.fill("#email", email)
+    await page.click("#send-code")
+    await page.wait_for_selector("#code")
+
+
+async def _owner_signed_in(
+    served: TestClient[Any, Any], browser: Browser
+) -> tuple[Watched, str | None]:
+    """The owner of a new company signed in on a page of their own; it, and the session token
+    the tab keeps."""
+    owner = await sign_up(served)
+    watched = await signed_in(browser, served, owner.email)
+    return watched, await session_token(watched.page)
 
 
 async def test_signing_in_with_the_emailed_code_lands_on_the_view_the_link_named(
@@ -49,10 +68,7 @@ async def test_a_wrong_code_is_explained_in_plain_words_and_the_form_stays(
     owner = await sign_up(served, "owner@example.com")
     watched = await open_page(browser)
     page = watched.page
-    await page.goto(base_url(served) + "/dashboard")
-    await page.fill("#email", owner.email)
-    await page.click("#send-code")
-    await page.wait_for_selector("#code")
+    await _code_asked_for(page, served, owner.email)
     right = await latest_code(served, owner.email)
 
     await page.fill("#code", "000000" if right != "000000" else "111111")
@@ -77,10 +93,7 @@ async def test_a_person_in_two_companies_picks_one_at_sign_in_and_switches_later
     page = watched.page
 
     # when they sign in, they are asked which company to open, and choose Red Kettle Tea
-    await page.goto(base_url(served) + "/dashboard")
-    await page.fill("#email", pat.email)
-    await page.click("#send-code")
-    await page.wait_for_selector("#code")
+    await _code_asked_for(page, served, pat.email)
     await page.fill("#code", await latest_code(served, pat.email))
     await page.click("#verify")
     await page.click("button.choice:has-text('Red Kettle Tea')")
@@ -111,10 +124,8 @@ async def test_a_person_in_two_companies_picks_one_at_sign_in_and_switches_later
 async def test_the_mode_switch_moves_to_live_data_and_back_without_the_test_banner(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
-    owner = await sign_up(served, "owner@example.com")
-    watched = await signed_in(browser, served, owner.email)
+    watched, test_token = await _owner_signed_in(served, browser)
     page = watched.page
-    test_token = await session_token(page)
     assert await page.is_visible("#test-banner")
 
     # when they switch to live
@@ -138,10 +149,8 @@ async def test_the_mode_switch_moves_to_live_data_and_back_without_the_test_bann
 async def test_signing_out_ends_the_session_on_the_server(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
-    owner = await sign_up(served, "owner@example.com")
-    watched = await signed_in(browser, served, owner.email)
+    watched, token = await _owner_signed_in(served, browser)
     page = watched.page
-    token = await session_token(page)
     assert token is not None
 
     await page.click("#sign-out")
@@ -159,10 +168,8 @@ async def test_a_sign_out_the_service_did_not_take_is_said_not_retried_and_keeps
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a signed-in member, and a service that answers every sign-out 503 with Retry-After
-    owner = await sign_up(served)
-    watched = await signed_in(browser, served, owner.email)
+    watched, token = await _owner_signed_in(served, browser)
     page = watched.page
-    token = await session_token(page)
     sent: list[str] = []
 
     async def busy(route: Any) -> None:

@@ -16,51 +16,25 @@ from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
 from tests.dashboard.driving import (
-    accept_invitation,
+    admin_to_approve,
     approve_first_in_inbox,
+    assert_payout_made,
     base_url,
     download,
+    first_page,
+    held_payouts,
     hold_payouts_above,
-    invite,
     open_not_found,
     open_page,
     photograph,
     request_held_payout,
+    require_approval,
+    row_ids,
     sign_in,
     signed_in,
 )
-from tests.helpers import Member, add_member, post_as, sign_up
-from tests.money import ACCOUNT, paid_payment
-
-
-async def _get(served: TestClient[Any, Any], member: Member, path: str) -> Any:
-    response = await served.get(f"/api/v1{path}", headers=member.headers)
-    assert response.status == 200, await response.text()
-    return await response.json()
-
-
-async def _policy(served: TestClient[Any, Any], owner: Member, usd: str, required: int = 1) -> None:
-    response = await served.put(
-        "/api/v1/team/approvals/policies/payout.create",
-        json={"enabled": True, "thresholds": {"USD": usd}, "requiredApprovals": required},
-        headers=owner.headers,
-    )
-    assert response.status == 200, await response.text()
-
-
-async def _held_payout(served: TestClient[Any, Any], member: Member, amount: str) -> dict[str, Any]:
-    """A payout the policy holds: the approval request the API answers with."""
-    account = await post_as(served, member, "/api/v1/merchant/bank-accounts", ACCOUNT)
-    assert account.status == 201, await account.text()
-    response = await post_as(
-        served,
-        member,
-        "/api/v1/merchant/payouts",
-        {"amountMinor": amount, "currency": "USD", "bankAccountId": (await account.json())["id"]},
-    )
-    assert response.status == 202, await response.text()
-    request: dict[str, Any] = (await response.json())["approvalRequest"]
-    return request
+from tests.helpers import Member, add_member, post_as, read_as, sign_up
+from tests.money import paid_payment
 
 
 async def test_an_owner_changes_a_members_role_and_removes_a_member(
@@ -90,7 +64,7 @@ async def test_an_owner_changes_a_members_role_and_removes_a_member(
     await page.wait_for_selector(f"#role-saved-{viewer.user_id}")
 
     # then the API agrees
-    members = (await _get(served, owner, "/team/members"))["data"]
+    members = await first_page(served, owner, "/team/members")
     assert {m["email"]: m["roleId"] for m in members}[viewer.email] == "role_finance"
 
     # when the developer is removed, after the question
@@ -101,7 +75,7 @@ async def test_an_owner_changes_a_members_role_and_removes_a_member(
     )
 
     # then they are no longer a member, and their session no longer works
-    members = (await _get(served, owner, "/team/members"))["data"]
+    members = await first_page(served, owner, "/team/members")
     assert sorted(m["email"] for m in members) == sorted([owner.email, viewer.email])
     refused = await served.get("/api/v1/auth/me", headers=developer.headers)
     assert refused.status == 401
@@ -134,7 +108,7 @@ async def test_the_owner_alone_hands_ownership_on_and_becomes_an_admin(
         await page.inner_text(f"#members-table tr[data-id='{owner.user_id}'] .role-name") == "admin"
     )
     assert await page.locator("[id^=transfer-]").count() == 0
-    members = (await _get(served, owner, "/team/members"))["data"]
+    members = await first_page(served, owner, "/team/members")
     assert {m["email"]: m["roleId"] for m in members} == {
         owner.email: "role_admin",
         admin.email: "role_owner",
@@ -157,7 +131,7 @@ async def test_an_invitation_is_sent_with_a_role_listed_and_revoked(
     await page.wait_for_selector("#invite-sent")
 
     # then the invitation is listed PENDING, with its role, and the email went out
-    invitations = (await _get(served, owner, "/team/invitations"))["data"]
+    invitations = await first_page(served, owner, "/team/invitations")
     assert [(i["email"], i["roleId"], i["status"]) for i in invitations] == [
         ("ada@example.com", "role_admin", "PENDING")
     ]
@@ -174,7 +148,7 @@ async def test_an_invitation_is_sent_with_a_role_listed_and_revoked(
     # then it shows REVOKED, with nothing left to revoke, and the API agrees
     await page.wait_for_selector(f"{row} .status-revoked")
     assert await page.locator(f"#revoke-{invitations[0]['id']}").count() == 0
-    invitations = (await _get(served, owner, "/team/invitations"))["data"]
+    invitations = await first_page(served, owner, "/team/invitations")
     assert invitations[0]["status"] == "REVOKED"
 
     # and the status filter lives in the URL
@@ -190,10 +164,10 @@ async def test_the_inbox_holds_what_waits_for_my_vote_and_a_vote_with_a_comment_
     # given two payouts an admin asked for, held above 10.00 USD for one approval
     owner = await sign_up(served)
     await paid_payment(served, owner, "20000")
-    await _policy(served, owner, "1000")
+    await require_approval(served, owner, "payout.create", "1000")
     admin = await add_member(served, owner, "admin@example.com", "role_admin")
-    first = await _held_payout(served, admin, "5000")
-    second = await _held_payout(served, admin, "3000")
+    [first] = await held_payouts(served, admin, "5000")
+    [second] = await held_payouts(served, admin, "3000")
 
     # when the owner opens Approvals
     watched = await signed_in(browser, served, owner.email, "/dashboard/approvals")
@@ -215,12 +189,12 @@ async def test_the_inbox_holds_what_waits_for_my_vote_and_a_vote_with_a_comment_
     await page.wait_for_selector("#inbox .empty")
 
     # then the first ran (a payout of 50.00) and the second did not
-    done = await _get(served, owner, f"/team/approvals/requests/{first['id']}")
+    done = await read_as(served, owner, f"/api/v1/team/approvals/requests/{first['id']}")
     assert done["status"] == "EXECUTED" and done["result"]["amountMinor"] == "5000"
     assert [(v["userId"], v["comment"]) for v in done["votes"]] == [(owner.user_id, "Rent is due")]
-    refused = await _get(served, owner, f"/team/approvals/requests/{second['id']}")
+    refused = await read_as(served, owner, f"/api/v1/team/approvals/requests/{second['id']}")
     assert refused["status"] == "REJECTED"
-    payouts = (await _get(served, owner, "/merchant/payouts"))["data"]
+    payouts = await first_page(served, owner, "/merchant/payouts")
     assert [p["amountMinor"] for p in payouts] == ["5000"]
 
     # and every request shows its votes and comments in the list
@@ -255,9 +229,7 @@ async def test_a_policy_threshold_is_edited_per_currency_and_the_api_keeps_it(
     await page.wait_for_selector("#policy-form-payout-create", state="detached")
 
     # then the API holds it in minor units, and the view says so in each currency's own terms
-    policies = {
-        p["action"]: p for p in (await _get(served, owner, "/team/approvals/policies"))["data"]
-    }
+    policies = {p["action"]: p for p in await first_page(served, owner, "/team/approvals/policies")}
     assert policies["payout.create"]["enabled"] is True
     assert policies["payout.create"]["thresholds"] == {"JPY": "30000", "USD": "25000"}
     assert policies["payout.create"]["requiredApprovals"] == 2
@@ -270,9 +242,7 @@ async def test_a_policy_threshold_is_edited_per_currency_and_the_api_keeps_it(
     await page.fill("#threshold-payout-create-USD", "a lot")
     await page.click("#policy-save-payout-create")
     await page.wait_for_selector("#policy-form-payout-create .error")
-    policies = {
-        p["action"]: p for p in (await _get(served, owner, "/team/approvals/policies"))["data"]
-    }
+    policies = {p["action"]: p for p in await first_page(served, owner, "/team/approvals/policies")}
     assert policies["payout.create"]["thresholds"]["USD"] == "25000"
     assert watched.problems == []
 
@@ -282,7 +252,7 @@ async def test_the_audit_trail_is_filtered_verified_and_exported_as_csv_and_json
 ) -> None:
     # given a trail with a policy change and an invitation in it
     owner = await sign_up(served)
-    await _policy(served, owner, "1000")
+    await require_approval(served, owner, "payout.create", "1000")
     invited = await post_as(
         served,
         owner,
@@ -303,17 +273,15 @@ async def test_the_audit_trail_is_filtered_verified_and_exported_as_csv_and_json
     )
 
     # then only those entries are listed, as the API lists them
-    shown = await page.eval_on_selector_all(
-        "#audit-table tbody tr", "rows => rows.map(r => r.dataset.id)"
-    )
-    listed = (await _get(served, owner, "/team/audit?action=approval_policy.updated"))["data"]
+    shown = await row_ids(page, "#audit-table tbody tr")
+    listed = await first_page(served, owner, "/team/audit", action="approval_policy.updated")
     assert shown == [e["id"] for e in listed] and len(shown) == 1
     assert "you" in await page.inner_text(f"#audit-table tr[data-id='{shown[0]}']")
 
     # when the chain is checked
     await page.click("#verify-chain")
     await page.wait_for_selector("#chain-verdict[data-valid=true]")
-    verdict = await _get(served, owner, "/team/audit/verify")
+    verdict = await read_as(served, owner, "/api/v1/team/audit/verify")
     assert f"{verdict['checked']} entries checked" in await page.inner_text("#chain-verdict")
     await photograph(page, tmp_path / "screens", "audit")
 
@@ -325,7 +293,7 @@ async def test_the_audit_trail_is_filtered_verified_and_exported_as_csv_and_json
 
     # then each file holds the whole trail in chain order, whatever the filter shows
     entries = [json.loads(line) for line in lines]
-    everything = (await _get(served, owner, "/team/audit?limit=100"))["data"]
+    everything = await first_page(served, owner, "/team/audit", limit="100")
     assert [e["seq"] for e in entries] == sorted(e["seq"] for e in everything)
     assert {e["id"] for e in entries} == {e["id"] for e in everything}
     assert [r["id"] for r in rows] == [e["id"] for e in entries]
@@ -340,8 +308,8 @@ async def test_roles_without_the_scopes_see_no_action_they_lack(
     # given a payout an owner asked for, held for approval
     owner = await sign_up(served)
     await paid_payment(served, owner, "20000")
-    await _policy(served, owner, "1000")
-    request = await _held_payout(served, owner, "5000")
+    await require_approval(served, owner, "payout.create", "1000")
+    [request] = await held_payouts(served, owner, "5000")
     viewer = await add_member(served, owner, "viewer@example.com", "role_viewer")
     developer = await add_member(served, owner, "dev@example.com", "role_developer")
 
@@ -394,25 +362,16 @@ async def test_a_merchants_day_payout_held_teammate_invited_accepts_approves_and
     await request_held_payout(page, "300.00")
     await photograph(page, screens, "day-payout-held")
 
-    # invites a teammate as admin
-    await invite(page, "sam@example.com", "role_admin")
-
-    # who opens the emailed link, accepts, and types the code mailed to them
-    invitee = await accept_invitation(browser, served, "sam@example.com")
-
-    # signs in to the dashboard, finds the payout in the inbox and approves it
-    teammate = await signed_in(browser, served, "sam@example.com", "/dashboard/approvals")
+    # invites a teammate as admin, who accepts with the mailed code, signs in to the dashboard,
+    # finds the payout in the inbox, asked for by the owner, and approves it
+    invitee, teammate = await admin_to_approve(browser, served, page, "sam@example.com", "300.00")
     their = teammate.page
-    await their.wait_for_selector("#inbox li.inbox-item")
-    assert "Pay out 300.00 USD" in await their.inner_text("#inbox")
     assert owner.email in await their.inner_text("#inbox")
     await approve_first_in_inbox(their, "Checked against the invoice")
     await photograph(their, screens, "day-approved")
 
     # the owner sees the payout made
-    await page.click("nav a[href='/dashboard/payouts']")
-    await page.wait_for_selector("#payouts-table tr[data-status=PENDING]")
-    assert "300.00 USD" in await page.inner_text("#payouts-table")
+    await assert_payout_made(page, "300.00")
 
     # and exports the audit trail, which tells the whole story
     await page.click("nav a[href='/dashboard/audit']")
@@ -435,7 +394,7 @@ async def test_a_merchants_day_payout_held_teammate_invited_accepts_approves_and
 
 
 async def _role_named(served: TestClient[Any, Any], owner: Member, name: str) -> dict[str, Any]:
-    roles = (await _get(served, owner, "/team/roles"))["data"]
+    roles = await first_page(served, owner, "/team/roles")
     found: list[dict[str, Any]] = [r for r in roles if r["name"] == name]
     assert len(found) == 1, roles
     return found[0]
@@ -536,7 +495,7 @@ async def test_a_custom_role_is_made_given_and_limits_its_holder_and_in_use_cann
     await page.wait_for_selector(f"#role-saved-{clerk.user_id}")
     await other.click(f"#role-delete-{role['id']}-yes")
     await other.wait_for_selector(row, state="detached")
-    roles = (await _get(served, owner, "/team/roles"))["data"]
+    roles = await first_page(served, owner, "/team/roles")
     assert role["id"] not in [r["id"] for r in roles]
     assert watched.problems == [] and theirs.problems == []
     assert refusing.problems == [

@@ -12,6 +12,7 @@ from playwright.async_api import Browser
 
 from tests.dashboard.driving import (
     base_url,
+    first_page,
     open_not_found,
     open_page,
     photograph,
@@ -19,7 +20,15 @@ from tests.dashboard.driving import (
     sign_in,
     signed_in,
 )
-from tests.helpers import Member, add_member, create_payment, eventually, pay, post_as, sign_up
+from tests.helpers import (
+    Member,
+    add_member,
+    create_payment,
+    created,
+    eventually,
+    pay,
+    sign_up,
+)
 
 
 async def test_home_shows_balances_charts_per_currency_recent_payments_and_what_needs_me(
@@ -149,19 +158,13 @@ async def _customer_invoice_and_card(
 ) -> tuple[dict[str, Any], ...]:
     """The customer the first payment made, an invoice of one line and a card, for Customers,
     Invoices and Cards."""
-    customers = await served.get("/api/v1/merchant/customers", headers=owner.headers)
+    customer = (await first_page(served, owner, "/merchant/customers"))[0]
     line = {"description": "Beans", "quantity": 2, "unitAmountMinor": "900"}
-    invoice = await post_as(
-        served,
-        owner,
-        "/api/v1/merchant/invoices",
-        {"currency": "USD", "customerEmail": "a@b.co", "items": [line]},
-    )
-    card = await post_as(
-        served, owner, "/api/v1/merchant/cards", {"cardholderName": "Ann Lee", "currency": "USD"}
-    )
-    assert (customers.status, invoice.status, card.status) == (200, 201, 201)
-    return (await customers.json())["data"][0], await invoice.json(), await card.json()
+    billed = {"currency": "USD", "customerEmail": "a@b.co", "items": [line]}
+    invoice = await created(served, owner, "/api/v1/merchant/invoices", billed)
+    issued = {"cardholderName": "Ann Lee", "currency": "USD"}
+    card = await created(served, owner, "/api/v1/merchant/cards", issued)
+    return customer, invoice, card
 
 
 async def test_every_view_is_photographed_at_two_widths_and_has_no_serious_axe_violation(
@@ -176,9 +179,7 @@ async def test_every_view_is_photographed_at_two_widths_and_has_no_serious_axe_v
     await create_payment(served, owner, amountMinor="900", currency="EUR")
     customer, invoice, card = await _customer_invoice_and_card(served, owner)
     hook = {"url": "http://127.0.0.1:9/hooks", "events": ["*"]}
-    endpoint = await post_as(served, owner, "/api/v1/merchant/webhooks", hook)
-    assert endpoint.status == 201, await endpoint.text()
-    endpoint_id = (await endpoint.json())["id"]
+    endpoint = await created(served, owner, "/api/v1/merchant/webhooks", hook)
     screens = tmp_path / "screens"
     watched = await open_page(browser)
     page = watched.page
@@ -213,7 +214,7 @@ async def test_every_view_is_photographed_at_two_widths_and_has_no_serious_axe_v
         "developers": ("/dashboard/developers", "#versions-table"),
         "api-keys": ("/dashboard/developers/api-keys", "#create-key"),
         "webhooks": ("/dashboard/developers/webhooks", "#endpoints-table"),
-        "webhook": (f"/dashboard/developers/webhooks/{endpoint_id}", "#deliveries .empty"),
+        "webhook": (f"/dashboard/developers/webhooks/{endpoint['id']}", "#deliveries .empty"),
         "events": ("/dashboard/developers/events", "#events-table"),
         "settings": ("/dashboard/settings", "#kyc-state"),
     }

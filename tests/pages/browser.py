@@ -10,12 +10,35 @@ context a test opened is closed when it ends, as closing a browser of its own wo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
-from playwright.async_api import Browser, ConsoleMessage, Error, Page, Playwright, async_playwright
+from playwright.async_api import (
+    Browser,
+    ConsoleMessage,
+    Dialog,
+    Error,
+    Page,
+    Playwright,
+    async_playwright,
+)
 
-__all__ = ["CHROMIUM_ARGS", "SharedChromium", "not_failed_loads", "open_page", "record_violations"]
+__all__ = [
+    "ARTIFACTS",
+    "CHROMIUM_ARGS",
+    "SharedChromium",
+    "assert_not_valid_link",
+    "inner_texts",
+    "keep_screenshot",
+    "not_failed_loads",
+    "open_page",
+    "record_dialogs",
+    "record_violations",
+]
+
+# Where the screenshots kept for a person to look at go.
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 CHROMIUM_ARGS = [
     "--headless",
@@ -94,9 +117,61 @@ async def record_violations(page: Page) -> list[str]:
     return problems
 
 
+def record_dialogs(page: Page) -> list[str]:
+    """A list that fills with the message of every dialog (alert, confirm, prompt) `page` opens
+    from now on, each dismissed so that the page goes on; a page that runs none of the markup
+    it shows leaves it empty."""
+    messages: list[str] = []
+
+    async def dismiss(opened: Dialog) -> None:
+        messages.append(opened.message)
+        await opened.dismiss()
+
+    page.on("dialog", dismiss)
+    return messages
+
+
+async def inner_texts(page: Page, *selectors: str) -> list[str]:
+    """The text each selector's element shows, in the order given."""
+    return [await page.inner_text(selector) for selector in selectors]
+
+
+async def keep_screenshot(page: Page, name: str) -> Path:
+    """A full-page screenshot of `page` kept in ARTIFACTS as `name`; where it is."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / name
+    await page.screenshot(path=str(path), full_page=True)
+    return path
+
+
 def not_failed_loads(problems: list[str]) -> list[str]:
     """The problems but a 4xx answer, which the browser logs as a failed load (not a refusal)."""
     return [p for p in problems if not p.startswith("console: Failed to load resource")]
+
+
+async def assert_not_valid_link(
+    browser: Browser, url: str, heading: str, parts: str, secrets: Iterable[str]
+) -> str:
+    """Open `url`, a hosted page's link with a wrong token: it answers 404 with an HTML page
+    headed `heading`, with nothing the selector `parts` finds and none of `secrets` anywhere
+    in it, and the browser refused nothing (the 404 is logged as a failed load, which is not a
+    refusal). The text the page shows."""
+    async with open_page(browser) as (page, problems):
+        response = await page.goto(url)
+        assert response is not None, url
+        invalid = await page.is_visible("main#invalid")
+        shown = await page.inner_text("main#invalid h1")
+        found = await page.locator(parts).count()
+        text = await page.inner_text("body")
+        html = await page.content()
+    assert response.status == 404
+    assert response.headers.get("content-type", "").startswith("text/html")
+    assert invalid and shown == heading
+    assert found == 0
+    for secret in secrets:
+        assert secret not in html, secret
+    assert not_failed_loads(problems) == []
+    return text
 
 
 @asynccontextmanager

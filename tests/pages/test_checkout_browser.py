@@ -6,16 +6,19 @@ A screenshot of the filled-in page is kept in test-artifacts/ for a person to lo
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from aiohttp.test_utils import TestClient
 from playwright.async_api import Browser, Page
 
+from tests.dashboard.driving import base_url
 from tests.helpers import create_payment, sign_up
-from tests.pages.browser import not_failed_loads, open_page
-
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+from tests.pages.browser import (
+    keep_screenshot,
+    not_failed_loads,
+    open_page,
+    record_dialogs,
+)
 
 
 async def _type_card(page: Page, number: str, month: str, year: str) -> None:
@@ -26,11 +29,18 @@ async def _type_card(page: Page, number: str, month: str, year: str) -> None:
     await page.fill("#cvc", "123")
 
 
+async def _submit(page: Page, outcome: str) -> str:
+    """Submits the card form and waits for the selector `outcome` to show; the text it shows."""
+    await page.click("#submit")
+    await page.wait_for_selector(outcome, timeout=10_000)
+    return await page.inner_text(outcome)
+
+
 async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     # given a payment link with a success URL
-    base = str(served.make_url("")).rstrip("/")
+    base = base_url(served)
     member = await sign_up(served, company="Blue Mug Coffee")
     payment = await create_payment(
         served,
@@ -47,8 +57,7 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
         assert "Blue Mug Coffee" in await page.content()
         await page.fill("#email", "customer@example.com")
         await _type_card(page, "4242 4242 4242 4242", "12", "2099")
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "checkout.png"), full_page=True)
+        screenshot = await keep_screenshot(page, "checkout.png")
         await page.click("#submit")
         await page.wait_for_url(f"{base}/shop/thanks?**", timeout=10_000)
         landed = await page.inner_text("h1")
@@ -65,7 +74,7 @@ async def test_customer_pays_in_the_browser_and_lands_on_the_success_url(
     body = await got.json()
     assert body["status"] == "PAID"
     assert body["customerEmail"] == "customer@example.com"
-    assert (ARTIFACTS / "checkout.png").stat().st_size > 10_000
+    assert screenshot.stat().st_size > 10_000
 
 
 async def test_a_declined_card_shows_the_reason_and_the_form_stays(
@@ -77,8 +86,7 @@ async def test_a_declined_card_shows_the_reason_and_the_form_stays(
     async with open_page(browser) as (page, problems):
         await page.goto(payment["payUrl"])
         await _type_card(page, "4000000000000002", "12", "2099")
-        await page.click("#submit")
-        await page.wait_for_selector("#error:has-text('declined')", timeout=10_000)
+        await _submit(page, "#error:has-text('declined')")
         still_there = await page.is_visible("#submit")
 
     assert still_there
@@ -98,22 +106,15 @@ async def test_without_a_success_url_the_shopper_sees_amount_merchant_and_refere
         await page.goto(payment["payUrl"])
         # an expired card first: a sentence for a shopper, no field path, no code
         await _type_card(page, "4242 4242 4242 4242", "01", "21")
-        await page.click("#submit")
-        await page.wait_for_selector("#error:not(:empty)", timeout=10_000)
-        expired = await page.inner_text("#error")
+        expired = await _submit(page, "#error:not(:empty)")
         # then a wrong number
         await page.fill("#number", "4242 4242 4242 4241")
         await page.fill("#expYear", "29")  # two digits, as printed on the card
-        await page.click("#submit")
-        await page.wait_for_selector("#error:has-text('card number')", timeout=10_000)
-        wrong_number = await page.inner_text("#error")
+        wrong_number = await _submit(page, "#error:has-text('card number')")
         # then the right one
         await page.fill("#number", "4242 4242 4242 4242")
-        await page.click("#submit")
-        await page.wait_for_selector("#paid", timeout=10_000)
-        paid = await page.inner_text("#paid")
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "checkout-paid.png"), full_page=True)
+        paid = await _submit(page, "#paid")
+        await keep_screenshot(page, "checkout-paid.png")
 
     assert expired == "This card has expired."
     assert wrong_number == "Check the card number."
@@ -130,13 +131,10 @@ async def test_a_merchant_name_cannot_break_out_of_the_page_s_script(
     payment = await create_payment(served, member)
 
     async with open_page(browser) as (page, _):
-        dialogs: list[str] = []
-        page.on("dialog", lambda dialog: dialogs.append(dialog.message))
+        dialogs = record_dialogs(page)
         await page.goto(payment["payUrl"])
         await _type_card(page, "4242 4242 4242 4242", "12", "29")
-        await page.click("#submit")
-        await page.wait_for_selector("#paid", timeout=10_000)
-        paid = await page.inner_text("#paid")
+        paid = await _submit(page, "#paid")
 
     assert dialogs == []
     assert "to Evil </script><script>alert(1)</script> & Co." in paid

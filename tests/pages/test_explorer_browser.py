@@ -17,7 +17,6 @@ import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
@@ -25,10 +24,10 @@ from aiohttp.test_utils import TestClient
 from aiohttp.typedefs import Handler, Middleware
 from playwright.async_api import Browser, Page, Request
 
+from tests.dashboard.driving import base_url
 from tests.helpers import Member, assert_envelope, create_payment, post_as, sign_up
-from tests.pages.browser import open_page
+from tests.pages.browser import keep_screenshot, open_page
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 WAIT_MS = 10_000
 
 
@@ -64,7 +63,7 @@ async def explorer_open(
 ) -> AsyncIterator[Explorer]:
     """Chromium on /api/docs, its operations listed, recording problems from the first load;
     signed in with `credential` (a session token or an API key) pasted, when one is given."""
-    base = str(served.make_url("")).rstrip("/")
+    base = base_url(served)
     async with open_page(browser) as (page, problems):
         explorer = Explorer(page, problems)
 
@@ -78,11 +77,6 @@ async def explorer_open(
         if credential is not None:
             await explorer.paste(credential)
         yield explorer
-
-
-async def _screenshot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(exist_ok=True)
-    await page.screenshot(path=str(ARTIFACTS / name), full_page=True)
 
 
 async def _filled_code(page: Page) -> str:
@@ -138,7 +132,7 @@ async def test_member_signs_in_by_email_with_the_code_from_the_dev_mailbox(
         # and calls GET /auth/me with the session the page keeps
         await explorer.choose("GET /api/v1/auth/me")
         me = await explorer.send_and_wait(200)
-        await _screenshot(page, "explorer-signed-in.png")
+        screenshot = await keep_screenshot(page, "explorer-signed-in.png")
 
         # and reloads the page
         await page.reload()
@@ -160,7 +154,7 @@ async def test_member_signs_in_by_email_with_the_code_from_the_dev_mailbox(
     assert member.email in after_reload
     assert "Not signed in" in after_sign_out
     assert explorer.problems == []
-    assert (ARTIFACTS / "explorer-signed-in.png").stat().st_size > 10_000
+    assert screenshot.stat().st_size > 10_000
 
 
 async def test_an_email_without_an_account_is_offered_sign_up_and_signs_in(
@@ -175,7 +169,7 @@ async def test_an_email_without_an_account_is_offered_sign_up_and_signs_in(
         await page.click("#sendCode")
         await page.wait_for_selector("#signupStep:not([hidden])", timeout=WAIT_MS)
         note = await page.inner_text("#codeNote")
-        await _screenshot(page, "explorer-sign-up.png")
+        screenshot = await keep_screenshot(page, "explorer-sign-up.png")
 
         # and they create their company, and sign in with the code the page fills in
         await page.fill("#companyName", "Green Tea House")
@@ -188,7 +182,7 @@ async def test_an_email_without_an_account_is_offered_sign_up_and_signs_in(
     # then they are signed in to their new company
     assert "No code has arrived" in note
     assert "Green Tea House" in who
-    assert (ARTIFACTS / "explorer-sign-up.png").stat().st_size > 10_000
+    assert screenshot.stat().st_size > 10_000
     assert explorer.problems == []
 
 
@@ -214,7 +208,7 @@ async def test_the_prefilled_body_of_create_payment_is_accepted_as_it_is(
         key = await page.input_value("#idem")
         payment = await explorer.send_and_wait(201)
         headers = await page.inner_text("#respHeaders")
-        await _screenshot(page, "explorer-create-payment.png")
+        await keep_screenshot(page, "explorer-create-payment.png")
 
     # then the payment exists, made from the example body (the document's examples where it
     # has them, else its required fields), and the answer's request id and rate-limit headers
@@ -420,7 +414,7 @@ async def test_a_script_injected_into_a_page_is_refused_and_reported(
     served: TestClient[Any, Any], browser: Browser
 ) -> None:
     """What the tests above rely on: the policy is enforced, and a refusal is seen."""
-    base = str(served.make_url("")).rstrip("/")
+    base = base_url(served)
 
     async with open_page(browser) as (page, problems):
         await page.goto(f"{base}/api/docs")

@@ -8,41 +8,31 @@ look at.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp.test_utils import TestClient
-from playwright.async_api import Browser, Dialog
+from playwright.async_api import Browser
 
+from tests.dashboard.driving import base_url, first_page, invited
 from tests.helpers import Member, latest_code, sign_up
-from tests.pages.browser import not_failed_loads, open_page
+from tests.pages.browser import (
+    assert_not_valid_link,
+    inner_texts,
+    keep_screenshot,
+    not_failed_loads,
+    open_page,
+    record_dialogs,
+)
 
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 INVITEE = "new@example.com"
 
 
-async def _invite(
-    served: TestClient[Any, Any], owner: Member, email: str = INVITEE, role: str = "role_finance"
-) -> tuple[dict[str, Any], str]:
-    """A new invitation through the API, and the link the invitee's email holds."""
-    response = await served.post(
-        "/api/v1/team/invitations", json={"email": email, "roleId": role}, headers=owner.headers
-    )
-    assert response.status == 201, await response.text()
-    invitation: dict[str, Any] = await response.json()
-    mailbox = await served.get("/api/v1/dev/mailbox", params={"to": email})
-    link: str = (await mailbox.json())["data"][0]["link"]
-    base = str(served.make_url("")).rstrip("/")
-    assert link.startswith(f"{base}/invite/"), link
+async def _invite(served: TestClient[Any, Any], owner: Member) -> tuple[dict[str, Any], str]:
+    """An invitation of INVITEE as finance, and the link mailed to them: a page of this server."""
+    invitation, link = await invited(served, owner, INVITEE)
+    assert link.startswith(f"{base_url(served)}/invite/"), link
     return invitation, link
-
-
-async def _invitations(served: TestClient[Any, Any], owner: Member) -> list[dict[str, Any]]:
-    response = await served.get("/api/v1/team/invitations", headers=owner.headers)
-    assert response.status == 200, await response.text()
-    found: list[dict[str, Any]] = (await response.json())["data"]
-    return found
 
 
 async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_violation(
@@ -58,14 +48,11 @@ async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_viola
         status = response.status if response else None
         policy = response.headers.get("content-security-policy", "") if response else ""
         robots = await page.get_attribute("meta[name=robots]", "content")
-        heading = await page.inner_text("h1")
-        company = await page.inner_text("#company")
-        role = await page.inner_text("#role")
-        email = await page.inner_text("#email")
-        shown_status = await page.inner_text("#status")
+        heading, company, role, email, shown_status = await inner_texts(
+            page, "h1", "#company", "#role", "#email", "#status"
+        )
         form_before = await page.is_visible("#code-form")
-        ARTIFACTS.mkdir(exist_ok=True)
-        await page.screenshot(path=str(ARTIFACTS / "invitation-page.png"), full_page=True)
+        screenshot = await keep_screenshot(page, "invitation-page.png")
 
         await page.click("#accept")
         await page.wait_for_selector("#code-form", state="visible", timeout=10_000)
@@ -100,11 +87,12 @@ async def test_the_invitee_accepts_types_the_code_and_joins_with_no_policy_viola
     assert stored == [0, 0, ""]
     assert "eyJ" not in page_text
     assert problems == []
-    members = await served.get("/api/v1/team/members", headers=owner.headers)
-    roles = {m["email"]: m["roleId"] for m in (await members.json())["data"]}
+    members = await first_page(served, owner, "/team/members")
+    roles = {m["email"]: m["roleId"] for m in members}
     assert roles == {owner.email: "role_owner", INVITEE: "role_finance"}
-    assert [i["status"] for i in await _invitations(served, owner)] == ["ACCEPTED"]
-    assert (ARTIFACTS / "invitation-page.png").stat().st_size > 10_000
+    invitations = await first_page(served, owner, "/team/invitations")
+    assert [i["status"] for i in invitations] == ["ACCEPTED"]
+    assert screenshot.stat().st_size > 10_000
 
 
 async def test_a_wrong_code_shows_the_apis_message_and_the_right_one_still_joins(
@@ -133,8 +121,7 @@ async def test_a_wrong_code_shows_the_apis_message_and_the_right_one_still_joins
         await page.fill("#code", f"{code[:3]} {code[3:]}")
         await page.click("#verify")
         await page.wait_for_selector("#outcome-title", timeout=10_000)
-        joined = await page.inner_text("#outcome-title")
-        error_after = await page.inner_text("#error")
+        joined, error_after = await inner_texts(page, "#outcome-title", "#error")
 
     # then each mistake is told as text and the form stays, and the right code joins
     assert not_a_code == "Enter the 6-digit code from the email."
@@ -168,9 +155,10 @@ async def test_the_invitee_declines_and_the_invitation_is_rejected(
     assert not buttons and shown_status == "Declined"
     assert closed == "This invitation was declined." and buttons_on_reload == 0
     assert problems == []
-    assert [i["status"] for i in await _invitations(served, owner)] == ["REJECTED"]
-    members = await served.get("/api/v1/team/members", headers=owner.headers)
-    assert [m["email"] for m in (await members.json())["data"]] == [owner.email]
+    invitations = await first_page(served, owner, "/team/invitations")
+    assert [i["status"] for i in invitations] == ["REJECTED"]
+    members = await first_page(served, owner, "/team/members")
+    assert [m["email"] for m in members] == [owner.email]
 
 
 async def test_accepting_an_invitation_withdrawn_meanwhile_shows_the_apis_answer(
@@ -209,27 +197,18 @@ async def test_a_wrong_token_shows_the_not_valid_page_and_nothing_of_the_invitat
     # given an invitation, and a link with a guessed token
     owner = await sign_up(served, company="Blue Mug Coffee")
     _, link = await _invite(served, owner)
-    base = str(served.make_url("")).rstrip("/")
+    base = base_url(served)
     token = urlsplit(link).path.rsplit("/", 1)[1]
 
-    # when someone opens the link with the wrong token
-    async with open_page(browser) as (page, problems):
-        response = await page.goto(f"{base}/invite/guessed-{token[:8]}")
-        status = response.status if response else None
-        content_type = response.headers.get("content-type") if response else None
-        heading = await page.inner_text("main#invalid h1")
-        parts = await page.locator(
-            "#invitation, #company, #role, #email, #accept, #decline, form, script"
-        ).count()
-        html = await page.content()
-
-    # then the page says only that the link is not valid, with a 404
-    assert status == 404 and content_type is not None and content_type.startswith("text/html")
-    assert heading == "This invitation link is not valid"
-    assert parts == 0
-    for secret in ("Blue Mug Coffee", INVITEE, "finance", token):
-        assert secret not in html, secret
-    assert not_failed_loads(problems) == []
+    # when someone opens the link with the wrong token, then the page says only that the link
+    # is not valid, with a 404
+    await assert_not_valid_link(
+        browser,
+        f"{base}/invite/guessed-{token[:8]}",
+        "This invitation link is not valid",
+        "#invitation, #company, #role, #email, #accept, #decline, form, script",
+        ("Blue Mug Coffee", INVITEE, "finance", token),
+    )
 
 
 async def test_a_hostile_company_name_renders_as_text(
@@ -242,13 +221,7 @@ async def test_a_hostile_company_name_renders_as_text(
 
     # when the invitee opens the link and declines
     async with open_page(browser) as (page, problems):
-        dialogs: list[str] = []
-
-        async def dialog(opened: Dialog) -> None:
-            dialogs.append(opened.message)
-            await opened.dismiss()
-
-        page.on("dialog", dialog)
+        dialogs = record_dialogs(page)
         await page.goto(link)
         company = await page.text_content("#company")
         title = await page.title()

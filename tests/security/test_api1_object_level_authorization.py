@@ -12,7 +12,16 @@ from typing import Any
 import pytest
 from aiohttp.test_utils import TestClient
 
-from tests.helpers import Member, assert_envelope, create_payment, pay, sign_up, two_companies
+from tests.helpers import (
+    Member,
+    assert_envelope,
+    create_payment,
+    live_session,
+    pay,
+    read_as,
+    read_object,
+    two_companies,
+)
 from tests.keys import bearer, create_key
 
 pytestmark = pytest.mark.both_backends
@@ -98,8 +107,7 @@ async def test_another_company_cannot_cancel_a_payment_or_revoke_a_key_and_both_
     assert cancel.status == 404 and revoke.status == 404
     assert_envelope(await cancel.json(), 404, "not_found")
     assert_envelope(await revoke.json(), 404, "not_found")
-    still = await client.get(f"/api/v1/merchant/payments/{payment['id']}", headers=owner.headers)
-    assert (await still.json())["status"] == "PENDING"
+    assert (await read_object(client, owner, "payments", payment["id"]))["status"] == "PENDING"
     keys = await client.get("/api/v1/merchant/api-keys", headers=owner.headers)
     assert [k["revokedAt"] for k in (await keys.json())["data"]] == [None]
     ping = await client.get("/api/v1/developer/ping", headers=bearer(objects["secret"]))
@@ -142,29 +150,23 @@ async def test_list_filters_naming_another_companys_objects_return_nothing_of_th
 
 
 async def test_a_live_mode_session_cannot_reach_test_mode_objects_by_id_or_list(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     # given test-mode objects and the same member's live-mode session
-    member = await sign_up(client)
     objects = await _owned_objects(client, member)
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
-    )
-    live = bearer((await switched.json())["sessionToken"])
+    live = await live_session(client, member)
 
     # when
-    reads = [await client.get(path, headers=live) for path in _reads(objects)[:3]]
-    payments = await client.get("/api/v1/merchant/payments", headers=live)
-    customers = await client.get("/api/v1/merchant/customers", headers=live)
+    reads = [await client.get(path, headers=live.headers) for path in _reads(objects)[:3]]
     cancel = await client.post(
-        f"/api/v1/merchant/payments/{objects['payment']}/cancel", headers=live
+        f"/api/v1/merchant/payments/{objects['payment']}/cancel", headers=live.headers
     )
 
     # then
     assert [r.status for r in reads] == [404, 404, 404]
     assert cancel.status == 404
-    assert (await payments.json())["data"] == []
-    assert (await customers.json())["data"] == []
+    for listing in ("payments", "customers"):
+        assert (await read_as(client, live, f"/api/v1/merchant/{listing}"))["data"] == [], listing
 
 
 async def test_a_test_key_cannot_drive_another_companys_payment_through_the_sandbox(
@@ -187,8 +189,7 @@ async def test_a_test_key_cannot_drive_another_companys_payment_through_the_sand
 
     # then none finds it, and it is still pending
     assert [a.status for a in answers] == [404, 404, 404]
-    still = await client.get(f"/api/v1/merchant/payments/{payment['id']}", headers=owner.headers)
-    assert (await still.json())["status"] == "PENDING"
+    assert (await read_object(client, owner, "payments", payment["id"]))["status"] == "PENDING"
 
 
 async def test_another_companys_idempotency_key_replays_nothing_of_theirs(

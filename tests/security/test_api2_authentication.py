@@ -28,7 +28,9 @@ from tests.helpers import (
     assert_envelope,
     assert_refused,
     latest_code,
-    post_as,
+    live_session,
+    post_payment,
+    read_as,
     sign_up,
 )
 from tests.keys import bearer
@@ -154,23 +156,14 @@ async def test_a_session_replaced_by_a_mode_switch_cannot_write(
 ) -> None:
     # given
     member = await sign_up(client)
-    switched = await client.post(
-        "/api/v1/auth/session/mode", json={"mode": "live"}, headers=member.headers
-    )
-    assert switched.status == 200
+    live = await live_session(client, member)
 
     # when the old test-mode token tries to create a payment
-    response = await post_as(
-        client, member, "/api/v1/merchant/payments", {"amountMinor": "100", "currency": "USD"}
-    )
+    response = await post_payment(client, member, amountMinor="100")
 
     # then
     assert response.status == 401
-    listed = await client.get(
-        "/api/v1/merchant/payments",
-        headers=bearer((await switched.json())["sessionToken"]),
-    )
-    assert (await listed.json())["data"] == []
+    assert (await read_as(client, live, "/api/v1/merchant/payments"))["data"] == []
 
 
 async def test_an_api_key_is_refused_on_every_session_route(

@@ -27,7 +27,7 @@ from tests.helpers import (
     pending_payment,
     post_as,
     post_payment,
-    sign_up,
+    read_as,
     two_companies,
 )
 from tests.keys import bearer, create_key
@@ -49,12 +49,6 @@ def _names(value: Any) -> Iterator[str]:
     elif isinstance(value, list):
         for inner in value:
             yield from _names(inner)
-
-
-async def _payments(client: TestClient[Any, Any], member: Member) -> list[dict[str, Any]]:
-    listed = await client.get("/api/v1/merchant/payments", headers=member.headers)
-    data: list[dict[str, Any]] = (await listed.json())["data"]
-    return data
 
 
 async def test_an_unknown_field_is_refused_on_every_route_that_takes_a_body(
@@ -101,24 +95,22 @@ async def test_an_unknown_field_is_refused_on_every_route_that_takes_a_body(
     ids=lambda field: next(iter(field)),
 )
 async def test_a_payment_cannot_be_created_with_a_server_owned_property(
-    client: TestClient[Any, Any], field: dict[str, Any]
+    client: TestClient[Any, Any], member: Member, field: dict[str, Any]
 ) -> None:
     # given
-    member = await sign_up(client)
 
     # when
     response = await post_payment(client, member, **field)
 
     # then
     await assert_refused(response, 400, "validation_error")
-    assert await _payments(client, member) == []
+    assert (await read_as(client, member, "/api/v1/merchant/payments"))["data"] == []
 
 
 async def test_settings_cannot_be_patched_beyond_their_listed_fields(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     # given
-    member = await sign_up(client)
     before = await (await client.get("/api/v1/merchant/settings", headers=member.headers)).json()
     attempts = [
         {"payoutSchedule": "weekly", "kycStatus": "VERIFIED"},
@@ -202,10 +194,9 @@ async def test_a_payer_cannot_set_what_checkout_charges_or_records(
 
 
 async def test_no_response_shows_a_stored_secret_or_a_full_card(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     # given a key used once and a payment paid by card
-    member = await sign_up(client)
     key = await create_key(client, member, ["analytics:read"])
     assert (await client.get("/api/v1/developer/ping", headers=bearer(key["key"]))).status == 200
     payment = await create_payment(client, member, customerEmail="buyer@example.com")
@@ -240,10 +231,9 @@ async def test_no_response_shows_a_stored_secret_or_a_full_card(
 
 
 async def test_the_public_checkout_answer_shows_only_its_listed_fields(
-    client: TestClient[Any, Any],
+    client: TestClient[Any, Any], member: Member
 ) -> None:
     # given a payment carrying the merchant's private data
-    member = await sign_up(client)
     payment = await create_payment(
         client,
         member,

@@ -141,16 +141,8 @@ async def test_a_publishable_key_with_every_scope_reaches_no_dashboard_function(
 ) -> None:
     # given the owner's publishable key holding write scopes
     owner = await sign_up(client)
-    created = await client.post(
-        "/api/v1/merchant/api-keys",
-        json={
-            "name": "browser",
-            "type": "publishable",
-            "scopes": ["payments:write", "settings:write", "analytics:read"],
-        },
-        headers=owner.headers,
-    )
-    key = (await created.json())["key"]
+    scopes = ["payments:write", "settings:write", "analytics:read"]
+    key = (await create_key(client, owner, scopes, "browser", type="publishable"))["key"]
     assert key.startswith("pk_test_")
     calls = [
         ("POST", "/api/v1/merchant/payments", {"amountMinor": "100", "currency": "USD"}),

@@ -142,13 +142,7 @@ async def test_a_method_aiohttp_cannot_parse_is_a_400_envelope_that_names_no_ver
     assert member.token not in text
 
 
-@pytest.mark.parametrize(
-    "method",
-    [
-        "TRACE",
-        "PROPFIND",
-    ],
-)
+@pytest.mark.parametrize("method", ["TRACE", "PROPFIND"])
 async def test_unserved_methods_are_a_405_envelope_that_echoes_nothing_when_tried(
     client: TestClient[Any, Any], method: str
 ) -> None:

@@ -150,17 +150,9 @@ async def test_a_key_loses_what_its_creators_custom_role_loses_and_keeps_the_res
     # given a member whose custom role writes payments and refunds, and their key for both
     owner = await sign_up(client)
     await allow_key_access(client, owner)
-    role = await client.post(
-        "/api/v1/team/roles",
-        json={
-            "name": "cashier",
-            "scopes": [
-                "payments:read", "payments:write", "refunds:read", "refunds:write",
-                "settings:read", "settings:write",
-            ],
-        },
-        headers=owner.headers,
-    )  # fmt: skip
+    scopes = ["payments:read", "payments:write", "refunds:read", "refunds:write"]
+    scopes += ["settings:read", "settings:write"]
+    role = await post_as(client, owner, "/api/v1/team/roles", {"name": "cashier", "scopes": scopes})
     role_id = (await role.json())["id"]
     cashier = await add_member(client, owner, "cashier@example.com", role_id)
     key = await create_key(client, cashier, ["payments:write", "refunds:write"], "backend")

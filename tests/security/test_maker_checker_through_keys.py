@@ -14,30 +14,21 @@ import pytest
 from aiohttp.test_utils import TestClient
 
 from mps.persistence import approval_store
+from tests.approvals import ask_payout, ask_refund, refunds_held_above, set_policy, vote
 from tests.helpers import (
     Member,
     add_member,
     assert_refused,
-    owner_and_admin,
-    post_as,
     read_as,
     sign_up,
 )
 from tests.keys import allow_key_access, bearer, create_key
-from tests.money import ACCOUNT, balance, paid_payment, services
+from tests.money import ACCOUNT, balance, paid_payment, payouts, services
 
 pytestmark = pytest.mark.both_backends
 
 # A member who runs payouts and the developer settings, but not the team.
 PAYOUT_CLERK = ["payouts:read", "payouts:write", "settings:read", "settings:write"]
-
-
-async def _policy(client: TestClient[Any, Any], member: Member, action: str, threshold: str) -> Any:
-    return await client.put(
-        f"/api/v1/team/approvals/policies/{action}",
-        json={"enabled": True, "thresholds": {"USD": threshold}, "requiredApprovals": 1},
-        headers=member.headers,
-    )
 
 
 async def _role(client: TestClient[Any, Any], owner: Member, name: str, scopes: list[str]) -> str:
@@ -48,22 +39,6 @@ async def _role(client: TestClient[Any, Any], owner: Member, name: str, scopes: 
     assert response.status == 201, body
     role_id: str = body["id"]
     return role_id
-
-
-async def _vote(
-    client: TestClient[Any, Any], headers: dict[str, str], request_id: str, decision: str
-) -> Any:
-    return await client.post(
-        f"/api/v1/team/approvals/requests/{request_id}/{decision}",
-        json={"comment": "mine"},
-        headers=headers,
-    )
-
-
-async def _payouts(client: TestClient[Any, Any], member: Member) -> list[dict[str, Any]]:
-    response = await client.get("/api/v1/merchant/payouts", headers=member.headers)
-    found: list[dict[str, Any]] = (await response.json())["data"]
-    return found
 
 
 async def _clerk_with_a_payout_key(
@@ -77,7 +52,7 @@ async def _clerk_with_a_payout_key(
         "/api/v1/merchant/bank-accounts", json=ACCOUNT, headers=owner.headers
     )
     account_id: str = (await account.json())["id"]
-    assert (await _policy(client, owner, "payout.create", "1000")).status == 200
+    assert (await set_policy(client, owner, "payout.create", "1000")).status == 200
     role_id = await _role(client, owner, "payout clerk", PAYOUT_CLERK)
     clerk = await add_member(client, owner, "clerk@example.com", role_id)
     await allow_key_access(client, clerk)
@@ -91,15 +66,11 @@ async def test_a_member_cannot_approve_the_payout_they_requested_through_their_o
     # given a payout clerk (no team:write) who cannot change the approval policy, but turned key
     # access on and made a payout key
     owner, clerk, key, account = await _clerk_with_a_payout_key(client)
-    policy = await _policy(client, clerk, "payout.create", "999999")
+    policy = await set_policy(client, clerk, "payout.create", "999999")
     assert policy.status == 403
 
     # when the key asks for a payout above the threshold
-    held = await client.post(
-        "/api/v1/merchant/payouts",
-        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=bearer(key["key"]),
-    )
+    held = await ask_payout(client, bearer(key["key"]), account, "5000")
     body = await held.json()
     assert held.status == 202, body
     request = body["approvalRequest"]
@@ -109,42 +80,36 @@ async def test_a_member_cannot_approve_the_payout_they_requested_through_their_o
     assert request["requestedByUserId"] == clerk.user_id
 
     # when the clerk approves it, then rejects it
-    approved = await _vote(client, clerk.headers, request["id"], "approve")
-    rejected = await _vote(client, clerk.headers, request["id"], "reject")
+    approved = await vote(client, clerk, request["id"], "approve")
+    rejected = await vote(client, clerk, request["id"], "reject")
 
     # then both are refused as the requester's own vote, and nothing was paid out
     await assert_refused(approved, 403, "requester_cannot_vote")
     await assert_refused(rejected, 403, "requester_cannot_vote")
-    assert await _payouts(client, owner) == []
+    assert await payouts(client, owner) == []
 
     # and another member with the action's scope still decides it
-    done = await _vote(client, owner.headers, request["id"], "approve")
+    done = await vote(client, owner, request["id"], "approve")
     shown = await done.json()
     assert done.status == 200, shown
     assert shown["status"] == "EXECUTED" and [v["userId"] for v in shown["votes"]] == [
         owner.user_id
     ]
-    assert len(await _payouts(client, owner)) == 1
+    assert len(await payouts(client, owner)) == 1
 
 
 async def test_the_owner_cannot_approve_the_refund_they_requested_through_their_own_key(
     client: TestClient[Any, Any],
 ) -> None:
     # given the owner with a refund policy above 20.00, key access on and a refund key
-    owner, admin = await owner_and_admin(client)
-    payment = await paid_payment(client, owner, "10000")
-    assert (await _policy(client, owner, "refund.create", "2000")).status == 200
+    owner, admin, payment = await refunds_held_above(client, "2000")
     await allow_key_access(client, owner)
     key = await create_key(client, owner, ["refunds:read", "refunds:write"], "backend")
 
     # when the key asks for a refund above the threshold and the owner approves it
-    held = await client.post(
-        "/api/v1/merchant/refunds",
-        json={"paymentId": payment["id"], "amountMinor": "5000"},
-        headers=bearer(key["key"]),
-    )
+    held = await ask_refund(client, bearer(key["key"]), payment["id"], "5000")
     request = (await held.json())["approvalRequest"]
-    own = await _vote(client, owner.headers, request["id"], "approve")
+    own = await vote(client, owner, request["id"], "approve")
 
     # then the owner's vote is refused and nothing is refunded
     assert held.status == 202
@@ -153,7 +118,7 @@ async def test_the_owner_cannot_approve_the_refund_they_requested_through_their_
     assert await balance(client, owner) == {"available": 10000, "pending": 0, "reserved": 0}
 
     # and the admin's approval runs it once
-    done = await (await _vote(client, admin.headers, request["id"], "approve")).json()
+    done = await (await vote(client, admin, request["id"], "approve")).json()
     assert done["status"] == "EXECUTED" and done["result"]["paymentId"] == payment["id"]
 
 
@@ -162,17 +127,12 @@ async def test_a_key_cannot_vote_on_an_approval_request_at_all(
 ) -> None:
     # given a request the owner made, and another member's key with the action's scope
     owner, _clerk, key, account = await _clerk_with_a_payout_key(client)
-    held = await post_as(
-        client,
-        owner,
-        "/api/v1/merchant/payouts",
-        {"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-    )
+    held = await ask_payout(client, owner, account, "5000")
     request = (await held.json())["approvalRequest"]
 
     # when the key approves, rejects or cancels it
     answers = [
-        await _vote(client, bearer(key["key"]), request["id"], decision)
+        await vote(client, bearer(key["key"]), request["id"], decision)
         for decision in ("approve", "reject")
     ]
     answers.append(
@@ -195,11 +155,7 @@ async def test_the_person_behind_a_key_may_cancel_the_request_it_made_and_nobody
     # given a payout request made by the clerk's key, and an admin
     owner, clerk, key, account = await _clerk_with_a_payout_key(client)
     admin = await add_member(client, owner, "admin@example.com", "role_admin")
-    held = await client.post(
-        "/api/v1/merchant/payouts",
-        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=bearer(key["key"]),
-    )
+    held = await ask_payout(client, bearer(key["key"]), account, "5000")
     request = (await held.json())["approvalRequest"]
 
     # when the admin, then the clerk, cancels it
@@ -215,7 +171,7 @@ async def test_the_person_behind_a_key_may_cancel_the_request_it_made_and_nobody
     body = await cancelled.json()
     assert cancelled.status == 200, body
     assert body["status"] == "CANCELLED" and body["requestedByUserId"] == clerk.user_id
-    assert await _payouts(client, owner) == []
+    assert await payouts(client, owner) == []
 
 
 async def test_a_request_made_by_a_key_names_its_creator_when_read_and_when_loaded_again(
@@ -223,17 +179,8 @@ async def test_a_request_made_by_a_key_names_its_creator_when_read_and_when_load
 ) -> None:
     # given a request the clerk's key made, and one the owner made from a session
     owner, clerk, key, account = await _clerk_with_a_payout_key(client)
-    by_key = await client.post(
-        "/api/v1/merchant/payouts",
-        json={"amountMinor": "5000", "currency": "USD", "bankAccountId": account},
-        headers=bearer(key["key"]),
-    )
-    by_owner = await post_as(
-        client,
-        owner,
-        "/api/v1/merchant/payouts",
-        {"amountMinor": "6000", "currency": "USD", "bankAccountId": account},
-    )
+    by_key = await ask_payout(client, bearer(key["key"]), account, "5000")
+    by_owner = await ask_payout(client, owner, account, "6000")
     key_request = (await by_key.json())["approvalRequest"]
     owner_request = (await by_owner.json())["approvalRequest"]
 

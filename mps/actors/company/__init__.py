@@ -28,6 +28,7 @@ changes it afterwards), `team` (custom roles, role changes, removals, the owners
 chain every audited change is appended to, in its own unit).
 """
 
+from mps.actors.company import payouts_messages
 from mps.actors.company.actor import CompanyActor
 from mps.actors.company.api_keys import CreateApiKey, RevokeApiKey
 from mps.actors.company.approvals import (
@@ -48,15 +49,9 @@ from mps.actors.company.kyc import DecideKyc, RecordKycDocument
 from mps.actors.company.ledger import Balances, Book, Settle
 from mps.actors.company.members import AddMember, CreateCompany, UpdateSettings
 from mps.actors.company.payments import CreatePayment
-from mps.actors.company.payouts_messages import (
-    AdvancePayout,
-    CancelPayout,
-    CreateBankAccount,
-    CreatePayout,
-    DeleteBankAccount,
-    PayoutOutcome,
-    RunPayoutSchedule,
-)
+
+# `payouts_messages` holds nothing but the payout commands and their reply: all of it is offered.
+from mps.actors.company.payouts_messages import *  # noqa: F403
 from mps.actors.company.sessions import OpenSession, RevokeSession
 from mps.actors.company.team import (
     ChangeMemberRole,
@@ -76,28 +71,24 @@ from mps.actors.company.webhooks import (
 )
 
 __all__ = [
+    *payouts_messages.__all__,
     "AcceptInvitation",
     "AddMember",
-    "AdvancePayout",
     "Balances",
     "Book",
     "CancelApproval",
-    "CancelPayout",
     "ChangeMemberRole",
     "ClaimKey",
     "CompanyActor",
     "CreateApiKey",
-    "CreateBankAccount",
     "CreateCompany",
     "CreateEndpoint",
     "CreateInvitation",
     "CreateInvoice",
     "CreatePayment",
-    "CreatePayout",
     "CreateRole",
     "DecideInvitation",
     "DecideKyc",
-    "DeleteBankAccount",
     "DeleteEndpoint",
     "DeleteRole",
     "EmitEvent",
@@ -108,7 +99,6 @@ __all__ = [
     "IssuedCard",
     "NewInvoice",
     "OpenSession",
-    "PayoutOutcome",
     "RecordAudit",
     "RecordDeliveries",
     "RecordKycDocument",
@@ -118,7 +108,6 @@ __all__ = [
     "RevokeApiKey",
     "RevokeSession",
     "RotateEndpointSecret",
-    "RunPayoutSchedule",
     "SetPolicy",
     "Settle",
     "TransferOwnership",

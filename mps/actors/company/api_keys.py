@@ -17,7 +17,7 @@ import orjson
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.auth.api_keys import generate_key, parse_key
 from mps.domain.audit import SYSTEM, AuditContext
@@ -32,7 +32,7 @@ __all__ = ["CreateApiKey", "RevokeApiKey", "create_api_key", "revoke_api_key"]
 
 
 @dataclass(frozen=True)
-class CreateApiKey:
+class CreateApiKey(IdempotentCommand):
     """Reply: (the key's row as stored, the full key shown once)."""
 
     created_by: str
@@ -41,7 +41,6 @@ class CreateApiKey:
     type: str
     mode: str
     scopes: tuple[str, ...]
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 

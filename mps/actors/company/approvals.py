@@ -20,15 +20,14 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from mps.actors.commits import undo_on_failure
-from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.audit import commit_audited, commit_held, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import approvals as rules
 from mps.domain.approvals import APPROVAL_TTL, ApprovalRequest, Policy, Vote
-from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.ledger import balance_insufficient
@@ -64,7 +63,7 @@ class SetPolicy:
 
 
 @dataclass(frozen=True)
-class RequestApproval:
+class RequestApproval(IdempotentCommand):
     """Reply: the new PENDING ApprovalRequest when the action is above its policy's threshold
     (committed with its approval.requested event), else None: run the action now."""
 
@@ -75,11 +74,10 @@ class RequestApproval:
     payload: dict[str, Any]
     requested_by: str
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class VoteOnApproval:
+class VoteOnApproval(IdempotentCommand):
     """Reply: the request after the vote (PENDING, APPROVED or REJECTED)."""
 
     mode: str
@@ -91,18 +89,16 @@ class VoteOnApproval:
     audit: AuditContext = SYSTEM
     # Stored with the vote unless the vote approves: the response is then the request as the
     # action leaves it, stored in the action's unit (mps.actors.schedulers.approvals.ApprovalGuard).
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class CancelApproval:
+class CancelApproval(IdempotentCommand):
     """Reply: the CANCELLED request; only its requester may."""
 
     mode: str
     request_id: str
     user_id: str
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -113,13 +109,12 @@ class ExpireApproval:
 
 
 @dataclass(frozen=True)
-class FailApproval:
+class FailApproval(IdempotentCommand):
     """Reply: the FAILED request. The approved action ran and was refused with `error`."""
 
     request_id: str
     error: dict[str, Any]
     # The approving vote's key: its response is this FAILED request.
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -154,12 +149,7 @@ def set_policy(state: CompanyState, command: SetPolicy) -> Detached:
 
     statement = store.policy_upsert(state.company_id, policy, now)
 
-    async def commit() -> Policy:
-        with undo_on_failure(undo=undo, stale=state.mark_stale):
-            await commit_audited(state, [statement], [audit])
-        return policy
-
-    return Detached(commit())
+    return commit_held(state, [statement], [audit], policy, undo)
 
 
 def request_approval(state: CompanyState, command: RequestApproval) -> Detached:
@@ -288,7 +278,7 @@ def vote_on_approval(state: CompanyState, command: VoteOnApproval) -> Detached:
         comment=command.comment, status=after.status,
     )  # fmt: skip
     undo = _hold(state, before, None if after.status == "REJECTED" else after)
-    committing = _commit(state, statements, audit, after, undo).work
+    committing = commit_held(state, statements, [audit], after, undo).work
 
     async def counted() -> ApprovalRequest:
         try:
@@ -320,21 +310,6 @@ def _hold(
     return undo
 
 
-def _commit(
-    state: CompanyState,
-    statements: list[Statement],
-    audit: AuditEntry,
-    reply: ApprovalRequest,
-    undo: Callable[[], None],
-) -> Detached:
-    async def commit() -> ApprovalRequest:
-        with undo_on_failure(undo=undo, stale=state.mark_stale):
-            await commit_audited(state, statements, [audit])
-        return reply
-
-    return Detached(commit())
-
-
 def cancel_approval(state: CompanyState, command: CancelApproval) -> Detached:
     require_fresh(state)
     state.require()
@@ -345,7 +320,7 @@ def cancel_approval(state: CompanyState, command: CancelApproval) -> Detached:
     if command.idempotency is not None:
         statements += command.idempotency.statements(after)
     audit = entry(state, command.audit, "approval.cancelled", ("approval_request", before.id))
-    return _commit(state, statements, audit, after, _hold(state, before, None))
+    return commit_held(state, statements, [audit], after, _hold(state, before, None))
 
 
 def expire_approval(state: CompanyState, command: ExpireApproval) -> Detached:
@@ -359,7 +334,7 @@ def expire_approval(state: CompanyState, command: ExpireApproval) -> Detached:
     after = replace(request, status="EXPIRED", decided_at=now)
     audit = entry(state, SYSTEM, "approval.expired", ("approval_request", request.id))
     statements = [store.status_change(state.company_id, request.id, "PENDING", "EXPIRED", now)]
-    return _commit(state, statements, audit, after, _hold(state, request, None))
+    return commit_held(state, statements, [audit], after, _hold(state, request, None))
 
 
 def fail_approval(state: CompanyState, command: FailApproval) -> Detached:
@@ -377,20 +352,16 @@ def fail_approval(state: CompanyState, command: FailApproval) -> Detached:
     audit = entry(
         state, SYSTEM, "approval.failed", ("approval_request", request.id), error=command.error
     )
+
+    def decided_already(exc: Exception) -> Exception | None:
+        if not isinstance(exc, store.NotApproved):
+            return None
+        # Another run of the action committed first: this request is decided already.
+        state.approvals.pop(request.id, None)
+        return Conflict("The approval request was decided already", code="invalid_state")
+
     undo = _hold(state, request, None)
-
-    async def commit() -> ApprovalRequest:
-        try:
-            with undo_on_failure(undo=undo, stale=state.mark_stale):
-                await commit_audited(state, statements, [audit])
-        except store.NotApproved as exc:
-            # Another run of the action committed first: this request is decided already.
-            state.approvals.pop(request.id, None)
-            msg = "The approval request was decided already"
-            raise Conflict(msg, code="invalid_state") from exc
-        return after
-
-    return Detached(commit())
+    return commit_held(state, statements, [audit], after, undo, decided_already)
 
 
 def forget_approval(state: CompanyState, command: ForgetApproval) -> None:

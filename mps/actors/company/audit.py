@@ -45,11 +45,11 @@ Idempotency-Key, most often), and twenty payouts behind it must not each answer 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-from mps.actors.commits import outcome_unknown
+from mps.actors.commits import outcome_unknown, undo_on_failure
 from mps.actors.company.state import CompanyState, require_fresh
 from mps.actors.runtime import Detached
 from mps.domain import audit as chain
@@ -60,7 +60,7 @@ from mps.errors import Unavailable
 from mps.persistence.audit_store import ChainMoved, entry_insert
 from mps.persistence.statements import Row, Statement
 
-__all__ = ["RELINKS", "RecordAudit", "commit_audited", "entry", "record"]
+__all__ = ["RELINKS", "RecordAudit", "commit_audited", "commit_held", "entry", "record"]
 
 
 @dataclass(frozen=True)
@@ -131,6 +131,37 @@ def _rewind(state: CompanyState, link: _Link) -> None:
     state.audit_head = link.head_before
     state.audit_anchor = link.anchor_before
     state.audit_generation += 1
+
+
+T = TypeVar("T")
+
+
+def commit_held(
+    state: CompanyState,
+    statements: Sequence[Statement],
+    entries: Sequence[AuditEntry],
+    reply: T,
+    undo: Callable[[], None],
+    conflict: Callable[[Exception], Exception | None] = lambda _exc: None,
+) -> Detached:
+    """Commit, detached, what the turn already holds in memory (`commit_audited`): `reply`
+    once committed. On failure `undo` takes the change back, and the actor is marked stale
+    when the outcome is unknown (mps.actors.commits); `conflict` may translate the failure
+    into the error the caller should see."""
+
+    async def work() -> T:
+        try:
+            with undo_on_failure(undo=undo, stale=state.mark_stale):
+                await commit_audited(state, statements, entries)
+        except Exception as exc:
+            translated = conflict(exc)
+            if translated is not None:
+                raise translated from exc
+            raise
+        return reply
+
+    coroutine: Coroutine[Any, Any, T] = work()
+    return Detached(coroutine)
 
 
 async def commit_audited(

@@ -15,7 +15,7 @@ from mps.actors.company.approvals import RequestApproval, request_approval
 from mps.actors.company.audit import entry
 from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import issuing as rules
 from mps.domain import purposes
@@ -36,7 +36,7 @@ __all__ = ["CARD_CVC_PURPOSE", "CARD_NUMBER_PURPOSE", "IssueCard", "IssuedCard",
 
 
 @dataclass(frozen=True)
-class IssueCard:
+class IssueCard(IdempotentCommand):
     """Reply: IssuedCard, once the card, its card.created event (and its funding from the
     wallet, with card.funded) committed. A member card goes to `member_id`."""
 
@@ -49,7 +49,6 @@ class IssueCard:
     member_id: str | None = None
     initial_funding_minor: int = 0
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
     # Who asks, for an approval request should the card.issue policy apply; None (an approved
     # request being run) asks for none.
     requested_by: str | None = None
@@ -105,7 +104,7 @@ def issue_card(state: CompanyState, command: IssueCard) -> Detached:
         }
         gate = RequestApproval(
             command.mode, "card.issue", command.currency, weight, payload,
-            command.requested_by, command.audit, command.idempotency,
+            command.requested_by, command.audit, idempotency=command.idempotency,
         )  # fmt: skip
         return request_approval(state, gate)
     now = state.context.clock()

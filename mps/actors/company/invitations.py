@@ -15,7 +15,7 @@ from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.members import member_once
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import team as rules
 from mps.domain.audit import SYSTEM, AuditContext
@@ -61,13 +61,12 @@ class AcceptInvitation:
 
 
 @dataclass(frozen=True)
-class DecideInvitation:
+class DecideInvitation(IdempotentCommand):
     """Reply: the Invitation after. `status` REJECTED (the invitee) or REVOKED (a member)."""
 
     invitation: Invitation
     status: str
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
 
 
 def create_invitation(state: CompanyState, command: CreateInvitation) -> Detached:

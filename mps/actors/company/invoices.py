@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
@@ -53,7 +53,7 @@ class NewInvoice:
 
 
 @dataclass(frozen=True)
-class CreateInvoice:
+class CreateInvoice(IdempotentCommand):
     """Reply: the SENT Invoice, once committed with its timeline entry and invoice.sent event.
     Numbered `INV-000001` upwards per mode unless `spec.invoice_number` is given (409
     `duplicate` when another invoice of the mode has it)."""
@@ -61,7 +61,6 @@ class CreateInvoice:
     mode: str
     spec: NewInvoice
     actor: str
-    idempotency: IdempotencyRecord | None = None
 
 
 logger = logging.getLogger(__name__)

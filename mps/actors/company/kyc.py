@@ -11,11 +11,10 @@ from typing import Any
 
 import orjson
 
-from mps.actors.commits import undo_on_failure
-from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.audit import commit_held, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import kyc as rules
 from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
@@ -31,13 +30,12 @@ __all__ = ["DecideKyc", "RecordKycDocument", "decide", "record_document"]
 
 
 @dataclass(frozen=True)
-class RecordKycDocument:
+class RecordKycDocument(IdempotentCommand):
     """Reply: (the document as stored, the mode's status after it). Its file is in object
     storage already; the row, the status it moves and its audit entry commit together."""
 
     document: KycDocument
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -117,12 +115,7 @@ def record_document(state: CompanyState, command: RecordKycDocument) -> Detached
         statements += command.idempotency.statements(result)
     undo = state.hold_company(company, after) if after is not company else _nothing
 
-    async def commit() -> tuple[KycDocument, str]:
-        with undo_on_failure(undo=undo, stale=state.mark_stale):
-            await commit_audited(state, statements, entries)
-        return result
-
-    return Detached(commit())
+    return commit_held(state, statements, entries, result, undo)
 
 
 def _nothing() -> None:
@@ -145,9 +138,4 @@ def decide(state: CompanyState, command: DecideKyc) -> Detached:
     )  # fmt: skip
     undo = state.hold_company(company, after)
 
-    async def commit() -> dict[str, Any]:
-        with undo_on_failure(undo=undo, stale=state.mark_stale):
-            await commit_audited(state, statements, [audit])
-        return event
-
-    return Detached(commit())
+    return commit_held(state, statements, [audit], event, undo)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mps.actors.commits import undo_on_failure
-from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.audit import commit_held, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
 from mps.actors.runtime import Detached
@@ -152,12 +152,5 @@ def update_settings(state: CompanyState, command: UpdateSettings) -> Detached:
         mode=command.mode, changes=shown,
     )  # fmt: skip
     undo = state.hold_company(company, updated)
-    held = state.company
-
-    async def commit() -> Company:
-        with undo_on_failure(undo=undo, stale=state.mark_stale):
-            await commit_audited(state, statements, [audit])
-        assert held is not None
-        return held
-
-    return Detached(commit())
+    # The reply is the company as held from now on (its version moved on).
+    return commit_held(state, statements, [audit], state.require(), undo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.payment.messages import Outcome, with_customer
 from mps.actors.references import commit_new_payment
 from mps.actors.runtime import Detached
@@ -22,12 +22,11 @@ __all__ = ["CreatePayment", "create_payment"]
 
 
 @dataclass(frozen=True)
-class CreatePayment:
+class CreatePayment(IdempotentCommand):
     """Reply: an Outcome with the new PENDING payment and its payment.created event."""
 
     mode: str
     spec: NewPayment
-    idempotency: IdempotencyRecord | None = None
 
 
 def create_payment(state: CompanyState, command: CreatePayment) -> Detached:

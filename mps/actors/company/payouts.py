@@ -19,7 +19,7 @@ from typing import Any
 
 from mps.actors.commits import undo_on_failure
 from mps.actors.company.approvals import RequestApproval, request_approval
-from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.audit import commit_audited, commit_held, entry
 from mps.actors.company.ledger import commit_movements, require_fresh
 from mps.actors.company.payouts_messages import (
     AdvancePayout,
@@ -130,12 +130,7 @@ def delete_bank_account(state: CompanyState, command: DeleteBankAccount) -> Deta
     def undo() -> None:
         state.bank_accounts[account.id] = account
 
-    async def commit() -> BankAccount:
-        with undo_on_failure(undo=undo, stale=state.mark_stale):
-            await commit_audited(state, [statement], [audit])
-        return account
-
-    return Detached(commit())
+    return commit_held(state, [statement], [audit], account, undo)
 
 
 def create_payout(
@@ -163,7 +158,7 @@ def create_payout(
         }
         gate = RequestApproval(
             command.mode, "payout.create", command.currency, command.amount_minor, payload,
-            command.requested_by, command.audit, command.idempotency,
+            command.requested_by, command.audit, idempotency=command.idempotency,
         )  # fmt: skip
         return request_approval(state, gate)
     now = state.context.clock()

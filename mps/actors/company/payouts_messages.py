@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.payouts import Payout
 
@@ -48,7 +48,7 @@ class DeleteBankAccount:
 
 
 @dataclass(frozen=True)
-class CreatePayout:
+class CreatePayout(IdempotentCommand):
     """Reply: a PayoutOutcome with the PENDING payout and its payout.created event; or, when
     the amount is above the payout.create policy's threshold (and `approved` is not set), the
     PENDING ApprovalRequest made instead (only when `requested_by` is given)."""
@@ -59,7 +59,6 @@ class CreatePayout:
     bank_account_id: str
     description: str | None = None
     automatic: bool = False
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
     # Who asks, for an approval request should the amount be above the policy's threshold;
     # None (an automatic payout, an approved request being run) asks for none.
@@ -77,7 +76,7 @@ class CancelPayout:
 
 
 @dataclass(frozen=True)
-class AdvancePayout:
+class AdvancePayout(IdempotentCommand):
     """Reply: a PayoutOutcome. The bank's next step for an open payout: `transit` (it took the
     payout), `paid` (it arrived) or `failed` (it came back, for `reason`). 409 unless the payout
     is open and the step follows from its state."""
@@ -86,7 +85,6 @@ class AdvancePayout:
     step: str
     reason: str | None = None
     mode: str | None = None
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)

@@ -9,25 +9,21 @@ storage, and it is marked stale to reload before the next decision.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
 
-from mps.actors.commits import undo_on_failure
-from mps.actors.company.audit import commit_audited, entry
+from mps.actors.company.audit import commit_held, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import team as rules
-from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
+from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.clock import iso
 from mps.domain.ids import new_id
 from mps.domain.scopes import ADMIN_ROLE, BUILTIN_ROLES, OWNER_ROLE, Role
 from mps.errors import Conflict, NotFound
 from mps.persistence import invitation_store
 from mps.persistence import team_store as store
-from mps.persistence.statements import Statement
 
 __all__ = [
     "ChangeMemberRole",
@@ -46,14 +42,13 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CreateRole:
+class CreateRole(IdempotentCommand):
     """Reply: the new custom Role. `granter_scopes`: the creator's own scopes, its ceiling."""
 
     name: str
     scopes: frozenset[str]
     granter_scopes: frozenset[str]
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -76,14 +71,13 @@ class DeleteRole:
 
 
 @dataclass(frozen=True)
-class ChangeMemberRole:
+class ChangeMemberRole(IdempotentCommand):
     """Reply: (user id, the new role id)."""
 
     user_id: str
     role_id: str
     granter_scopes: frozenset[str]
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -97,42 +91,12 @@ class RemoveMember:
 
 
 @dataclass(frozen=True)
-class TransferOwnership:
+class TransferOwnership(IdempotentCommand):
     """Reply: the new owner's user id. `owner` must hold the owner role; they become admin."""
 
     owner: str
     user_id: str
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
-
-
-T = TypeVar("T")
-
-
-def _commit(
-    state: CompanyState,
-    statements: Sequence[Statement],
-    entries: Sequence[AuditEntry],
-    reply: T,
-    undo: Callable[[], None],
-    conflict: Callable[[Exception], Exception | None] = lambda _exc: None,
-) -> Detached:
-    """Commit detached; on failure undo what the turn changed in memory, and mark the actor
-    stale when the outcome is unknown (mps.actors.commits)."""
-
-    async def work() -> T:
-        try:
-            with undo_on_failure(undo=undo, stale=state.mark_stale):
-                await commit_audited(state, statements, entries)
-        except Exception as exc:
-            translated = conflict(exc)
-            if translated is not None:
-                raise translated from exc
-            raise
-        return reply
-
-    coroutine: Coroutine[Any, Any, T] = work()
-    return Detached(coroutine)
 
 
 def _custom(state: CompanyState, role_id: str) -> Role:
@@ -178,7 +142,7 @@ def create_role(state: CompanyState, command: CreateRole) -> Detached:
     def undo() -> None:
         state.roles.pop(role.id, None)
 
-    return _commit(state, statements, [audit], role, undo, _duplicate)
+    return commit_held(state, statements, [audit], role, undo, _duplicate)
 
 
 def update_role(state: CompanyState, command: UpdateRole) -> Detached:
@@ -200,7 +164,7 @@ def update_role(state: CompanyState, command: UpdateRole) -> Detached:
         state.roles[before.id] = before
 
     now = iso(state.context.clock())
-    return _commit(
+    return commit_held(
         state, [store.role_update(state.company_id, after, now)], [audit], after, undo, _duplicate
     )
 
@@ -224,7 +188,7 @@ def delete_role(state: CompanyState, command: DeleteRole) -> Detached:
         store.role_delete(state.company_id, role.id),
         invitation_store.revoke_for_role(state.company_id, role.id, now),
     ]
-    return _commit(state, statements, [audit], role, undo)
+    return commit_held(state, statements, [audit], role, undo)
 
 
 def change_member_role(state: CompanyState, command: ChangeMemberRole) -> Detached:
@@ -247,7 +211,7 @@ def change_member_role(state: CompanyState, command: ChangeMemberRole) -> Detach
     def undo() -> None:
         state.members[command.user_id] = before
 
-    return _commit(state, statements, [audit], reply, undo)
+    return commit_held(state, statements, [audit], reply, undo)
 
 
 def remove_member(state: CompanyState, command: RemoveMember) -> Detached:
@@ -286,7 +250,7 @@ def remove_member(state: CompanyState, command: RemoveMember) -> Detached:
             entry(state, command.audit, "api_key.revoked", ("api_key", key_id), **why)
             for key_id in keys
         ]
-        removal = _commit(state, statements, [audit, *revoked], (user_id, held), undo)
+        removal = commit_held(state, statements, [audit, *revoked], (user_id, held), undo)
         reply: tuple[str, str] = await removal.work
         return reply
 
@@ -315,4 +279,4 @@ def transfer_ownership(state: CompanyState, command: TransferOwnership) -> Detac
         state.members[command.user_id] = target_before
         state.members[command.owner] = OWNER_ROLE
 
-    return _commit(state, statements, [audit], command.user_id, undo)
+    return commit_held(state, statements, [audit], command.user_id, undo)

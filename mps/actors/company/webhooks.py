@@ -37,7 +37,7 @@ from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
@@ -68,7 +68,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CreateEndpoint:
+class CreateEndpoint(IdempotentCommand):
     """Reply: (the endpoint's row as stored, its secret shown once). `stored_count` is how many
     endpoints the caller read for the mode, used until the actor counts them itself."""
 
@@ -77,18 +77,16 @@ class CreateEndpoint:
     events: tuple[str, ...]
     description: str | None
     stored_count: int
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 
 @dataclass(frozen=True)
-class UpdateEndpoint:
+class UpdateEndpoint(IdempotentCommand):
     """Reply: the endpoint's row after the change. `endpoint` is the row as the caller read it;
     `changes` are validated column values (url, events, description, status)."""
 
     endpoint: Row
     changes: dict[str, Any]
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 
@@ -110,21 +108,19 @@ class DeleteEndpoint:
 
 
 @dataclass(frozen=True)
-class RecordDeliveries:
+class RecordDeliveries(IdempotentCommand):
     """Reply: the rows, once committed. New deliveries of a replay or a recovery."""
 
     rows: tuple[Row, ...]
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class EmitEvent:
+class EmitEvent(IdempotentCommand):
     """Reply: the event's body. An event about the company itself (webhook.ping)."""
 
     mode: str
     type: str
     obj: dict[str, Any]
-    idempotency: IdempotencyRecord | None = None
 
 
 # Per company and mode, as Stripe's 16.

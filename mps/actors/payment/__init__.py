@@ -17,33 +17,11 @@ chargebacks).
 """
 
 from mps.actors.attempts import SettleAttempts
+from mps.actors.payment import messages
 from mps.actors.payment.actor import PaymentActor
 from mps.actors.payment.core import PROCESSOR_DEADLINE
-from mps.actors.payment.messages import (
-    Cancel,
-    Checkout,
-    CheckoutDeclined,
-    CreateRefund,
-    Expire,
-    Outcome,
-    RefundOutcome,
-    Reverse,
-    SettleRefund,
-    with_customer,
-)
 
-__all__ = [
-    "PROCESSOR_DEADLINE",
-    "Cancel",
-    "Checkout",
-    "CheckoutDeclined",
-    "CreateRefund",
-    "Expire",
-    "Outcome",
-    "PaymentActor",
-    "RefundOutcome",
-    "Reverse",
-    "SettleAttempts",
-    "SettleRefund",
-    "with_customer",
-]
+# Every command and reply `messages` lists in its `__all__` is the package's too.
+from mps.actors.payment.messages import *  # noqa: F403
+
+__all__ = ["PROCESSOR_DEADLINE", "PaymentActor", "SettleAttempts", *messages.__all__]

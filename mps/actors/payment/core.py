@@ -16,12 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from mps.actors.attempts import Attempt
-from mps.actors.chained import AskCompany, ChainedActor, in_mode
-from mps.actors.company.ledger import Book
+from mps.actors.chained import AskCompany, BookingActor, in_mode
 from mps.actors.context import ActorContext
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.payment.messages import Outcome, with_customer
@@ -30,9 +28,7 @@ from mps.actors.runtime import ActorDeadError, Detached
 from mps.adapters.processor import Processor
 from mps.auth.keyring import Keyring
 from mps.domain import payments as rules
-from mps.domain.company import ModeSettings
 from mps.domain.ids import payment_reference
-from mps.domain.ledger import Books, Movement
 from mps.domain.payments import Payment, Transition
 from mps.domain.refunds import Refund
 from mps.persistence.analytics_store import rollup_statements
@@ -54,7 +50,7 @@ PROCESSOR_DEADLINE = 10.0
 REFUND_DELAY = 1.0
 
 
-class PaymentCore(ChainedActor):
+class PaymentCore(BookingActor):
     def __init__(
         self,
         payment_id: str,
@@ -69,13 +65,11 @@ class PaymentCore(ChainedActor):
         processor_deadline: float = PROCESSOR_DEADLINE,
         refund_delay: float = REFUND_DELAY,
     ) -> None:
-        super().__init__()
+        super().__init__(context, company)
         self.processor_deadline = processor_deadline
         self.refund_delay = refund_delay
-        self.company = company
         self.payment_id = payment_id
         self.company_id = company_id
-        self.context = context
         self.keyring = keyring
         self.processors = processors
         self.public_url = public_url
@@ -112,13 +106,12 @@ class PaymentCore(ChainedActor):
         before = self._require(None)
         after, outcome, statements = self._plan(before, transition, idem)
         self.payment = after
-
-        async def send() -> Outcome:
-            await self.context.commit(*statements)
-            self._committed(after)
-            return outcome
-
-        return Detached(self._units.submit(send, undo=lambda: self._restore(before)))
+        return self._write(
+            statements,
+            outcome,
+            lambda: self._restore(before),
+            committed=lambda: self._committed(after),
+        )
 
     def _plan(
         self, before: Payment, transition: Transition, idem: IdempotencyRecord | None
@@ -154,40 +147,6 @@ class PaymentCore(ChainedActor):
         if idem is not None:
             statements += idem.statements(outcome)
         return after, outcome, statements
-
-    def _book(
-        self,
-        decide: Callable[[Books, ModeSettings], list[Movement]],
-        statements: Sequence[Statement] | Callable[[list[Movement]], Sequence[Statement]],
-        *,
-        undo: Callable[[], None],
-        adopt: Callable[[list[Movement]], Any] = lambda movements: movements,
-    ) -> Detached:
-        """Hand `statements` to the company's books, with the movements `decide` picks, after
-        the units before it; `undo` takes back what the turn reserved should it fail, and
-        `adopt` (given the movements, once committed) makes the reply.
-
-        The company decides the movements in its own turn, when the unit reaches it: this
-        actor never waits for that turn, nor for the commit. A refusal there (the balance
-        cannot take them) is a refused unit like any other: the reservation is undone and the
-        caller gets the 409."""
-
-        async def send() -> Any:
-            return adopt(await self._book_now(decide, statements))
-
-        return Detached(self._units.submit(send, undo=undo))
-
-    async def _book_now(
-        self,
-        decide: Callable[[Books, ModeSettings], list[Movement]],
-        statements: Sequence[Statement] | Callable[[list[Movement]], Sequence[Statement]],
-    ) -> list[Movement]:
-        """Detached work: commit `statements` through the company actor, with the movements
-        `decide` picks."""
-        payment = self._require(None)
-        unit = statements if callable(statements) else (lambda _movements: statements)
-        movements: list[Movement] = await self.company(Book(payment.mode, decide, unit))
-        return movements
 
     def _committed(self, payment: Payment) -> None:
         # Committed: reads on this node may answer from it (mps.actors.recent). A reservation

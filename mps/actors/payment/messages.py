@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mps.actors.idempotency import IdempotencyRecord
+from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
 from mps.adapters.processor import CardInput
 from mps.auth.keyring import Keyring
 from mps.domain.audit import SYSTEM, AuditContext
@@ -38,25 +38,22 @@ class Outcome:
 
 
 @dataclass(frozen=True)
-class Cancel:
+class Cancel(IdempotentCommand):
     mode: str
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class Expire:
+class Expire(IdempotentCommand):
     """Expire the payment. `due_only`: only if its expiresAt has passed (the scheduler's case);
     the sandbox forces it."""
 
     mode: str | None = None
     due_only: bool = True
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
-class Reverse:
+class Reverse(IdempotentCommand):
     mode: str
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -89,7 +86,7 @@ class CreateRefund:
 
 
 @dataclass(frozen=True)
-class SettleRefund:
+class SettleRefund(IdempotentCommand):
     """Reply: a RefundOutcome. The processor's answer (or the sandbox's): `completed` True
     completes the refund, False rejects it with `reason`. 409 unless it is PENDING."""
 
@@ -97,7 +94,6 @@ class SettleRefund:
     completed: bool
     reason: str | None = None
     mode: str | None = None
-    idempotency: IdempotencyRecord | None = None
 
 
 @dataclass(frozen=True)

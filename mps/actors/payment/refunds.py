@@ -72,7 +72,7 @@ class RefundTurns(PaymentCore):
             }
             gate = RequestApproval(
                 payment.mode, "refund.create", payment.currency, command.amount_minor, payload,
-                command.requested_by, command.audit, command.idempotency,
+                command.requested_by, command.audit, idempotency=command.idempotency,
             )  # fmt: skip
             return Detached(through_gate(self.company, self.actor_ref, gate, command))
         refund = refund_rules.create(

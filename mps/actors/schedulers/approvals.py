@@ -30,7 +30,7 @@ from mps.actors.company import (
 )
 from mps.actors.idempotency import IdempotencyRecord
 from mps.actors.payment import CreateRefund
-from mps.actors.schedulers.periodic import ShardPass
+from mps.actors.schedulers.periodic import StoredPass
 from mps.actors.shards import ShardRouter
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.audit import AuditContext
@@ -93,7 +93,7 @@ def _shown(action: str, result: Any) -> dict[str, Any]:
     return card_json(result.card, result.balance)
 
 
-class Approvals(ShardPass):
+class Approvals(StoredPass):
     """`status_of` is the HTTP layer's status for an error (mps.http.statuses), handed in by the
     composition root: a FAILED request shows the error its action would have answered with,
     and the actors cannot import the layer that maps it."""
@@ -107,9 +107,7 @@ class Approvals(ShardPass):
         *,
         status_of: Callable[[ServiceError], int],
     ) -> None:
-        super().__init__(shards, interval)
-        self._database = database
-        self._clock = clock
+        super().__init__(database, shards, clock, interval)
         self._status_of = status_of
 
     async def execute(
@@ -175,7 +173,7 @@ class Approvals(ShardPass):
             }
             try:
                 failed: ApprovalRequest = await self._shards.ask_company(
-                    request.company_id, FailApproval(request.id, error, idempotency)
+                    request.company_id, FailApproval(request.id, error, idempotency=idempotency)
                 )
             except (store.NotApproved, Conflict):
                 if idempotency is not None:

@@ -17,7 +17,7 @@ import logging
 from datetime import timedelta
 
 from mps.actors.payment import PROCESSOR_DEADLINE, Expire, SettleAttempts
-from mps.actors.schedulers.periodic import ShardPass
+from mps.actors.schedulers.periodic import StoredPass
 from mps.actors.shards import ShardRouter
 from mps.domain.clock import Clock, iso
 from mps.persistence.attempt_store import unsettled_payments
@@ -32,7 +32,7 @@ BATCH = 500
 SETTLE_AFTER = timedelta(seconds=3 * PROCESSOR_DEADLINE)
 
 
-class PaymentExpiry(ShardPass):
+class PaymentExpiry(StoredPass):
     def __init__(
         self,
         database: Database,
@@ -41,9 +41,7 @@ class PaymentExpiry(ShardPass):
         interval: float,
         batch: int = BATCH,
     ) -> None:
-        super().__init__(shards, interval)
-        self._database = database
-        self._clock = clock
+        super().__init__(database, shards, clock, interval)
         self._batch = batch
         self.expired = 0
 

@@ -10,7 +10,7 @@ shards it owns.
 from __future__ import annotations
 
 from mps.actors.invoice import MarkInvoiceOverdue
-from mps.actors.schedulers.periodic import ShardPass
+from mps.actors.schedulers.periodic import StoredPass
 from mps.actors.shards import ShardRouter
 from mps.domain.clock import Clock, iso
 from mps.persistence.database import Database
@@ -21,13 +21,11 @@ __all__ = ["InvoiceOverdue"]
 BATCH = 500
 
 
-class InvoiceOverdue(ShardPass):
+class InvoiceOverdue(StoredPass):
     def __init__(
         self, database: Database, shards: ShardRouter, clock: Clock, interval: float
     ) -> None:
-        super().__init__(shards, interval)
-        self._database = database
-        self._clock = clock
+        super().__init__(database, shards, clock, interval)
         self.marked = 0
 
     async def tick(self) -> bool:

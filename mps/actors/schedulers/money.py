@@ -20,7 +20,7 @@ from datetime import timedelta
 from mps.actors.company import AdvancePayout, RunPayoutSchedule, Settle
 from mps.actors.company.payouts import BANK_ACCOUNT_NUMBER_PURPOSE
 from mps.actors.payment import SettleRefund
-from mps.actors.schedulers.periodic import ShardPass
+from mps.actors.schedulers.periodic import StoredPass
 from mps.actors.shards import ShardRouter
 from mps.adapters.bank import Bank
 from mps.adapters.processor import Processor
@@ -42,7 +42,7 @@ PROCESSOR_DEADLINE = 10.0
 _DueQuery = Callable[[Database, str, int, Sequence[int] | None], Awaitable[list[Row]]]
 
 
-class MoneyWork(ShardPass):
+class MoneyWork(StoredPass):
     def __init__(
         self,
         database: Database,
@@ -54,9 +54,7 @@ class MoneyWork(ShardPass):
         interval: float,
         batch: int = BATCH,
     ) -> None:
-        super().__init__(shards, interval)
-        self._database = database
-        self._clock = clock
+        super().__init__(database, shards, clock, interval)
         self._processors = processors
         self._banks = banks
         self._keyring = keyring

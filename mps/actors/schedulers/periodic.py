@@ -10,7 +10,8 @@ node reads only the shards it owns (`owned`, `scope`) and hands each row it foun
 that owns it (`each`); after a failover the new owner finds in storage what was due. Rows of a
 shard that moved between the read and the ask are the new owner's (`ShardElsewhere`), and a row
 whose actor refused (`ServiceError`: a checkout, cancel or vote got there first) needs nothing
-more, so neither is an error.
+more, so neither is an error. `StoredPass` is a `ShardPass` that reads the database as of the
+clock's now, as most of them do.
 
 Concurrency context: `tick` runs on the event loop in the loop's task; `close` cancels it, and a
 pass cut short by the cancel is simply done again by the next start (the work is in storage).
@@ -26,10 +27,12 @@ from typing import Any, TypeVar
 
 from mps.actors.background import BackgroundLoop
 from mps.actors.shards import ShardElsewhere, ShardRouter
+from mps.domain.clock import Clock
 from mps.errors import ServiceError
+from mps.persistence.database import Database
 from mps.persistence.queries.shards import owned_companies
 
-__all__ = ["EXPECTED", "Periodic", "ShardPass"]
+__all__ = ["EXPECTED", "Periodic", "ShardPass", "StoredPass"]
 
 logger = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -101,3 +104,14 @@ class ShardPass(Periodic):
             else:
                 done.append(result)
         return done
+
+
+class StoredPass(ShardPass):
+    """A `ShardPass` whose passes read `database` for what is due by `clock`."""
+
+    def __init__(
+        self, database: Database, shards: ShardRouter, clock: Clock, interval: float
+    ) -> None:
+        super().__init__(shards, interval)
+        self._database = database
+        self._clock = clock

@@ -15,12 +15,11 @@ publish would otherwise leave its delivery open for ever.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
 
-from mps.actors.background import BackgroundLoop
+from mps.actors.background import BackgroundLoop, woken_or_after
 from mps.actors.context import ActorContext
 from mps.actors.shards import ShardRouter
 from mps.adapters.broker import Broker
@@ -68,10 +67,7 @@ class OutboxRelay(BackgroundLoop):
 
     async def _run(self) -> None:
         while True:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._poll):
-                    await self._wakeup.wait()
-            self._wakeup.clear()
+            await woken_or_after(self._wakeup, self._poll)
             try:
                 while await self.run_once() == self._batch:
                     pass

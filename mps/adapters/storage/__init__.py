@@ -7,30 +7,10 @@ async with store.get(stored.key) as body:
 await store.close()
 """
 
-from mps.adapters.storage.base import (
-    ObjectBody,
-    ObjectInfo,
-    ObjectNotFound,
-    ObjectStore,
-    StorageError,
-    StoredObject,
-    TooLarge,
-    check_key,
-    open_store,
-)
+from mps.adapters.storage import base
+from mps.adapters.storage.base import *  # noqa: F403
 from mps.adapters.storage.filesystem import FilesystemStore
 from mps.adapters.storage.s3 import S3Store
 
-__all__ = [
-    "FilesystemStore",
-    "ObjectBody",
-    "ObjectInfo",
-    "ObjectNotFound",
-    "ObjectStore",
-    "S3Store",
-    "StorageError",
-    "StoredObject",
-    "TooLarge",
-    "check_key",
-    "open_store",
-]
+__all__ = ["FilesystemStore", "S3Store"]
+__all__ += base.__all__

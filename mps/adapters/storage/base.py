@@ -147,6 +147,21 @@ class Meter:
             raise TooLarge(self.max_bytes)
         self._sha256.update(chunk)
 
+    async def batches(self, chunks: AsyncIterable[bytes], size: int) -> AsyncIterator[list[bytes]]:
+        """The chunks, each metered as it arrives, gathered into lists of at least `size` bytes
+        (one write or one upload each, however small the chunks). The last list holds the rest:
+        it alone is shorter, and it is empty when nothing is left over."""
+        batch: list[bytes] = []
+        batch_size = 0
+        async for chunk in chunks:
+            self.add(chunk)
+            batch.append(chunk)
+            batch_size += len(chunk)
+            if batch_size >= size:
+                yield batch
+                batch, batch_size = [], 0
+        yield batch
+
     def stored(self, key: str) -> StoredObject:
         return StoredObject(
             key=key, size_bytes=self.size_bytes, sha256_hex=self._sha256.hexdigest()

@@ -82,17 +82,9 @@ class FilesystemStore(ObjectStore):
         temporary = _Temporary()
         try:
             await self._io(f"create a file for {key}", temporary.create, self.root, path.parent)
-            pending: list[bytes] = []
-            pending_size = 0
-            async for chunk in chunks:
-                meter.add(chunk)
-                pending.append(chunk)
-                pending_size += len(chunk)
-                if pending_size >= _WRITE_SIZE:
-                    await self._io(f"write {key}", temporary.write, _joined(pending))
-                    pending, pending_size = [], 0
-            if pending:
-                await self._io(f"write {key}", temporary.write, _joined(pending))
+            async for batch in meter.batches(chunks, _WRITE_SIZE):
+                if batch:
+                    await self._io(f"write {key}", temporary.write, _joined(batch))
             await self._io(f"store {key}", temporary.commit, path)
         except BaseException:
             await _to_the_end(temporary.discard, path)

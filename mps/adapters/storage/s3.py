@@ -164,26 +164,21 @@ class S3Store(ObjectStore):
         upload_id: str | None = None
         parts: list[dict[str, Any]] = []
         try:
-            pending: list[bytes] = []
-            pending_size = 0
-            async for chunk in chunks:
-                meter.add(chunk)
-                pending.append(chunk)
-                pending_size += len(chunk)
-                if pending_size >= self.part_size:
+            async for batch in meter.batches(chunks, self.part_size):
+                if upload_id is None and sum(map(len, batch)) < self.part_size:
+                    # Only the last batch is short of a part, so this is the whole object.
+                    body = b"".join(batch)
+                    await self._call(
+                        "put_object", key, Key=name, Body=body, ContentType=content_type
+                    )
+                elif batch:
                     if upload_id is None:
                         started = await self._call(
                             "create_multipart_upload", key, Key=name, ContentType=content_type
                         )
                         upload_id = str(started["UploadId"])
-                    parts.append(await self._part(key, name, upload_id, len(parts) + 1, pending))
-                    pending, pending_size = [], 0
-            if upload_id is None:
-                body = b"".join(pending)
-                await self._call("put_object", key, Key=name, Body=body, ContentType=content_type)
-            else:
-                if pending:
-                    parts.append(await self._part(key, name, upload_id, len(parts) + 1, pending))
+                    parts.append(await self._part(key, name, upload_id, len(parts) + 1, batch))
+            if upload_id is not None:
                 await self._call(
                     "complete_multipart_upload",
                     key,

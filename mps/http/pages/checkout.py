@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mps.domain.money import format_major
 from mps.domain.payments import Payment
-from mps.http.pages.markup import Markup, fill, inline_code
+from mps.http.pages.markup import Markup, fill, hosted_page, inline_code
 
 __all__ = ["render_checkout_page"]
 
@@ -26,16 +26,11 @@ _STATES = {
 }
 
 
-def _page(title: str, content: Markup, nonce: str) -> str:
-    style = inline_code("css/checkout.css")
-    return fill("checkout", "page", title=title, nonce=nonce, style=style, content=content)
-
-
 def render_checkout_page(payment: Payment | None, merchant: str | None, nonce: str) -> str:
     """The page for `payment` of `merchant` (the not-found page for None); `nonce` is the
     request's Content Security Policy nonce (`mps.http.security.csp_nonce`)."""
     if payment is None or merchant is None:
-        return _page("Payment not found", fill("checkout", "not_found"), nonce)
+        return hosted_page("checkout", "Payment not found", fill("checkout", "not_found"), nonce)
     amount = f"{format_major(payment.amount_minor, payment.currency)} {payment.currency}"
     head = fill(
         "checkout",
@@ -52,7 +47,7 @@ def render_checkout_page(payment: Payment | None, merchant: str | None, nonce: s
     if payment.status != "PENDING":
         title, text = _STATES[payment.status]
         state = fill("checkout", "state", status=payment.status, title=title, text=text)
-        return _page(f"{merchant}: {title}", Markup(head + state), nonce)
+        return hosted_page("checkout", f"{merchant}: {title}", Markup(head + state), nonce)
     cancel = fill("checkout", "cancel", url=payment.cancel_url) if payment.cancel_url else Markup()
     form = fill(
         "checkout",
@@ -66,4 +61,4 @@ def render_checkout_page(payment: Payment | None, merchant: str | None, nonce: s
         nonce=nonce,
         script=inline_code("js/checkout.js"),
     )
-    return _page(f"Pay {merchant}", Markup(head + form), nonce)
+    return hosted_page("checkout", f"Pay {merchant}", Markup(head + form), nonce)

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from mps.http.pages.dates import day_text
-from mps.http.pages.markup import Markup, fill, inline_code
+from mps.http.pages.markup import Markup, fill, hosted_page, inline_code
 
 __all__ = ["render_invitation_page"]
 
@@ -54,16 +54,7 @@ def _closed(status: str, company: str) -> str:
 def _page(
     title: str, content: Markup, nonce: str, *, main: Markup, script: Markup | None = None
 ) -> str:
-    return fill(
-        "invitation",
-        "page",
-        title=title,
-        nonce=nonce,
-        style=inline_code("css/invitation.css"),
-        main=main,
-        content=content,
-        script=script or Markup(),
-    )
+    return hosted_page("invitation", title, content, nonce, main=main, script=script or Markup())
 
 
 def render_invitation_page(view: dict[str, Any] | None, token: str | None, nonce: str) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from mps.domain.invoices import Invoice, LineItem
 from mps.domain.money import format_major
 from mps.http.pages.dates import day_text
-from mps.http.pages.markup import Markup, fill, inline_code
+from mps.http.pages.markup import Markup, fill, hosted_page
 
 __all__ = ["render_invoice_page"]
 
@@ -62,13 +62,6 @@ def _rows(invoice: Invoice) -> Markup:
     )
 
 
-def _page(title: str, content: Markup, nonce: str, *, main: Markup) -> str:
-    style = inline_code("css/invoice.css")
-    return fill(
-        "invoice", "page", title=title, nonce=nonce, style=style, main=main, content=content
-    )
-
-
 def render_invoice_page(
     invoice: Invoice | None, merchant_name: str | None, nonce: str, pdf_url: str | None
 ) -> str:
@@ -76,7 +69,8 @@ def render_invoice_page(
     `nonce` is the request's Content Security Policy nonce (`mps.http.security.csp_nonce`) and
     `pdf_url` the link to the invoice's PDF (no link for None)."""
     if invoice is None or merchant_name is None:
-        return _page(
+        return hosted_page(
+            "invoice",
             "Invoice link not valid",
             fill("invoice", "invalid"),
             nonce,
@@ -115,7 +109,8 @@ def render_invoice_page(
         ),
         download=fill("invoice", "download", url=pdf_url) if pdf_url else nothing,
     )
-    return _page(
+    return hosted_page(
+        "invoice",
         f"Invoice {invoice.invoice_number} from {merchant_name}",
         content,
         nonce,

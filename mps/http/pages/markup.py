@@ -38,7 +38,7 @@ from html import escape
 from importlib.resources import files
 from string import Template
 
-__all__ = ["Block", "Markup", "fill", "inline_code", "read_blocks"]
+__all__ = ["Block", "Markup", "fill", "hosted_page", "inline_code", "read_blocks"]
 
 _BLOCK = re.compile(r"^<!-- block ([a-z_]+) -->\n", re.MULTILINE)
 # What would end an inline <script> or <style> early, or open a comment the parser then hides
@@ -215,3 +215,11 @@ def inline_code(path: str) -> Markup:
     if _ENDS_INLINE.search(text):
         raise ValueError(f"static/{path} holds '</script', '</style' or '<!--'")
     return Markup(text)
+
+
+def hosted_page(template: str, title: str, content: Markup, nonce: str, **blocks: Markup) -> str:
+    """Block `page` of `templates/{template}.html`: `content` and any other `blocks` under
+    `title`, styled by `static/css/{template}.css` in the element that carries the request's
+    Content Security Policy `nonce`."""
+    style = inline_code(f"css/{template}.css")
+    return fill(template, "page", title=title, nonce=nonce, style=style, content=content, **blocks)

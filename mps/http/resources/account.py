@@ -56,18 +56,15 @@ API_KEY = named("ApiKey", API_KEY_FIELDS)
 
 API_KEY_LOG = named(
     "ApiKeyLogEntry",
-    Obj(
-        {
-            "id": Str(),
-            "at": TIME,
-            "method": Str(),
-            "path": Str(),
-            "statusCode": Int(),
-            "ip": NULL_STR,
-            "requestId": Str(),
-        },
-        required=["id", "at", "method", "path", "statusCode", "ip", "requestId"],
-    ),
+    {
+        "id": Str(),
+        "at": TIME,
+        "method": Str(),
+        "path": Str(),
+        "statusCode": Int(),
+        "ip": NULL_STR,
+        "requestId": Str(),
+    },
     answered=False,
 )
 
@@ -126,41 +123,34 @@ ROLE = named("Role", {**ROLE_FIELDS, "memberCount": Int()}, list(ROLE_FIELDS))
 
 MEMBER = named(
     "Member",
-    Obj(
-        {
-            "id": Str(),
-            "userId": Str(),
-            "email": Str(),
-            "name": NULL_STR,
-            "roleId": NULL_STR,
-            "roleName": NULL_STR,
-            "joinedAt": TIME,
-        },
-        required=["id", "userId", "email", "name", "roleId", "roleName", "joinedAt"],
-        allow_unknown=True,
-    ),
+    {
+        "id": Str(),
+        "userId": Str(),
+        "email": Str(),
+        "name": NULL_STR,
+        "roleId": NULL_STR,
+        "roleName": NULL_STR,
+        "joinedAt": TIME,
+    },
 )
 
 
 AUDIT_ENTRY = named(
     "AuditEntry",
-    Obj(
-        {
-            "id": Str(),
-            "at": TIME,
-            "actor": Obj({"type": Str(), "id": NULL_STR}, required=["type", "id"]),
-            "action": Str(),
-            "target": Obj({"type": NULL_STR, "id": NULL_STR}, required=["type", "id"]),
-            "details": Map(values=Anything()),
-            "ip": NULL_STR,
-            "requestId": NULL_STR,
-            "seq": Int(),
-            "prevHash": NULL_STR,
-            "hash": Str(),
-        },
-        required=["id", "at", "actor", "action", "target", "details", "seq", "prevHash", "hash"],
-        allow_unknown=True,
-    ),
+    {
+        "id": Str(),
+        "at": TIME,
+        "actor": Obj({"type": Str(), "id": NULL_STR}, required=["type", "id"]),
+        "action": Str(),
+        "target": Obj({"type": NULL_STR, "id": NULL_STR}, required=["type", "id"]),
+        "details": Map(values=Anything()),
+        "ip": NULL_STR,
+        "requestId": NULL_STR,
+        "seq": Int(),
+        "prevHash": NULL_STR,
+        "hash": Str(),
+    },
+    required=["id", "at", "actor", "action", "target", "details", "seq", "prevHash", "hash"],
     answered=False,
 )
 
@@ -210,14 +200,10 @@ APPROVAL = named("Approval", APPROVAL_FIELDS)
 
 POLICY = named(
     "ApprovalPolicy",
-    Obj(
-        {
-            "action": Str(),
-            "enabled": Bool(),
-            "thresholds": Map(values=MONEY),
-            "requiredApprovals": Int(),
-        },
-        required=["action", "enabled", "thresholds", "requiredApprovals"],
-        allow_unknown=True,
-    ),
+    {
+        "action": Str(),
+        "enabled": Bool(),
+        "thresholds": Map(values=MONEY),
+        "requiredApprovals": Int(),
+    },
 )

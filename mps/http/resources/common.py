@@ -35,6 +35,7 @@ __all__ = [
     "SCOPE",
     "TIME",
     "aggregate",
+    "deleted",
     "named",
     "page",
     "per_currency",
@@ -126,6 +127,11 @@ def resource(
         required=["ok", "requestId", *(f for f in own if f not in ("ok", "requestId"))],
         allow_unknown=True,
     )
+
+
+def deleted(fields: dict[str, Schema]) -> Obj:
+    """What a DELETE answers: the record as it was, with `deleted` (true)."""
+    return resource({**fields, "deleted": Bool()})
 
 
 def named(

@@ -78,42 +78,35 @@ _STATUS_TOTAL = Obj({"count": Int(), "amountMinor": MONEY}, required=["count", "
 
 PAYMENT_STATS = named(
     "PaymentStats",
-    Obj(
-        {
-            "currency": Str(),
-            "count": Int(),
-            "byStatus": Obj(dict.fromkeys(STATUSES, _STATUS_TOTAL), required=list(STATUSES)),
-            "grossMinor": MONEY,
-            "refundedMinor": MONEY,
-            "netMinor": MONEY,
-        },
-        required=["currency", "count", "byStatus", "grossMinor", "refundedMinor", "netMinor"],
-        allow_unknown=True,
-    ),
+    {
+        "currency": Str(),
+        "count": Int(),
+        "byStatus": Obj(dict.fromkeys(STATUSES, _STATUS_TOTAL), required=list(STATUSES)),
+        "grossMinor": MONEY,
+        "refundedMinor": MONEY,
+        "netMinor": MONEY,
+    },
 )
 
 
 CUSTOMER = named(
     "Customer",
-    Obj(
-        {
-            "id": Str(),
-            "email": NULL_STR,
-            "phone": NULL_STR,
-            "firstSeenAt": TIME,
-            "lastSeenAt": TIME,
-            "paymentCount": Int(),
-            "totals": Array(
-                Obj(
-                    {"currency": Str(), "paidMinor": MONEY, "refundedMinor": MONEY},
-                    required=["currency", "paidMinor", "refundedMinor"],
-                )
-            ),
-            "createdAt": TIME,
-        },
-        required=["id", "email", "phone", "firstSeenAt", "lastSeenAt", "paymentCount", "totals"],
-        allow_unknown=True,
-    ),
+    {
+        "id": Str(),
+        "email": NULL_STR,
+        "phone": NULL_STR,
+        "firstSeenAt": TIME,
+        "lastSeenAt": TIME,
+        "paymentCount": Int(),
+        "totals": Array(
+            Obj(
+                {"currency": Str(), "paidMinor": MONEY, "refundedMinor": MONEY},
+                required=["currency", "paidMinor", "refundedMinor"],
+            )
+        ),
+        "createdAt": TIME,
+    },
+    required=["id", "email", "phone", "firstSeenAt", "lastSeenAt", "paymentCount", "totals"],
 )
 
 
@@ -137,44 +130,35 @@ REFUND = named("Refund", REFUND_FIELDS)
 
 BALANCE = named(
     "Balance",
-    Obj(
-        {
-            "currency": Str(),
-            "availableMinor": MONEY,
-            "pendingMinor": MONEY,
-            "reservedMinor": MONEY,
-        },
-        required=["currency", "availableMinor", "pendingMinor", "reservedMinor"],
-        allow_unknown=True,
-    ),
+    {
+        "currency": Str(),
+        "availableMinor": MONEY,
+        "pendingMinor": MONEY,
+        "reservedMinor": MONEY,
+    },
 )
 
 
 BALANCE_TRANSACTION = named(
     "BalanceTransaction",
-    Obj(
-        {
-            "id": Str(),
-            "type": Enum(MOVEMENT_TYPES),
-            "amountMinor": Str(
-                pattern=r"-?[0-9]+",
-                description="The signed change to available + pending + reserved, in minor units.",
-            ),
-            "currency": Str(),
-            "sourceId": Str(
-                description="What moved the money: the payment, refund, payout or card."
-            ),
-            "changes": Obj(
-                {"availableMinor": MONEY, "pendingMinor": MONEY, "reservedMinor": MONEY},
-                required=["availableMinor", "pendingMinor", "reservedMinor"],
-                description="The signed change to each balance.",
-            ),
-            "livemode": Bool(),
-            "createdAt": TIME,
-        },
-        required=["id", "type", "amountMinor", "currency", "sourceId", "changes", "createdAt"],
-        allow_unknown=True,
-    ),
+    {
+        "id": Str(),
+        "type": Enum(MOVEMENT_TYPES),
+        "amountMinor": Str(
+            pattern=r"-?[0-9]+",
+            description="The signed change to available + pending + reserved, in minor units.",
+        ),
+        "currency": Str(),
+        "sourceId": Str(description="What moved the money: the payment, refund, payout or card."),
+        "changes": Obj(
+            {"availableMinor": MONEY, "pendingMinor": MONEY, "reservedMinor": MONEY},
+            required=["availableMinor", "pendingMinor", "reservedMinor"],
+            description="The signed change to each balance.",
+        ),
+        "livemode": Bool(),
+        "createdAt": TIME,
+    },
+    required=["id", "type", "amountMinor", "currency", "sourceId", "changes", "createdAt"],
     answered=False,
 )
 
@@ -253,28 +237,21 @@ INVOICE = named("Invoice", INVOICE_FIELDS)
 
 INVOICE_STATS = named(
     "InvoiceStats",
-    Obj(
-        {
-            "currency": Str(),
-            "countByStatus": Obj(
-                dict.fromkeys(INVOICE_STATUSES, Int()), required=list(INVOICE_STATUSES)
-            ),
-            "outstandingMinor": MONEY,
-            "overdueMinor": MONEY,
-            "paidMinor": MONEY,
-        },
-        required=["currency", "countByStatus", "outstandingMinor", "overdueMinor", "paidMinor"],
-        allow_unknown=True,
-    ),
+    {
+        "currency": Str(),
+        "countByStatus": Obj(
+            dict.fromkeys(INVOICE_STATUSES, Int()), required=list(INVOICE_STATUSES)
+        ),
+        "outstandingMinor": MONEY,
+        "overdueMinor": MONEY,
+        "paidMinor": MONEY,
+    },
 )
 
 
 TIMELINE_ENTRY = named(
     "InvoiceTimelineEntry",
-    Obj(
-        {"status": Str(), "at": TIME, "actor": Str(), "note": NULL_STR},
-        required=["status", "at", "actor", "note"],
-    ),
+    {"status": Str(), "at": TIME, "actor": Str(), "note": NULL_STR},
     answered=False,
 )
 
@@ -314,28 +291,17 @@ CARD = named("Card", CARD_FIELDS)
 
 CARD_AUTHORIZATION = named(
     "CardAuthorization",
-    Obj(
-        {
-            "id": Str(),
-            "cardId": Str(),
-            "amountMinor": MONEY,
-            "currency": Str(),
-            "approved": Bool(),
-            "declineReason": NULL_STR,
-            "merchantName": NULL_STR,
-            "merchantCategory": NULL_STR,
-            "createdAt": TIME,
-        },
-        required=[
-            "id",
-            "cardId",
-            "amountMinor",
-            "currency",
-            "approved",
-            "declineReason",
-            "createdAt",
-        ],
-        allow_unknown=True,
-    ),
+    {
+        "id": Str(),
+        "cardId": Str(),
+        "amountMinor": MONEY,
+        "currency": Str(),
+        "approved": Bool(),
+        "declineReason": NULL_STR,
+        "merchantName": NULL_STR,
+        "merchantCategory": NULL_STR,
+        "createdAt": TIME,
+    },
+    required=["id", "cardId", "amountMinor", "currency", "approved", "declineReason", "createdAt"],
     answered=False,
 )

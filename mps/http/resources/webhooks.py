@@ -29,10 +29,7 @@ WEBHOOK_ENDPOINT_FIELDS: dict[str, Schema] = {
 }
 
 
-WEBHOOK_ENDPOINT = named(
-    "WebhookEndpoint",
-    Obj(WEBHOOK_ENDPOINT_FIELDS, required=list(WEBHOOK_ENDPOINT_FIELDS), allow_unknown=True),
-)
+WEBHOOK_ENDPOINT = named("WebhookEndpoint", WEBHOOK_ENDPOINT_FIELDS)
 
 
 WEBHOOK_DELIVERY_FIELDS: dict[str, Schema] = {
@@ -54,24 +51,18 @@ WEBHOOK_DELIVERY_FIELDS: dict[str, Schema] = {
 }
 
 
-WEBHOOK_DELIVERY = named(
-    "WebhookDelivery",
-    Obj(WEBHOOK_DELIVERY_FIELDS, required=list(WEBHOOK_DELIVERY_FIELDS), allow_unknown=True),
-)
+WEBHOOK_DELIVERY = named("WebhookDelivery", WEBHOOK_DELIVERY_FIELDS)
 
 
 WEBHOOK_ATTEMPT = named(
     "WebhookAttempt",
-    Obj(
-        {
-            "attempt": Int(),
-            "at": TIME,
-            "statusCode": Int(nullable=True),
-            "error": NULL_STR,
-            "durationMs": Int(),
-        },
-        required=["attempt", "at", "statusCode", "error", "durationMs"],
-    ),
+    {
+        "attempt": Int(),
+        "at": TIME,
+        "statusCode": Int(nullable=True),
+        "error": NULL_STR,
+        "durationMs": Int(),
+    },
     answered=False,
 )
 

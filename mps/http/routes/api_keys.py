@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from mps.actors.company import CreateApiKey, RevokeApiKey
 from mps.errors import NotFound
 from mps.http.idempotency import presented
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS, PAGE_QUERY, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
     API_KEY,
@@ -21,23 +19,23 @@ from mps.http.resources import (
     page,
     resource,
 )
-from mps.http.routing import Call, LimitRule, Route
+from mps.http.routing import Call, LimitRule, RouteFamily
 from mps.http.schema import Array, Obj, Str
 from mps.limits import Limit
 from mps.persistence.queries import api_keys as q
+from mps.representations.columns import json_array
 
 __all__ = ["ROUTES"]
 
 
 def key_view(row: dict[str, Any]) -> dict[str, Any]:
-    scopes = row["scopes"]
     return {
         "id": row["id"],
         "name": row["name"],
         "type": row["type"],
         "mode": row["mode"],
         "livemode": row["mode"] == "live",
-        "scopes": orjson.loads(scopes) if isinstance(scopes, str) else scopes,
+        "scopes": json_array(row["scopes"]),
         "prefix": row["prefix"],
         "last4": row["last4"],
         # An addition to the contract's list: the member the key acts for (SECURITY.md).
@@ -122,20 +120,15 @@ async def key_logs(call: Call) -> Page:
     )
 
 
-def _user(call: Call) -> str:
-    return call.session.user_id
-
+_api_keys = RouteFamily("api-keys", read="settings:read", write="settings:write")
 
 ROUTES = [
-    Route(
-        "POST",
+    _api_keys.post(
         "/merchant/api-keys",
         create_key,
         "Create an API key; the key is shown once",
-        "api-keys",
-        scope="settings:write",
         status=201,
-        limits=(LimitRule(Limit("api-key-create", 10, 60), _user),),
+        limits=(LimitRule.per_user(Limit("api-key-create", 10, 60)),),
         response=resource({**API_KEY_FIELDS, "key": Str()}),
         body=Obj(
             {
@@ -148,34 +141,25 @@ ROUTES = [
         ),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _api_keys.get(
         "/merchant/api-keys",
         list_keys,
         "List API keys",
-        "api-keys",
-        scope="settings:read",
         query=Obj({**PAGE_FIELDS, "mode": MODE}),
         response=page(API_KEY),
     ),
-    Route(
-        "POST",
+    _api_keys.post(
         "/merchant/api-keys/{id}/revoke",
         revoke_key,
         "Revoke an API key at once",
-        "api-keys",
-        scope="settings:write",
         response=resource(API_KEY),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _api_keys.get(
         "/merchant/api-keys/{id}/logs",
         key_logs,
         "The key's request log",
-        "api-keys",
-        scope="settings:read",
-        query=Obj(PAGE_FIELDS),
+        query=PAGE_QUERY,
         response=page(API_KEY_LOG),
     ),
 ]

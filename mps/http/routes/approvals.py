@@ -15,7 +15,7 @@ from mps.http.replies import Page, Resource
 from mps.http.resources import APPROVAL, APPROVAL_STATUS, POLICY, page, resource
 from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routes.payments import CURRENCY
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Bool, Int, Map, Obj, Str
 from mps.persistence import approval_store as store
 from mps.representations.approvals import approval_json, policy_json
@@ -129,7 +129,7 @@ async def _vote(call: Call, decision: str) -> Resource:
         call,
         VoteOnApproval(
             session.mode, call.param("id"), session.user_id, session.scopes, decision,
-            call.body.get("comment"), call.audit(), idem,
+            call.body.get("comment"), call.audit(), idempotency=idem,
         ),
     )  # fmt: skip
     if after.status == "APPROVED":
@@ -149,7 +149,10 @@ async def cancel(call: Call) -> Resource:
     session = call.session
     idem = call.idempotent(_shown)
     after = await _decide(
-        call, CancelApproval(session.mode, call.param("id"), session.user_id, call.audit(), idem)
+        call,
+        CancelApproval(
+            session.mode, call.param("id"), session.user_id, call.audit(), idempotency=idem
+        ),
     )
     return presented(idem, after, _shown)
 
@@ -160,22 +163,19 @@ AWAITING = Bool(from_text=True)
 # What an action above its approval policy's threshold answers instead of running.
 HELD = ((202, resource({"approvalRequest": APPROVAL})),)
 
+_team = RouteFamily("team", read="team:read")
+
 ROUTES = [
-    Route(
-        "GET",
+    _team.get(
         "/team/approvals/policies",
         list_policies,
         "The approval policy of each action",
-        "team",
-        scope="team:read",
         response=page(POLICY),
     ),
-    Route(
-        "PUT",
+    _team.put(
         "/team/approvals/policies/{action}",
         set_policy,
         "Set an action's approval policy",
-        "team",
         scope="team:write",
         body=Obj(
             {
@@ -193,50 +193,38 @@ ROUTES = [
         ),
         response=resource(POLICY),
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/approvals/requests",
         list_requests,
         "Approval requests, newest first",
-        "team",
-        scope="team:read",
         query=Obj({**PAGE_FIELDS, "status": APPROVAL_STATUS, "awaitingMyVote": AWAITING}),
         response=page(APPROVAL),
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/approvals/requests/{id}",
         get_request,
         "Retrieve an approval request",
-        "team",
-        scope="team:read",
         response=resource(APPROVAL),
     ),
     # Voting needs the action's own write scope, checked by the company actor: no route scope.
-    Route(
-        "POST",
+    _team.post(
         "/team/approvals/requests/{id}/approve",
         approve,
         "Approve; the action runs once enough members have",
-        "team",
         body=VOTE_BODY,
         response=resource(APPROVAL),
     ),
-    Route(
-        "POST",
+    _team.post(
         "/team/approvals/requests/{id}/reject",
         reject,
         "Reject; one rejection rejects the request",
-        "team",
         body=VOTE_BODY,
         response=resource(APPROVAL),
     ),
-    Route(
-        "POST",
+    _team.post(
         "/team/approvals/requests/{id}/cancel",
         cancel,
         "Withdraw your own PENDING request (also one your API key made)",
-        "team",
         response=resource(APPROVAL),
         commits_key=True,
     ),

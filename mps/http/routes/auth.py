@@ -51,7 +51,7 @@ async def otp_verify(call: Call) -> Resource:
         body["code"],
         body.get("companyId"),
         body.get("mode"),
-        (call.ip, call.request_id),
+        call.origin,
     )
     return Resource(result)
 
@@ -66,10 +66,8 @@ async def me(call: Call) -> Resource:
 
 
 async def session_mode(call: Call) -> Resource:
-    origin = (call.ip, call.request_id)
-    return Resource(
-        await signin.switch_mode(call.services, call.session, call.body["mode"], origin)
-    )
+    mode = call.body["mode"]
+    return Resource(await signin.switch_mode(call.services, call.session, mode, call.origin))
 
 
 def build(development: bool) -> list[Route]:

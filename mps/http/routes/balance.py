@@ -6,11 +6,11 @@ from __future__ import annotations
 from mps.actors.company import Balances
 from mps.domain.ledger import MOVEMENT_TYPES, Balance
 from mps.http.pagination import PAGE_FIELDS
-from mps.http.replies import Aggregate, Page, Resource
+from mps.http.replies import Aggregate, Resource
 from mps.http.resources import BALANCE, BALANCE_TRANSACTION, page, per_currency
-from mps.http.routes._scoped import page_in_mode
+from mps.http.routes._scoped import merchant_page
 from mps.http.routes.payments import CURRENCY_FILTER
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Enum, Obj, Str
 from mps.persistence.queries import ledger as q
 from mps.representations.money import balance_json, transaction_json
@@ -29,37 +29,25 @@ async def get_balance(call: Call) -> Resource | Aggregate:
     return Aggregate([balance_json(c, b) for c, b in found])
 
 
-async def list_transactions(call: Call) -> Page:
-    query = call.query
-    return await page_in_mode(
-        call,
-        call.merchant,
-        q.list_transactions,
-        transaction_json,
-        currency=query.get("currency"),
-        source_id=query.get("sourceId"),
-        kind=query.get("type"),
-    )
+list_transactions = merchant_page(
+    q.list_transactions, transaction_json, currency="currency", source_id="sourceId", kind="type"
+)
 
+
+_balance = RouteFamily("balance", read="payouts:read")
 
 ROUTES = [
-    Route(
-        "GET",
+    _balance.get(
         "/merchant/balance",
         get_balance,
         "The balance per currency: available, pending and reserved",
-        "balance",
-        scope="payouts:read",
         query=Obj({"currency": CURRENCY_FILTER}),
         response=per_currency(BALANCE),
     ),
-    Route(
-        "GET",
+    _balance.get(
         "/merchant/balance/transactions",
         list_transactions,
         "The ledger's movements, newest first",
-        "balance",
-        scope="payouts:read",
         query=Obj(
             {
                 **PAGE_FIELDS,

@@ -24,7 +24,7 @@ from mps.domain.approvals import ApprovalRequest
 from mps.domain.issuing import CARD_STATUSES, CARD_TYPES, Controls, validate_controls
 from mps.errors import FieldError, NotFound, ValidationFailed
 from mps.http.idempotency import presented
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS, PAGE_QUERY, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CARD, CARD_AUTHORIZATION, page, resource
 from mps.http.routes._scoped import one_in_mode
@@ -154,7 +154,7 @@ async def _ask(call: Call, message: Any) -> Resource:
 def _action(action: str) -> Any:
     async def handle(call: Call) -> Resource:
         idem = call.idempotent(_changed)
-        return await _ask(call, ChangeCard(call.merchant.mode, action, idem))
+        return await _ask(call, ChangeCard(call.merchant.mode, action, idempotency=idem))
 
     handle.__name__ = f"{action}_card"
     return handle
@@ -176,7 +176,9 @@ async def fund(call: Call) -> Resource:
 
 async def withdraw(call: Call) -> Resource:
     idem = call.idempotent(_changed)
-    return await _ask(call, WithdrawFromCard(call.merchant.mode, call.body["amountMinor"], idem))
+    return await _ask(
+        call, WithdrawFromCard(call.merchant.mode, call.body["amountMinor"], idempotency=idem)
+    )
 
 
 async def transactions(call: Call) -> Page:
@@ -211,10 +213,6 @@ async def details(call: Call) -> Resource:
             "expYear": row["exp_year"],
         }
     )
-
-
-def _user(call: Call) -> str:
-    return call.merchant.actor_id
 
 
 AMOUNT_BODY = Obj({"amountMinor": Amount()}, required=["amountMinor"])
@@ -335,7 +333,7 @@ ROUTES = [
         transactions,
         "A card's authorizations, approved and declined, newest first",
         "cards:read",
-        query=Obj(PAGE_FIELDS),
+        query=PAGE_QUERY,
         response=page(CARD_AUTHORIZATION),
     ),
     _route(
@@ -344,7 +342,7 @@ ROUTES = [
         details,
         "The card's full number and CVC (audited)",
         "cards:write",
-        limits=(LimitRule(Limit("card-details", 10, 60), _user),),
+        limits=(LimitRule.per_actor(Limit("card-details", 10, 60)),),
         response=resource(
             {"id": Str(), "number": Str(), "cvc": Str(), "expMonth": Int(), "expYear": Int()}
         ),

@@ -29,9 +29,9 @@ async def list_companies(call: Call) -> Aggregate:
 
 
 async def switch_company(call: Call) -> Resource:
-    origin = (call.ip, call.request_id)
+    chosen = call.body["companyId"]
     return Resource(
-        await companies.switch_company(call.services, call.session, call.body["companyId"], origin)
+        await companies.switch_company(call.services, call.session, chosen, call.origin)
     )
 
 

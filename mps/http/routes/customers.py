@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS, PAGE_QUERY, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import CUSTOMER, PAYMENT, page, resource
 from mps.http.routes._scoped import one_in_mode
 from mps.http.routes.payments import EMAIL
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Obj
 from mps.persistence.queries import customers as q
 from mps.persistence.queries import payments as payment_queries
@@ -65,34 +65,27 @@ async def customer_payments(call: Call) -> Page:
     return Page([payment_json(p, public_url) for p in payments], cursor)
 
 
+_customers = RouteFamily("customers", read="customers:read")
+
 ROUTES = [
-    Route(
-        "GET",
+    _customers.get(
         "/merchant/customers",
         list_customers,
         "List customers, newest first",
-        "customers",
-        scope="customers:read",
         query=Obj({**PAGE_FIELDS, "email": EMAIL}),
         response=page(CUSTOMER),
     ),
-    Route(
-        "GET",
+    _customers.get(
         "/merchant/customers/{id}",
         get_customer,
         "Retrieve a customer with totals",
-        "customers",
-        scope="customers:read",
         response=resource(CUSTOMER),
     ),
-    Route(
-        "GET",
+    _customers.get(
         "/merchant/customers/{id}/payments",
         customer_payments,
         "A customer's payments, newest first",
-        "customers",
-        scope="customers:read",
-        query=Obj(PAGE_FIELDS),
+        query=PAGE_QUERY,
         response=page(PAYMENT),
     ),
 ]

@@ -9,12 +9,12 @@ from mps.actors.company import RecordDeliveries
 from mps.domain.ids import new_id
 from mps.domain.webhooks import known_event_type
 from mps.errors import FieldError
-from mps.http.pagination import PAGE_FIELDS
+from mps.http.pagination import PAGE_FIELDS, PAGE_QUERY
 from mps.http.replies import Page, Resource
 from mps.http.resources import EVENT, EVENT_FIELDS, WEBHOOK_DELIVERY, page, resource
 from mps.http.routes._scoped import one_in_mode, page_in_mode
 from mps.http.routes.payments import DATE_RANGE, range_filter
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Array, Obj, Str
 from mps.persistence.queries import events as q
 from mps.persistence.queries import webhooks as webhook_q
@@ -78,20 +78,20 @@ async def replay_event(call: Call) -> Resource:
         return Resource({**view, "deliveries": [delivery_view(r) for r in replayed]})
 
     await services.shards.ask_company(
-        call.merchant.company_id, RecordDeliveries(tuple(rows), call.idempotent(present))
+        call.merchant.company_id,
+        RecordDeliveries(tuple(rows), idempotency=call.idempotent(present)),
     )
     await deliveries.publish_first_attempts(rows)
     return present(tuple(rows))
 
 
+_events = RouteFamily("events", read="settings:read", write="settings:write")
+
 ROUTES = [
-    Route(
-        "GET",
+    _events.get(
         "/merchant/events",
         list_events,
         "The company's events in this mode, newest first (kept 30 days)",
-        "events",
-        scope="settings:read",
         query=Obj(
             {
                 **PAGE_FIELDS,
@@ -107,32 +107,18 @@ ROUTES = [
         ),
         response=page(EVENT),
     ),
-    Route(
-        "GET",
-        "/merchant/events/{id}",
-        get_event,
-        "An event",
-        "events",
-        scope="settings:read",
-        response=resource(EVENT),
-    ),
-    Route(
-        "GET",
+    _events.get("/merchant/events/{id}", get_event, "An event", response=resource(EVENT)),
+    _events.get(
         "/merchant/events/{id}/deliveries",
         event_deliveries,
         "The event's deliveries (to each endpoint and each replay), newest first",
-        "events",
-        scope="settings:read",
-        query=Obj(PAGE_FIELDS),
+        query=PAGE_QUERY,
         response=page(WEBHOOK_DELIVERY),
     ),
-    Route(
-        "POST",
+    _events.post(
         "/merchant/events/{id}/replay",
         replay_event,
         "Deliver an event again to every endpoint subscribed to it now",
-        "events",
-        scope="settings:write",
         response=resource({**EVENT_FIELDS, "deliveries": Array(WEBHOOK_DELIVERY)}),
     ),
 ]

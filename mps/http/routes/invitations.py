@@ -27,7 +27,7 @@ from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import INVITATION, INVITATION_STATUS, page, resource
 from mps.http.routes.payments import EMAIL
-from mps.http.routing import Auth, Call, LimitRule, Route
+from mps.http.routing import Auth, Call, LimitRule, Route, RouteFamily
 from mps.http.schema import Obj, Str
 from mps.http.security import csp_nonce
 from mps.limits import Limit
@@ -115,7 +115,7 @@ async def revoke_invitation(call: Call) -> Resource:
 
     idem = call.idempotent(present)
     after = await call.services.shards.ask_company(
-        session.company_id, DecideInvitation(invitation, "REVOKED", call.audit(), idem)
+        session.company_id, DecideInvitation(invitation, "REVOKED", call.audit(), idempotency=idem)
     )
     return presented(idem, after, present)
 
@@ -187,10 +187,6 @@ async def invite_page(call: Call) -> web.Response:
     return web.Response(text=html, content_type="text/html")
 
 
-def _user(call: Call) -> str:
-    return call.session.user_id
-
-
 _PER_IP = LimitRule(Limit("invitation-token", 30, 60), lambda call: call.ip)
 PUBLIC_VIEW = {
     "company": Obj({"name": Str()}, required=["name"]),
@@ -200,40 +196,33 @@ PUBLIC_VIEW = {
     "expiresAt": Str(format="date-time"),
 }
 
+_team = RouteFamily("team", read="team:read", write="team:write")
+
 ROUTES = [
-    Route(
-        "POST",
+    _team.post(
         "/team/invitations",
         create_invitation,
         "Invite someone by email with a role; the link is emailed to them",
-        "team",
-        scope="team:write",
         status=201,
         body=Obj(
             {"email": EMAIL, "roleId": Str(max_length=64)},
             required=["email", "roleId"],
             rules=[mail_input(addresses=("email",))],
         ),
-        limits=(LimitRule(Limit("invitation-create", 20, 60), _user),),
+        limits=(LimitRule.per_user(Limit("invitation-create", 20, 60)),),
         response=resource(INVITATION),
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/invitations",
         list_invitations,
         "List invitations, newest first",
-        "team",
-        scope="team:read",
         query=Obj({**PAGE_FIELDS, "status": INVITATION_STATUS}),
         response=page(INVITATION),
     ),
-    Route(
-        "POST",
+    _team.post(
         "/team/invitations/{id}/revoke",
         revoke_invitation,
         "Withdraw a PENDING invitation",
-        "team",
-        scope="team:write",
         response=resource(INVITATION),
         commits_key=True,
     ),

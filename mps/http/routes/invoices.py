@@ -39,8 +39,14 @@ from mps.http.resources import (
     resource,
 )
 from mps.http.routes._scoped import one_in_mode, page_in_mode
-from mps.http.routes.payments import CURRENCY, CURRENCY_FILTER, DATE_RANGE, EMAIL, range_filter
-from mps.http.routing import Auth, Call, Route
+from mps.http.routes.payments import (
+    CURRENCY,
+    DATE_RANGE,
+    EMAIL,
+    STATS_QUERY,
+    range_filter,
+)
+from mps.http.routing import Auth, Call, Route, RouteFamily
 from mps.http.schema import Amount, Array, Int, Moment, Obj, Str
 from mps.http.security import csp_nonce
 from mps.http.signin import normalize_email
@@ -135,7 +141,7 @@ async def create_invoice(call: Call) -> Resource:
     )
     idem = call.idempotent(lambda invoice: Resource(_view(call, invoice), 201))
     invoice: Invoice = await call.services.shards.ask_company(
-        merchant.company_id, CreateInvoice(merchant.mode, spec, merchant.actor_id, idem)
+        merchant.company_id, CreateInvoice(merchant.mode, spec, merchant.actor_id, idempotency=idem)
     )
     invoice = await _email(call, invoice, again=False)
     await settle(call, invoice)
@@ -237,13 +243,15 @@ async def mark_paid(call: Call) -> Resource:
 async def cancel(call: Call) -> Resource:
     merchant = call.merchant
     idem = call.idempotent(lambda o: _changed(call, o))
-    return _changed(call, await _change(call, VoidInvoice(merchant.mode, merchant.actor_id, idem)))
+    return _changed(
+        call, await _change(call, VoidInvoice(merchant.mode, merchant.actor_id, idempotency=idem))
+    )
 
 
 async def resend(call: Call) -> Resource:
     merchant = call.merchant
     idem = call.idempotent(lambda o: _changed(call, o))
-    outcome = await _change(call, ResendInvoice(merchant.mode, merchant.actor_id, idem))
+    outcome = await _change(call, ResendInvoice(merchant.mode, merchant.actor_id, idempotency=idem))
     outcome = replace(outcome, invoice=await _email(call, outcome.invoice, again=True))
     await settle(call, outcome)
     return _changed(call, outcome)
@@ -310,25 +318,21 @@ CREATE_BODY = Obj(
 )
 TOKEN = Obj({"t": Str(max_length=64)})
 
+_invoices = RouteFamily("invoices", read="invoices:read", write="invoices:write")
+
 ROUTES = [
-    Route(
-        "POST",
+    _invoices.post(
         "/merchant/invoices",
         create_invoice,
         "Create an invoice and email it to the customer",
-        "invoices",
-        scope="invoices:write",
         status=201,
         body=CREATE_BODY,
         response=resource(INVOICE),
     ),
-    Route(
-        "GET",
+    _invoices.get(
         "/merchant/invoices",
         list_invoices,
         "List invoices, newest first",
-        "invoices",
-        scope="invoices:read",
         query=Obj(
             {
                 **PAGE_FIELDS,
@@ -339,49 +343,27 @@ ROUTES = [
         ),
         response=page(INVOICE),
     ),
-    Route(
-        "GET",
+    _invoices.get(
         "/merchant/invoices/stats",
         invoice_stats,
         "Per-currency invoice counts and amounts",
-        "invoices",
-        scope="invoices:read",
-        query=Obj({"currency": CURRENCY_FILTER, **DATE_RANGE}),
+        query=STATS_QUERY,
         response=per_currency(INVOICE_STATS),
     ),
-    Route(
-        "GET",
-        "/merchant/invoices/{id}",
-        get_invoice,
-        "Retrieve an invoice",
-        "invoices",
-        scope="invoices:read",
-        response=resource(INVOICE),
+    _invoices.get(
+        "/merchant/invoices/{id}", get_invoice, "Retrieve an invoice", response=resource(INVOICE)
     ),
-    Route(
-        "GET",
-        "/merchant/invoices/{id}/pdf",
-        invoice_pdf,
-        "Download the invoice as a PDF",
-        "invoices",
-        scope="invoices:read",
-    ),
-    Route(
-        "GET",
+    _invoices.get("/merchant/invoices/{id}/pdf", invoice_pdf, "Download the invoice as a PDF"),
+    _invoices.get(
         "/merchant/invoices/{id}/timeline",
         invoice_timeline,
         "Every change of the invoice, oldest first",
-        "invoices",
-        scope="invoices:read",
         response=aggregate(Array(TIMELINE_ENTRY)),
     ),
-    Route(
-        "POST",
+    _invoices.post(
         "/merchant/invoices/{id}/mark-paid",
         mark_paid,
         "Record a payment made outside the service",
-        "invoices",
-        scope="invoices:write",
         body=Obj(
             {
                 "paidAt": Moment(description="When it was paid (default: now)."),
@@ -392,22 +374,16 @@ ROUTES = [
         response=resource(INVOICE),
         commits_key=True,
     ),
-    Route(
-        "POST",
+    _invoices.post(
         "/merchant/invoices/{id}/resend",
         resend,
         "Email the invoice to the customer again",
-        "invoices",
-        scope="invoices:write",
         response=resource(INVOICE),
     ),
-    Route(
-        "POST",
+    _invoices.post(
         "/merchant/invoices/{id}/cancel",
         cancel,
         "Void an unpaid invoice",
-        "invoices",
-        scope="invoices:write",
         response=resource(INVOICE),
         commits_key=True,
     ),

@@ -36,7 +36,7 @@ from mps.http.pagination import PAGE_FIELDS
 from mps.http.replies import Page, Resource
 from mps.http.resources import MODE, named, page, resource
 from mps.http.routes._scoped import one_in_mode, page_in_mode
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Enum, Int, Obj, Schema, Str
 from mps.http.uploads import Upload
 from mps.persistence.queries import companies
@@ -213,7 +213,7 @@ async def upload_document(call: Call) -> Resource:
     upload.keep()
     try:
         stored, _status = await services.shards.ask_company(
-            session.company_id, RecordKycDocument(document, call.audit(), idem)
+            session.company_id, RecordKycDocument(document, call.audit(), idempotency=idem)
         )
     except Exception as exc:
         if not isinstance(exc, Unavailable):
@@ -306,53 +306,41 @@ UPLOAD_FORM = Obj(
     required=["type", "file"],
 )
 
+_kyc = RouteFamily("kyc", read="settings:read", write="settings:write")
+
 ROUTES = [
-    Route(
-        "GET",
+    _kyc.get(
         "/merchant/kyc",
         kyc_status,
         "The company's identity-verification status in this mode",
-        "kyc",
-        scope="settings:read",
         response=resource(_STATUS_FIELDS),
     ),
-    Route(
-        "POST",
+    _kyc.post(
         "/merchant/kyc/documents",
         upload_document,
         "Upload an identity document (multipart: type, file)",
-        "kyc",
-        scope="settings:write",
         status=201,
         upload=receive_document,
         form=UPLOAD_FORM,
         response=resource(DOCUMENT),
     ),
-    Route(
-        "GET",
+    _kyc.get(
         "/merchant/kyc/documents",
         list_documents,
         "List uploaded documents, newest first",
-        "kyc",
-        scope="settings:read",
         query=Obj({**PAGE_FIELDS, "status": Enum(["PENDING", "ACCEPTED", "REJECTED"])}),
         response=page(DOCUMENT),
     ),
-    Route(
-        "GET",
+    _kyc.get(
         "/merchant/kyc/documents/{id}",
         get_document,
         "Retrieve a document's record",
-        "kyc",
-        scope="settings:read",
         response=resource(DOCUMENT),
     ),
-    Route(
-        "GET",
+    _kyc.get(
         "/merchant/kyc/documents/{id}/file",
         download_document,
         "Download a document's file (audited)",
-        "kyc",
         scope="settings:write",
         produces="application/octet-stream",
     ),

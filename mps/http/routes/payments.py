@@ -20,7 +20,7 @@ from mps.http.resources import (
     per_currency,
     resource,
 )
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import (
     Amount,
     Anything,
@@ -42,6 +42,7 @@ __all__ = [
     "EMAIL",
     "PHONE",
     "ROUTES",
+    "STATS_QUERY",
     "normalize_phone",
     "payment_id_of",
     "range_filter",
@@ -70,6 +71,8 @@ DATE_RANGE = {
         end_of_day=True, description="Created at or before: an ISO timestamp, or a whole date."
     ),
 }
+# The query of a per-currency stats route: one currency or every one, over a createdAt window.
+STATS_QUERY = Obj({"currency": CURRENCY_FILTER, **DATE_RANGE})
 
 
 def normalize_phone(phone: str) -> str:
@@ -181,7 +184,7 @@ async def create_payment(call: Call) -> Resource:
     )
     idem = call.idempotent(lambda outcome: _created(call, outcome))
     outcome = await call.services.shards.ask_company(
-        merchant.company_id, CreatePayment(merchant.mode, spec, idem)
+        merchant.company_id, CreatePayment(merchant.mode, spec, idempotency=idem)
     )
     return presented(idem, outcome, lambda outcome: _created(call, outcome))
 
@@ -232,7 +235,7 @@ async def cancel_payment(call: Call) -> Resource:
     idem = call.idempotent(lambda outcome: Resource(_view(call, outcome)))
     payment_id = await payment_id_of(call, call.param("id"))
     outcome = await call.services.shards.ask_payment(
-        merchant.company_id, payment_id, Cancel(merchant.mode, idem)
+        merchant.company_id, payment_id, Cancel(merchant.mode, idempotency=idem)
     )
     return presented(idem, outcome, lambda outcome: Resource(_view(call, outcome)))
 
@@ -273,55 +276,42 @@ LIST_QUERY = Obj(
     }
 )
 
+_payments = RouteFamily("payments", read="payments:read", write="payments:write")
+
 ROUTES = [
-    Route(
-        "POST",
+    _payments.post(
         "/merchant/payments",
         create_payment,
         "Create a payment link",
-        "payments",
-        scope="payments:write",
         status=201,
         body=CREATE_BODY,
         response=resource(PAYMENT),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _payments.get(
         "/merchant/payments",
         list_payments,
         "List payments, newest first",
-        "payments",
-        scope="payments:read",
         query=LIST_QUERY,
         response=page(PAYMENT),
     ),
-    Route(
-        "GET",
+    _payments.get(
         "/merchant/payments/stats",
         payment_stats,
         "Per-currency payment totals and counts",
-        "payments",
-        scope="payments:read",
-        query=Obj({"currency": CURRENCY_FILTER, **DATE_RANGE}),
+        query=STATS_QUERY,
         response=per_currency(PAYMENT_STATS),
     ),
-    Route(
-        "GET",
+    _payments.get(
         "/merchant/payments/{id}",
         get_payment,
         "Retrieve a payment by its id or its reference (PAY-…)",
-        "payments",
-        scope="payments:read",
         response=resource(PAYMENT),
     ),
-    Route(
-        "POST",
+    _payments.post(
         "/merchant/payments/{id}/cancel",
         cancel_payment,
         "Cancel a PENDING payment",
-        "payments",
-        scope="payments:write",
         response=resource(PAYMENT),
         commits_key=True,
     ),

@@ -8,8 +8,6 @@ sent once the change is committed; a crash between the two loses the notice, not
 
 from __future__ import annotations
 
-from typing import Any
-
 from mps.actors.company import (
     CancelPayout,
     CreateBankAccount,
@@ -21,21 +19,22 @@ from mps.adapters.mail import Mail
 from mps.domain.approvals import ApprovalRequest
 from mps.domain.countries import COUNTRIES
 from mps.domain.payouts import BankAccount
-from mps.http.pagination import PAGE_FIELDS
-from mps.http.replies import Page, Resource
+from mps.http.pagination import PAGE_FIELDS, PAGE_QUERY
+from mps.http.replies import Resource
 from mps.http.resources import (
     BANK_ACCOUNT,
     BANK_ACCOUNT_FIELDS,
     PAYOUT,
     PAYOUT_STATUS,
+    deleted,
     page,
     resource,
 )
-from mps.http.routes._scoped import one_in_mode, page_in_mode
+from mps.http.routes._scoped import merchant_one, merchant_page, one_in_mode
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import CURRENCY
-from mps.http.routing import Call, LimitRule, Route
-from mps.http.schema import Amount, Bool, Obj, Str
+from mps.http.routing import Call, LimitRule, RouteFamily
+from mps.http.schema import Amount, Obj, Str
 from mps.limits import Limit
 from mps.persistence.queries import payouts as q
 from mps.persistence.queries.members import owner_emails
@@ -82,13 +81,8 @@ async def create_bank_account(call: Call) -> Resource:
     return Resource(bank_account_json(account), 201)
 
 
-async def list_bank_accounts(call: Call) -> Page:
-    return await page_in_mode(call, call.merchant, q.list_bank_accounts, bank_account_json)
-
-
-async def get_bank_account(call: Call) -> Resource:
-    account = await one_in_mode(call, call.merchant, q.get_bank_account, "No such bank account")
-    return Resource(bank_account_json(account))
+list_bank_accounts = merchant_page(q.list_bank_accounts, bank_account_json)
+get_bank_account = merchant_one(q.get_bank_account, bank_account_json, "No such bank account")
 
 
 async def delete_bank_account(call: Call) -> Resource:
@@ -129,21 +123,10 @@ async def create_payout(call: Call) -> Resource:
     return _created_or_held(outcome)
 
 
-async def list_payouts(call: Call) -> Page:
-    query = call.query
-    return await page_in_mode(
-        call,
-        call.merchant,
-        q.list_payouts,
-        payout_json,
-        status=query.get("status"),
-        bank_account_id=query.get("bankAccountId"),
-    )
-
-
-async def get_payout(call: Call) -> Resource:
-    payout = await one_in_mode(call, call.merchant, q.get_payout, "No such payout")
-    return Resource(payout_json(payout))
+list_payouts = merchant_page(
+    q.list_payouts, payout_json, status="status", bank_account_id="bankAccountId"
+)
+get_payout = merchant_one(q.get_payout, payout_json, "No such payout")
 
 
 async def cancel_payout(call: Call) -> Resource:
@@ -155,18 +138,13 @@ async def cancel_payout(call: Call) -> Resource:
     return _payout(outcome)
 
 
-def _user(call: Call) -> Any:
-    return call.merchant.actor_id
-
+_payouts = RouteFamily("payouts", read="payouts:read", write="payouts:write")
 
 ROUTES = [
-    Route(
-        "POST",
+    _payouts.post(
         "/merchant/bank-accounts",
         create_bank_account,
         "Add a bank account to pay out to; the owners are told by email",
-        "payouts",
-        scope="payouts:write",
         status=201,
         body=Obj(
             {
@@ -189,43 +167,31 @@ ROUTES = [
         response=resource(BANK_ACCOUNT),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _payouts.get(
         "/merchant/bank-accounts",
         list_bank_accounts,
         "List bank accounts, newest first",
-        "payouts",
-        scope="payouts:read",
-        query=Obj(PAGE_FIELDS),
+        query=PAGE_QUERY,
         response=page(BANK_ACCOUNT),
     ),
-    Route(
-        "GET",
+    _payouts.get(
         "/merchant/bank-accounts/{id}",
         get_bank_account,
         "Retrieve a bank account",
-        "payouts",
-        scope="payouts:read",
         response=resource(BANK_ACCOUNT),
     ),
-    Route(
-        "DELETE",
+    _payouts.delete(
         "/merchant/bank-accounts/{id}",
         delete_bank_account,
         "Remove a bank account; the owners are told by email",
-        "payouts",
-        scope="payouts:write",
-        response=resource({**BANK_ACCOUNT_FIELDS, "deleted": Bool()}),
+        response=deleted(BANK_ACCOUNT_FIELDS),
     ),
-    Route(
-        "POST",
+    _payouts.post(
         "/merchant/payouts",
         create_payout,
         "Pay out available funds to a bank account (an off-cycle payout)",
-        "payouts",
-        scope="payouts:write",
         status=201,
-        limits=(LimitRule(Limit("payout-create", 30, 60), _user),),
+        limits=(LimitRule.per_actor(Limit("payout-create", 30, 60)),),
         body=Obj(
             {
                 "amountMinor": Amount(),
@@ -239,13 +205,10 @@ ROUTES = [
         also=HELD,
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _payouts.get(
         "/merchant/payouts",
         list_payouts,
         "List payouts, newest first",
-        "payouts",
-        scope="payouts:read",
         query=Obj(
             {
                 **PAGE_FIELDS,
@@ -255,22 +218,13 @@ ROUTES = [
         ),
         response=page(PAYOUT),
     ),
-    Route(
-        "GET",
-        "/merchant/payouts/{id}",
-        get_payout,
-        "Retrieve a payout",
-        "payouts",
-        scope="payouts:read",
-        response=resource(PAYOUT),
+    _payouts.get(
+        "/merchant/payouts/{id}", get_payout, "Retrieve a payout", response=resource(PAYOUT)
     ),
-    Route(
-        "POST",
+    _payouts.post(
         "/merchant/payouts/{id}/cancel",
         cancel_payout,
         "Cancel a PENDING payout; its funds return to available",
-        "payouts",
-        scope="payouts:write",
         response=resource(PAYOUT),
         commits_key=True,
     ),

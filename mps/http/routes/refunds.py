@@ -10,12 +10,12 @@ from __future__ import annotations
 from mps.actors.payment import CreateRefund, RefundOutcome
 from mps.domain.approvals import ApprovalRequest
 from mps.http.pagination import PAGE_FIELDS
-from mps.http.replies import Page, Resource
+from mps.http.replies import Resource
 from mps.http.resources import REFUND, REFUND_STATUS, page, resource
-from mps.http.routes._scoped import one_in_mode, page_in_mode
+from mps.http.routes._scoped import merchant_one, merchant_page
 from mps.http.routes.approvals import HELD, approval_accepted
 from mps.http.routes.payments import payment_id_of
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Amount, Obj, Str
 from mps.persistence.queries import refunds as q
 from mps.representations.money import refund_json
@@ -46,31 +46,17 @@ async def create_refund(call: Call) -> Resource:
     return _created_or_held(outcome)
 
 
-async def list_refunds(call: Call) -> Page:
-    query = call.query
-    return await page_in_mode(
-        call,
-        call.merchant,
-        q.list_refunds,
-        refund_json,
-        payment_id=query.get("paymentId"),
-        status=query.get("status"),
-    )
+list_refunds = merchant_page(q.list_refunds, refund_json, payment_id="paymentId", status="status")
+get_refund = merchant_one(q.get_refund, refund_json, "No such refund")
 
 
-async def get_refund(call: Call) -> Resource:
-    refund = await one_in_mode(call, call.merchant, q.get_refund, "No such refund")
-    return Resource(refund_json(refund))
-
+_refunds = RouteFamily("refunds", read="refunds:read", write="refunds:write")
 
 ROUTES = [
-    Route(
-        "POST",
+    _refunds.post(
         "/merchant/refunds",
         create_refund,
         "Refund a PAID or PARTIAL_REFUND payment, in full or in part",
-        "refunds",
-        scope="refunds:write",
         status=201,
         body=Obj(
             {
@@ -84,23 +70,14 @@ ROUTES = [
         also=HELD,
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _refunds.get(
         "/merchant/refunds",
         list_refunds,
         "List refunds, newest first",
-        "refunds",
-        scope="refunds:read",
         query=Obj({**PAGE_FIELDS, "paymentId": Str(max_length=64), "status": REFUND_STATUS}),
         response=page(REFUND),
     ),
-    Route(
-        "GET",
-        "/merchant/refunds/{id}",
-        get_refund,
-        "Retrieve a refund",
-        "refunds",
-        scope="refunds:read",
-        response=resource(REFUND),
+    _refunds.get(
+        "/merchant/refunds/{id}", get_refund, "Retrieve a refund", response=resource(REFUND)
     ),
 ]

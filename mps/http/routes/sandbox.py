@@ -3,7 +3,7 @@ events, as the real triggers."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -44,13 +44,26 @@ _APPROVED = CardInput("4242424242424242", 12, 2099, "123")
 _DECLINED = CardInput("4000000000000002", 12, 2099, "123")
 
 
+# A transition's result as (object, event): what the answer shows.
+Shape = Callable[[Call, Any], tuple[dict[str, Any], dict[str, Any] | None]]
+
+
 @dataclass(frozen=True)
 class Kind:
     scope: str
     # Runs the transition, with the request's idempotency record; returns its result.
     run: Callable[[Call, Any], Awaitable[Any]]
-    # The result as (object, event): what the answer shows.
-    shape: Callable[[Call, Any], tuple[dict[str, Any], dict[str, Any] | None]]
+    shape: Shape
+
+
+def _with_first_event(show: Callable[[Call, Any], dict[str, Any]]) -> Shape:
+    """The object `show` makes of an outcome, with the first event the transition raised (None
+    when it raised none)."""
+
+    def shape(call: Call, outcome: Any) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        return show(call, outcome), outcome.events[0] if outcome.events else None
+
+    return shape
 
 
 def _payment_shape(call: Call, outcome: Outcome) -> tuple[dict[str, Any], dict[str, Any] | None]:
@@ -63,7 +76,7 @@ async def _ping(call: Call, idem: Any) -> dict[str, Any]:
     key = call.api_key
     ping = {"object": "webhook.ping", "requestId": call.request_id}
     body: dict[str, Any] = await call.services.shards.ask_company(
-        key.company_id, EmitEvent(key.mode, "webhook.ping", ping, idem)
+        key.company_id, EmitEvent(key.mode, "webhook.ping", ping, idempotency=idem)
     )
     return body
 
@@ -90,7 +103,7 @@ async def _expired(call: Call, idem: Any) -> Outcome:
 
 
 async def _reversed(call: Call, idem: Any) -> Outcome:
-    return await _payment(call, Reverse("test", idem))
+    return await _payment(call, Reverse("test", idempotency=idem))
 
 
 def _required_id(call: Call, field: str) -> str:
@@ -117,10 +130,6 @@ async def _test_object(
     return found
 
 
-def _first_event(events: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
-    return events[0] if events else None
-
-
 async def _payment(call: Call, message: Any) -> Outcome:
     key = call.api_key
     payment_id = _required_id(call, "paymentId")
@@ -128,18 +137,12 @@ async def _payment(call: Call, message: Any) -> Outcome:
     return outcome
 
 
-def _refund_shape(
-    call: Call, outcome: RefundOutcome
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    return refund_json(outcome.refund), _first_event(outcome.events)
-
-
 def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
     async def run(call: Call, idem: Any) -> RefundOutcome:
         key = call.api_key
         refund = await _test_object(call, "refundId", refund_queries.get_refund, "No such refund")
         reason = None if completed else "rejected by the sandbox"
-        command = SettleRefund(refund.id, completed, reason, "test", idem)
+        command = SettleRefund(refund.id, completed, reason, "test", idempotency=idem)
         outcome: RefundOutcome = await call.services.shards.ask_payment(
             key.company_id, refund.payment_id, command
         )
@@ -148,29 +151,16 @@ def _refund(completed: bool) -> Callable[[Call, Any], Awaitable[RefundOutcome]]:
     return run
 
 
-def _payout_shape(
-    call: Call, outcome: PayoutOutcome
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    return payout_json(outcome.payout), _first_event(outcome.events)
-
-
 def _payout(step: str) -> Callable[[Call, Any], Awaitable[PayoutOutcome]]:
     async def run(call: Call, idem: Any) -> PayoutOutcome:
         key = call.api_key
         payout = await _test_object(call, "payoutId", payout_queries.get_payout, "No such payout")
         reason = "could_not_process" if step == "failed" else None
-        command = AdvancePayout(payout.id, step, reason, "test", idem)
+        command = AdvancePayout(payout.id, step, reason, "test", idempotency=idem)
         outcome: PayoutOutcome = await call.services.shards.ask_company(key.company_id, command)
         return outcome
 
     return run
-
-
-def _invoice_shape(
-    call: Call, outcome: InvoiceOutcome
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    shown = invoice_json(outcome.invoice, invoice_link(call, outcome.invoice.id))
-    return shown, _first_event(outcome.events)
 
 
 async def _overdue(call: Call, idem: Any) -> InvoiceOutcome:
@@ -181,13 +171,6 @@ async def _overdue(call: Call, idem: Any) -> InvoiceOutcome:
         key.company_id, invoice_id, command
     )
     return outcome
-
-
-def _authorization_shape(
-    call: Call, outcome: CardOutcome
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    shown = {**(outcome.authorization or {}), "card": card_json(outcome.card, outcome.balance)}
-    return shown, _first_event(outcome.events)
 
 
 async def _authorize(call: Call, idem: Any) -> CardOutcome:
@@ -211,7 +194,7 @@ async def _authorize(call: Call, idem: Any) -> CardOutcome:
         body["currency"],
         body.get("merchantName"),
         body.get("merchantCategory"),
-        idem,
+        idempotency=idem,
     )
     outcome: CardOutcome = await call.services.shards.ask_card(
         key.company_id, body["cardId"], command
@@ -233,6 +216,18 @@ def _kyc(status: str) -> Callable[[Call, Any], Awaitable[dict[str, Any]]]:
 
     return run
 
+
+_refund_shape = _with_first_event(lambda call, outcome: refund_json(outcome.refund))
+_payout_shape = _with_first_event(lambda call, outcome: payout_json(outcome.payout))
+_invoice_shape = _with_first_event(
+    lambda call, outcome: invoice_json(outcome.invoice, invoice_link(call, outcome.invoice.id))
+)
+_authorization_shape = _with_first_event(
+    lambda call, outcome: {
+        **(outcome.authorization or {}),
+        "card": card_json(outcome.card, outcome.balance),
+    }
+)
 
 KINDS: dict[str, Kind] = {
     "payment.completed": Kind("payments:write", _completed, _payment_shape),

@@ -32,9 +32,18 @@ from mps.http.idempotency import presented
 from mps.http.keys import API_VERSION
 from mps.http.pagination import PAGE_FIELDS, page_request
 from mps.http.replies import Page, Resource
-from mps.http.resources import AUDIT_ENTRY, MEMBER, ROLE, ROLE_FIELDS, SCOPE, page, resource
+from mps.http.resources import (
+    AUDIT_ENTRY,
+    MEMBER,
+    ROLE,
+    ROLE_FIELDS,
+    SCOPE,
+    deleted,
+    page,
+    resource,
+)
 from mps.http.routes.payments import DATE_RANGE, range_filter
-from mps.http.routing import Call, LimitRule, Route
+from mps.http.routing import Call, LimitRule, RouteFamily
 from mps.http.schema import Array, Bool, Enum, Int, Obj, Str
 from mps.http.versions import version_headers
 from mps.limits import Limit
@@ -78,7 +87,9 @@ async def create_role(call: Call) -> Resource:
     idem = call.idempotent(_role_created)
     role: Role = await call.services.shards.ask_company(
         session.company_id,
-        CreateRole(body["name"], frozenset(body["scopes"]), session.scopes, call.audit(), idem),
+        CreateRole(
+            body["name"], frozenset(body["scopes"]), session.scopes, call.audit(), idempotency=idem
+        ),
     )
     return presented(idem, role, _role_created)
 
@@ -170,7 +181,8 @@ async def transfer_ownership(call: Call) -> Resource:
     )
     idem = call.idempotent(lambda _owner: shown)
     owner_id = await call.services.shards.ask_company(
-        session.company_id, TransferOwnership(session.user_id, target, call.audit(), idem)
+        session.company_id,
+        TransferOwnership(session.user_id, target, call.audit(), idempotency=idem),
     )
     await _forget(call)
     return presented(idem, owner_id, lambda _owner: shown)
@@ -264,111 +276,74 @@ async def export_audit(call: Call) -> web.StreamResponse:
     return response
 
 
-def _user(call: Call) -> str:
-    return call.session.user_id
-
-
 ROLE_BODY = Obj(
     {"name": Str(min_length=1, max_length=100), "scopes": SCOPES}, required=["name", "scopes"]
 )
 
+_team = RouteFamily("team", read="team:read", write="team:write")
+
 ROUTES = [
-    Route(
-        "GET",
-        "/team/roles",
-        list_roles,
-        "Roles: built-in and custom",
-        "team",
-        scope="team:read",
-        query=Obj({}),
-        response=page(ROLE),
+    _team.get(
+        "/team/roles", list_roles, "Roles: built-in and custom", query=Obj({}), response=page(ROLE)
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/roles/scopes",
         list_scopes,
         "Every scope a custom role can hold",
-        "team",
-        scope="team:read",
         response=page(Obj({"scope": SCOPE}, required=["scope"])),
     ),
-    Route(
-        "POST",
+    _team.post(
         "/team/roles",
         create_role,
         "Create a custom role",
-        "team",
-        scope="team:write",
         status=201,
         body=ROLE_BODY,
         response=resource(ROLE),
         commits_key=True,
     ),
-    Route(
-        "PATCH",
+    _team.patch(
         "/team/roles/{id}",
         update_role,
         "Rename a custom role or change its scopes",
-        "team",
-        scope="team:write",
         body=Obj({"name": Str(min_length=1, max_length=100), "scopes": SCOPES}),
         response=resource(ROLE),
     ),
-    Route(
-        "DELETE",
+    _team.delete(
         "/team/roles/{id}",
         delete_role,
         "Delete a custom role nobody holds",
-        "team",
-        scope="team:write",
-        response=resource({**ROLE_FIELDS, "deleted": Bool()}),
+        response=deleted(ROLE_FIELDS),
     ),
-    Route(
-        "GET",
-        "/team/members",
-        list_members,
-        "Members and their roles",
-        "team",
-        scope="team:read",
-        response=page(MEMBER),
-    ),
-    Route(
-        "PATCH",
+    _team.get("/team/members", list_members, "Members and their roles", response=page(MEMBER)),
+    _team.patch(
         "/team/members/{id}",
         change_member,
         "Give a member another role",
-        "team",
-        scope="team:write",
         body=Obj({"roleId": Str(max_length=64)}, required=["roleId"]),
         response=resource(MEMBER),
     ),
-    Route(
-        "DELETE",
+    _team.delete(
         "/team/members/{id}",
         remove_member,
         "Remove a member; their sessions end",
-        "team",
-        scope="team:write",
         response=resource({**MEMBER.fields, "removed": Bool()}),
     ),
-    Route(
-        "POST",
+    _team.post(
         "/team/transfer-ownership",
         transfer_ownership,
         "Make another member the owner; the owner becomes admin",
-        "team",
+        # The owner's alone, whatever scopes their role holds.
+        scope=None,
         owner_only=True,
         body=Obj({"userId": Str(max_length=64)}, required=["userId"]),
-        limits=(LimitRule(Limit("ownership-transfer", 5, 3600), _user),),
+        limits=(LimitRule.per_user(Limit("ownership-transfer", 5, 3600)),),
         response=resource({"owner": MEMBER, "previousOwner": MEMBER}),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/audit",
         list_audit,
         "The audit trail, newest first",
-        "team",
         scope="audit:read",
         query=Obj(
             {
@@ -380,23 +355,19 @@ ROUTES = [
         ),
         response=page(AUDIT_ENTRY),
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/audit/verify",
         verify_audit,
         "Check the audit trail's hash chain",
-        "team",
         scope="audit:read",
         response=resource({"valid": Bool(), "checked": Int(), "firstBrokenId": Str(nullable=True)}),
     ),
-    Route(
-        "GET",
+    _team.get(
         "/team/audit/export",
         export_audit,
         "Download the audit trail (streamed)",
-        "team",
         scope="audit:read",
         query=Obj({"format": Enum(["csv", "jsonl"])}),
-        limits=(LimitRule(Limit("audit-export", 10, 3600), _user),),
+        limits=(LimitRule.per_user(Limit("audit-export", 10, 3600)),),
     ),
 ]

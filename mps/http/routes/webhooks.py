@@ -16,7 +16,7 @@ from mps.domain.ids import new_id
 from mps.domain.webhooks import DELIVERY_STATES, known_subscription
 from mps.errors import Conflict, FieldError, ValidationFailed
 from mps.http.idempotency import presented
-from mps.http.pagination import PAGE_FIELDS, page_request
+from mps.http.pagination import PAGE_FIELDS, PAGE_QUERY, page_request
 from mps.http.replies import Page, Resource
 from mps.http.resources import (
     ENDPOINT_STATUS,
@@ -25,11 +25,12 @@ from mps.http.resources import (
     WEBHOOK_DELIVERY_FIELDS,
     WEBHOOK_ENDPOINT,
     WEBHOOK_ENDPOINT_FIELDS,
+    deleted,
     page,
     resource,
 )
 from mps.http.routes._scoped import one_in_mode, page_in_mode
-from mps.http.routing import Call, Route
+from mps.http.routing import Call, RouteFamily
 from mps.http.schema import Array, Bool, Enum, Int, Moment, Obj, Str
 from mps.http.targets import checked_url
 from mps.persistence.queries import webhooks as q
@@ -186,7 +187,9 @@ async def replay_delivery(call: Call) -> Resource:
     services = call.services
     await services.shards.ask_company(
         call.session.company_id,
-        RecordDeliveries(tuple(rows), call.idempotent(lambda rs: Resource(delivery_view(rs[0])))),
+        RecordDeliveries(
+            tuple(rows), idempotency=call.idempotent(lambda rs: Resource(delivery_view(rs[0])))
+        ),
     )
     await services.webhooks.deliveries.publish_first_attempts(rows)
     return Resource(delivery_view(rows[0]))
@@ -221,7 +224,7 @@ async def recover(call: Call) -> Resource:
         )
 
     await services.shards.ask_company(
-        call.session.company_id, RecordDeliveries(tuple(rows), call.idempotent(present))
+        call.session.company_id, RecordDeliveries(tuple(rows), idempotency=call.idempotent(present))
     )
     # The deliveries are stored; sending them is the dispatcher's background work.
     services.webhooks.in_background(services.webhooks.deliveries.publish_first_attempts(rows))
@@ -243,73 +246,55 @@ _ENDPOINT_BODY = {
     "description": Str(max_length=500, nullable=True),
 }
 
+_webhooks = RouteFamily("webhooks", read="settings:read", write="settings:write")
+
 ROUTES = [
-    Route(
-        "POST",
+    _webhooks.post(
         "/merchant/webhooks",
         create_endpoint,
         "Register a webhook endpoint; its signing secret is shown once",
-        "webhooks",
-        scope="settings:write",
         status=201,
         body=Obj(_ENDPOINT_BODY, required=["url", "events"], rules=[_events_known]),
         response=resource({**WEBHOOK_ENDPOINT_FIELDS, "secret": Str()}),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _webhooks.get(
         "/merchant/webhooks",
         list_endpoints,
         "List webhook endpoints of this mode",
-        "webhooks",
-        scope="settings:read",
-        query=Obj(PAGE_FIELDS),
+        query=PAGE_QUERY,
         response=page(WEBHOOK_ENDPOINT),
     ),
     # Before /merchant/webhooks/{id}, which would otherwise take "default-secret" as an id.
-    Route(
-        "GET",
+    _webhooks.get(
         "/merchant/webhooks/default-secret",
         get_default_secret,
         "The secret that signs deliveries to a payment's own webhookUrl",
-        "webhooks",
         scope="settings:write",
         response=resource({"secret": Str(), "livemode": Bool()}),
     ),
-    Route(
-        "GET",
+    _webhooks.get(
         "/merchant/webhooks/deliveries/{id}",
         get_delivery,
         "A delivery, with every attempt",
-        "webhooks",
-        scope="settings:read",
         response=resource({**WEBHOOK_DELIVERY_FIELDS, "attemptLog": Array(WEBHOOK_ATTEMPT)}),
     ),
-    Route(
-        "POST",
+    _webhooks.post(
         "/merchant/webhooks/deliveries/{id}/replay",
         replay_delivery,
         "Send a delivery's event again, as a new delivery",
-        "webhooks",
-        scope="settings:write",
         response=resource(WEBHOOK_DELIVERY),
     ),
-    Route(
-        "GET",
+    _webhooks.get(
         "/merchant/webhooks/{id}",
         get_endpoint,
         "A webhook endpoint",
-        "webhooks",
-        scope="settings:read",
         response=resource(WEBHOOK_ENDPOINT),
     ),
-    Route(
-        "PATCH",
+    _webhooks.patch(
         "/merchant/webhooks/{id}",
         update_endpoint,
         "Change a webhook endpoint's URL, events, description or status",
-        "webhooks",
-        scope="settings:write",
         body=Obj(
             {**_ENDPOINT_BODY, "status": ENDPOINT_STATUS},
             rules=[
@@ -319,42 +304,30 @@ ROUTES = [
         ),
         response=resource(WEBHOOK_ENDPOINT),
     ),
-    Route(
-        "DELETE",
+    _webhooks.delete(
         "/merchant/webhooks/{id}",
         delete_endpoint,
         "Delete a webhook endpoint",
-        "webhooks",
-        scope="settings:write",
-        response=resource({**WEBHOOK_ENDPOINT_FIELDS, "deleted": Bool()}),
+        response=deleted(WEBHOOK_ENDPOINT_FIELDS),
     ),
-    Route(
-        "POST",
+    _webhooks.post(
         "/merchant/webhooks/{id}/rotate-secret",
         rotate_secret,
         "A new signing secret; the old one keeps signing for 24 hours",
-        "webhooks",
-        scope="settings:write",
         response=resource({**WEBHOOK_ENDPOINT_FIELDS, "secret": Str()}),
         commits_key=True,
     ),
-    Route(
-        "GET",
+    _webhooks.get(
         "/merchant/webhooks/{id}/deliveries",
         endpoint_deliveries,
         "The endpoint's deliveries, newest first",
-        "webhooks",
-        scope="settings:read",
         query=Obj({**PAGE_FIELDS, "status": Enum(list(DELIVERY_STATES))}),
         response=page(WEBHOOK_DELIVERY),
     ),
-    Route(
-        "POST",
+    _webhooks.post(
         "/merchant/webhooks/{id}/recover",
         recover,
         "Send again every delivery of the endpoint that did not succeed in a window",
-        "webhooks",
-        scope="settings:write",
         status=202,
         body=Obj(
             {"since": Moment(), "until": Moment(end_of_day=True)},

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from mps.domain.clock import iso, parse_iso, range_end
 from mps.domain.money import parse_amount_minor
@@ -117,60 +117,61 @@ class Moment(Schema):
         return self._doc({"type": "string", "pattern": f"^(?:{_MOMENT})$"})
 
 
-def within(
-    value: float, minimum: float | None, maximum: float | None, path: str, errors: list[FieldError]
-) -> Any:
-    """`value`, with an error when it lies outside [minimum, maximum] (either may be open)."""
-    if minimum is not None and value < minimum:
-        errors.append(FieldError(path, f"must be at least {minimum}"))
-    elif maximum is not None and value > maximum:
-        errors.append(FieldError(path, f"must be at most {maximum}"))
-    return value
+@dataclass
+class _Bounded(Schema):
+    """A JSON number within optional bounds (either may be open). A boolean is never one, though
+    Python counts it as an int."""
 
+    minimum: float | None = None
+    maximum: float | None = None
+    # The JSON-schema type, the Python types of its values, and what any other value is told.
+    json_type: ClassVar[str]
+    kinds: ClassVar[tuple[type[int] | type[float], ...]]
+    expected: ClassVar[str]
 
-def ranged(kind: str, minimum: float | None, maximum: float | None) -> JSON:
-    schema: JSON = {"type": kind}
-    if minimum is not None:
-        schema["minimum"] = minimum
-    if maximum is not None:
-        schema["maximum"] = maximum
-    return schema
+    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
+        if isinstance(value, bool) or not isinstance(value, self.kinds):
+            errors.append(FieldError(path, self.expected))
+            return None
+        if self.minimum is not None and value < self.minimum:
+            errors.append(FieldError(path, f"must be at least {self.minimum}"))
+        elif self.maximum is not None and value > self.maximum:
+            errors.append(FieldError(path, f"must be at most {self.maximum}"))
+        return value
+
+    def json_schema(self, refs: Refs | None = None) -> JSON:
+        schema: JSON = {"type": self.json_type}
+        if self.minimum is not None:
+            schema["minimum"] = self.minimum
+        if self.maximum is not None:
+            schema["maximum"] = self.maximum
+        return self._doc(schema)
 
 
 @dataclass
-class Int(Schema):
+class Int(_Bounded):
     minimum: int | None = None
     maximum: int | None = None
     # Query strings carry text; a query schema parses it.
     from_text: bool = False
 
+    json_type = "integer"
+    kinds = (int,)
+    expected = "must be an integer"
+
     def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
         if self.from_text and isinstance(value, str) and re.fullmatch(r"-?[0-9]{1,18}", value):
             value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            errors.append(FieldError(path, "must be an integer"))
-            return None
-        return within(value, self.minimum, self.maximum, path, errors)
-
-    def json_schema(self, refs: Refs | None = None) -> JSON:
-        return self._doc(ranged("integer", self.minimum, self.maximum))
+        return super().clean(value, path, errors)
 
 
 @dataclass
-class Num(Schema):
+class Num(_Bounded):
     """A JSON number (a rate, a fraction); integers are numbers too."""
 
-    minimum: float | None = None
-    maximum: float | None = None
-
-    def clean(self, value: Any, path: str, errors: list[FieldError]) -> Any:
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            errors.append(FieldError(path, "must be a number"))
-            return None
-        return within(value, self.minimum, self.maximum, path, errors)
-
-    def json_schema(self, refs: Refs | None = None) -> JSON:
-        return self._doc(ranged("number", self.minimum, self.maximum))
+    json_type = "number"
+    kinds = (int, float)
+    expected = "must be a number"
 
 
 @dataclass

@@ -16,7 +16,7 @@ _KEY_COLUMNS = (
 async def list_keys(
     db: Database, company_id: str, mode: str | None, page: PageRequest
 ) -> tuple[list[Row], str | None]:
-    where = Where().compare("company_id", company_id).compare("mode", mode)
+    where = Where.in_company(company_id).compare("mode", mode)
     return await fetch_page(db, f"SELECT {_KEY_COLUMNS} FROM api_keys", where, page)
 
 
@@ -36,7 +36,7 @@ async def key_exists(db: Database, company_id: str, key_id: str) -> bool:
 async def key_logs(
     db: Database, company_id: str, key_id: str, page: PageRequest
 ) -> tuple[list[Row], str | None]:
-    where = Where().compare("key_id", key_id).compare("company_id", company_id)
+    where = Where.in_company(company_id).compare("key_id", key_id)
     select = (
         "SELECT id, at, at AS created_at, method, path, status_code, ip, request_id "
         "FROM api_key_logs"

@@ -11,16 +11,18 @@ from mps.persistence.queries.paging import (
     Where,
     fetch_one_in_mode,
     fetch_page,
+    read_one_in_mode,
     read_page,
 )
-from mps.persistence.statements import Row
+from mps.persistence.statements import Row, placeholders
 
 __all__ = ["authorizations", "balances", "get_card", "list_cards", "sealed_details"]
 
 
 async def get_card(db: Database, company_id: str, mode: str, card_id: str) -> Card | None:
-    row = await fetch_one_in_mode(db, "SELECT * FROM cards", company_id, mode, card_id)
-    return card_from_row(row) if row is not None else None
+    return await read_one_in_mode(
+        db, "SELECT * FROM cards", company_id, mode, card_id, card_from_row
+    )
 
 
 async def list_cards(
@@ -40,7 +42,7 @@ async def balances(db: Database, company_id: str, card_ids: list[str]) -> dict[s
     """Each card's balance: the sum of its own postings (one grouped read for a page)."""
     if not card_ids:
         return {}
-    marks = ", ".join(f"${i}" for i in range(2, len(card_ids) + 2))
+    marks = placeholders(len(card_ids), 2)
     rows = await db.fetch(
         "SELECT t.source_id, SUM(p.amount_minor) AS total FROM ledger_postings p "
         "JOIN ledger_transactions t ON t.id = p.transaction_id "
@@ -56,7 +58,7 @@ async def balances(db: Database, company_id: str, card_ids: list[str]) -> dict[s
 async def authorizations(
     db: Database, company_id: str, card_id: str, page: PageRequest
 ) -> tuple[list[Row], str | None]:
-    where = Where().compare("company_id", company_id).compare("card_id", card_id)
+    where = Where.in_company(company_id).compare("card_id", card_id)
     return await fetch_page(db, "SELECT * FROM card_authorizations", where, page)
 
 

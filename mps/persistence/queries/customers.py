@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
-from mps.persistence.statements import Row
+from mps.persistence.statements import Row, placeholders
 
 __all__ = ["customer_totals", "get_customer", "list_customers"]
 
@@ -26,7 +26,7 @@ async def customer_totals(
     """Per customer: (payment count, [{currency, paidMinor, refundedMinor}])."""
     if not customer_ids:
         return {}
-    marks = ", ".join(f"${i}" for i in range(3, len(customer_ids) + 3))
+    marks = placeholders(len(customer_ids), 3)
     rows = await db.fetch(
         "SELECT customer_id, currency, COUNT(*) AS n, "
         "SUM(CASE WHEN status IN ('PAID', 'PARTIAL_REFUND', 'REFUNDED', 'REVERSED') "

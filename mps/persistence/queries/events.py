@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
-from mps.persistence.statements import Row
+from mps.persistence.queries.shards import owned_companies
+from mps.persistence.statements import Row, placeholders
 
 __all__ = [
     "event",
@@ -36,8 +37,7 @@ async def list_events(
     where = (
         Where.in_mode(company_id, mode)
         .compare("type", event_type)
-        .compare("created_at", created_from, ">=")
-        .compare("created_at", created_to, "<=")
+        .between("created_at", created_from, created_to)
     )
     if mentioning is not None:
         # The quotes make it a whole JSON string, never part of a longer id; the escapes keep an
@@ -64,7 +64,7 @@ async def events_by_ids(db: Database, event_ids: list[str]) -> list[Row]:
     each belongs to the company its message named."""
     if not event_ids:
         return []
-    marks = ", ".join(f"${i}" for i in range(1, len(event_ids) + 1))
+    marks = placeholders(len(event_ids))
     return await db.fetch(f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks})", *event_ids)
 
 
@@ -77,7 +77,7 @@ async def own_url_events(db: Database, event_ids: list[str]) -> list[Row]:
     and no row of an event that goes nowhere leaves the database."""
     if not event_ids:
         return []
-    marks = ", ".join(f"${i}" for i in range(1, len(event_ids) + 1))
+    marks = placeholders(len(event_ids))
     return await db.fetch(
         f"SELECT {_COLUMNS} FROM events WHERE id IN ({marks}) "
         "AND type LIKE 'payment.%' AND data LIKE '%\"webhookUrl\":\"%'",
@@ -88,20 +88,11 @@ async def own_url_events(db: Database, event_ids: list[str]) -> list[Row]:
 async def undispatched(db: Database, shards: Sequence[int] | None, limit: int) -> list[Row]:
     """Committed events not yet handed to the broker, oldest first: of every company, or (in a
     cluster) of the companies on `shards`, the shards this node owns."""
-    if shards is None:
-        return await db.fetch(
-            f"SELECT {_COLUMNS} FROM events WHERE dispatched_at IS NULL "
-            "ORDER BY created_at, id LIMIT $1",
-            limit,
-        )
-    if not shards:
+    scope = owned_companies("company_id", shards)
+    if scope is None:
         return []
-    # Integers of our own making, so written into the SQL: one text for both backends.
-    owned = ", ".join(str(int(s)) for s in shards)
     return await db.fetch(
-        "SELECT e.id, e.company_id, e.mode, e.type, e.created_at, e.data, e.sequence, "
-        "e.dispatched_at FROM events e JOIN companies c ON c.id = e.company_id "
-        f"WHERE e.dispatched_at IS NULL AND c.shard IN ({owned}) "
-        "ORDER BY e.created_at, e.id LIMIT $1",
+        f"SELECT {_COLUMNS} FROM events WHERE dispatched_at IS NULL {scope} "
+        "ORDER BY created_at, id LIMIT $1",
         limit,
     )

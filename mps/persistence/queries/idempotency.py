@@ -8,7 +8,7 @@ from typing import Any
 
 from mps.errors import KeyAlreadyStored
 from mps.persistence.database import Database
-from mps.persistence.statements import Row, Statement
+from mps.persistence.statements import Row, Statement, placeholders
 
 __all__ = ["live_response", "replace_body", "store_response"]
 
@@ -59,7 +59,7 @@ def replace_body(scope: str, key: str, fingerprint: str, body: str) -> Statement
 @functools.lru_cache(maxsize=16)
 def _store_sql(columns: tuple[str, ...]) -> str:
     # Made for every request under a key, always from the same columns: built once.
-    marks = ", ".join(f"${i}" for i in range(1, len(columns) + 1))
+    marks = placeholders(len(columns))
     replaced = ", ".join(
         f"{c} = excluded.{c}" for c in columns if c not in ("company_id", "idem_key")
     )

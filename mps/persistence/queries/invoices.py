@@ -4,7 +4,6 @@ scheduler's read, which is scoped to the shards this node owns."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from mps.domain.invoices import INVOICE_STATUSES, Invoice, TimelineEntry
@@ -13,18 +12,18 @@ from mps.persistence.invoice_store import invoice_from_row
 from mps.persistence.queries.paging import (
     PageRequest,
     Where,
-    fetch_one_in_mode,
+    read_one_in_mode,
     read_page,
 )
-from mps.persistence.queries.shards import due_in_shards
-from mps.persistence.statements import Row
+from mps.persistence.queries.shards import DueScan
 
 __all__ = ["get_invoice", "get_public_invoice", "list_invoices", "overdue", "stats", "timeline"]
 
 
 async def get_invoice(db: Database, company_id: str, mode: str, invoice_id: str) -> Invoice | None:
-    row = await fetch_one_in_mode(db, "SELECT * FROM invoices", company_id, mode, invoice_id)
-    return invoice_from_row(row) if row is not None else None
+    return await read_one_in_mode(
+        db, "SELECT * FROM invoices", company_id, mode, invoice_id, invoice_from_row
+    )
 
 
 async def get_public_invoice(db: Database, invoice_id: str) -> Invoice | None:
@@ -48,8 +47,7 @@ async def list_invoices(
         Where.in_mode(company_id, mode)
         .compare("status", status)
         .compare("customer_email", customer_email)
-        .compare("created_at", created_from, ">=")
-        .compare("created_at", created_to, "<=")
+        .between("created_at", created_from, created_to)
     )
     return await read_page(db, "SELECT * FROM invoices", where, page, invoice_from_row)
 
@@ -78,8 +76,7 @@ async def stats(
     where = (
         Where.in_mode(company_id, mode)
         .compare("currency", currency)
-        .compare("created_at", created_from, ">=")
-        .compare("created_at", created_to, "<=")
+        .between("created_at", created_from, created_to)
     )
     rows = await db.fetch(
         "SELECT currency, status, COUNT(*) AS n, SUM(amount_minor) AS amount FROM invoices "
@@ -104,12 +101,9 @@ async def stats(
     ]
 
 
-async def overdue(db: Database, now: str, limit: int, shards: Sequence[int] | None) -> list[Row]:
-    """Up to `limit` SENT invoices whose due date has passed by `now`, the longest overdue
-    first, of every company or (in a cluster) of the companies in `shards`."""
-    sql = (
-        "SELECT id, company_id FROM invoices WHERE status = 'SENT' "
-        "AND overdue_from IS NOT NULL AND overdue_from <= $1 {scope} "
-        "ORDER BY overdue_from LIMIT $2"
-    )
-    return await due_in_shards(db, sql, "company_id", shards, now, limit)
+# SENT invoices whose due date has passed by now, the longest overdue first.
+overdue = DueScan(
+    "SELECT id, company_id FROM invoices WHERE status = 'SENT' "
+    "AND overdue_from IS NOT NULL AND overdue_from <= $1 {scope} "
+    "ORDER BY overdue_from LIMIT $2"
+)

@@ -15,10 +15,11 @@ from mps.persistence.kyc_store import document_from_row
 from mps.persistence.queries.paging import (
     PageRequest,
     Where,
-    fetch_one_in_mode,
+    read_one_in_mode,
     read_page,
 )
 from mps.persistence.queries.shards import owned_companies
+from mps.persistence.statements import placeholders
 
 __all__ = [
     "OperatorRequest",
@@ -35,8 +36,9 @@ __all__ = [
 async def get_document(
     db: Database, company_id: str, mode: str, document_id: str
 ) -> KycDocument | None:
-    row = await fetch_one_in_mode(db, "SELECT * FROM kyc_documents", company_id, mode, document_id)
-    return document_from_row(row) if row is not None else None
+    return await read_one_in_mode(
+        db, "SELECT * FROM kyc_documents", company_id, mode, document_id, document_from_row
+    )
 
 
 async def list_documents(
@@ -101,7 +103,7 @@ async def known_keys(db: Database, keys: Sequence[str]) -> set[str]:
     """Which of `keys` a document row names."""
     if not keys:
         return set()
-    marks = ", ".join(f"${i}" for i in range(1, len(keys) + 1))
+    marks = placeholders(len(keys))
     rows = await db.fetch(
         f"SELECT storage_key FROM kyc_documents WHERE storage_key IN ({marks})", *keys
     )

@@ -3,12 +3,10 @@ zero-sum checks of the ledger service (decisions 5, 14)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_page
-from mps.persistence.queries.shards import due_in_shards
-from mps.persistence.statements import Row
+from mps.persistence.queries.shards import DueScan
+from mps.persistence.statements import Row, placeholders
 
 __all__ = ["due_settlements", "list_transactions", "unbalanced", "zero_sum"]
 
@@ -35,7 +33,7 @@ async def list_transactions(
     rows, cursor = await fetch_page(db, "SELECT * FROM ledger_transactions", where, page)
     if not rows:
         return [], cursor
-    marks = ", ".join(f"${i}" for i in range(2, len(rows) + 2))
+    marks = placeholders(len(rows), 2)
     sums = await db.fetch(
         "SELECT transaction_id, account, amount_minor FROM ledger_postings "
         f"WHERE company_id = $1 AND transaction_id IN ({marks})",
@@ -61,16 +59,11 @@ async def list_transactions(
     return summed, cursor
 
 
-async def due_settlements(
-    db: Database, now: str, limit: int, shards: Sequence[int] | None
-) -> list[Row]:
-    """Up to `limit` credits due to settle, the longest due first, of every company or (in a
-    cluster) of the companies in `shards`."""
-    sql = (
-        "SELECT payment_id, company_id, mode, currency, amount_minor FROM settlements "
-        "WHERE settled_at IS NULL AND due_at <= $1 {scope} ORDER BY due_at LIMIT $2"
-    )
-    return await due_in_shards(db, sql, "company_id", shards, now, limit)
+# Credits due to settle, the longest due first.
+due_settlements = DueScan(
+    "SELECT payment_id, company_id, mode, currency, amount_minor FROM settlements "
+    "WHERE settled_at IS NULL AND due_at <= $1 {scope} ORDER BY due_at LIMIT $2"
+)
 
 
 async def zero_sum(db: Database) -> int:

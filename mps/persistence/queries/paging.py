@@ -34,6 +34,7 @@ __all__ = [
     "encode_cursor",
     "fetch_one_in_mode",
     "fetch_page",
+    "read_one_in_mode",
     "read_page",
 ]
 
@@ -89,15 +90,24 @@ class Where:
     params: list[Any] = field(default_factory=list)
 
     @classmethod
+    def in_company(cls, company_id: str) -> Where:
+        """One company's rows: where every list starts, whatever else it keeps."""
+        return cls().compare("company_id", company_id)
+
+    @classmethod
     def in_mode(cls, company_id: str, mode: str) -> Where:
         """One company's rows of one mode: where every list of a resource starts."""
-        return cls().compare("company_id", company_id).compare("mode", mode)
+        return cls.in_company(company_id).compare("mode", mode)
 
     def compare(self, column: str, value: Any, op: str = "=") -> Where:
         if value is not None:
             self.params.append(value)
             self.conditions.append(f"{column} {op} ${len(self.params)}")
         return self
+
+    def between(self, column: str, low: Any, high: Any) -> Where:
+        """`column` from `low` to `high`, both included; either end None leaves that side open."""
+        return self.compare(column, low, ">=").compare(column, high, "<=")
 
     @property
     def sql(self) -> str:
@@ -129,18 +139,39 @@ async def fetch_page(
 
 
 async def read_page(
-    db: Database, select: str, where: Where, page: PageRequest, read: Callable[[Row], T]
+    db: Database,
+    select: str,
+    where: Where,
+    page: PageRequest,
+    read: Callable[[Row], T],
+    created: str = "created_at",
 ) -> tuple[list[T], str | None]:
     """`fetch_page`, each row read into its value by `read`."""
-    rows, cursor = await fetch_page(db, select, where, page)
+    rows, cursor = await fetch_page(db, select, where, page, created)
     return [read(row) for row in rows], cursor
 
 
 async def fetch_one_in_mode(
-    db: Database, select: str, company_id: str, mode: str, ident: str
+    db: Database, select: str, company_id: str, mode: str, ident: str, also: str | None = None
 ) -> Row | None:
-    """`select` (SELECT … FROM table) of the row with id `ident` in the company and mode; None
-    when there is none there (another company's or mode's row is as good as none)."""
-    return await db.fetchrow(
-        f"{select} WHERE id = $1 AND company_id = $2 AND mode = $3", ident, company_id, mode
-    )
+    """`select` (SELECT … FROM table) of the row with id `ident` in the company and mode (and
+    meeting the condition `also`, when given); None when there is none there (another company's
+    or mode's row is as good as none)."""
+    sql = f"{select} WHERE id = $1 AND company_id = $2 AND mode = $3"
+    if also is not None:
+        sql += f" AND {also}"
+    return await db.fetchrow(sql, ident, company_id, mode)
+
+
+async def read_one_in_mode(
+    db: Database,
+    select: str,
+    company_id: str,
+    mode: str,
+    ident: str,
+    read: Callable[[Row], T],
+    also: str | None = None,
+) -> T | None:
+    """`fetch_one_in_mode`, the row read into its value by `read`."""
+    row = await fetch_one_in_mode(db, select, company_id, mode, ident, also)
+    return read(row) if row is not None else None

@@ -3,14 +3,14 @@ company and mode in the SQL itself."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mps.domain.payments import STATUSES, Payment
 from mps.persistence.database import Database
 from mps.persistence.payment_store import payment_from_row
-from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, read_one_in_mode, read_page
+from mps.persistence.queries.shards import DueScan
 from mps.persistence.statements import Row
 
 __all__ = [
@@ -44,13 +44,10 @@ class PaymentFilter:
 
     def where(self) -> Where:
         where = (
-            Where()
-            .compare("company_id", self.company_id)
-            .compare("mode", self.mode)
+            Where.in_mode(self.company_id, self.mode)
             .compare("status", self.status)
             .compare("currency", self.currency)
-            .compare("created_at", self.created_from, ">=")
-            .compare("created_at", self.created_to, "<=")
+            .between("created_at", self.created_from, self.created_to)
             .compare("link_payment_id", self.link_payment_id)
             .compare("customer_email", self.customer_email)
             .compare("customer_id", self.customer_id)
@@ -66,8 +63,9 @@ class PaymentFilter:
 
 
 async def get_payment(db: Database, company_id: str, mode: str, payment_id: str) -> Payment | None:
-    row = await fetch_one_in_mode(db, "SELECT * FROM payments", company_id, mode, payment_id)
-    return payment_from_row(row) if row is not None else None
+    return await read_one_in_mode(
+        db, "SELECT * FROM payments", company_id, mode, payment_id, payment_from_row
+    )
 
 
 async def id_for_reference(db: Database, company_id: str, mode: str, reference: str) -> str | None:
@@ -86,37 +84,18 @@ async def by_reference(db: Database, reference: str) -> Payment | None:
     return payment_from_row(row) if row is not None else None
 
 
-async def overdue(
-    db: Database, now: str, limit: int, shards: Sequence[int] | None = None
-) -> list[Row]:
-    """Up to `limit` PENDING payments whose expiresAt is at or before `now`, the longest overdue
-    first: their `id` and `company_id`. Of every company, or only of the companies in `shards`
-    (the ones this node of a cluster owns). For the expiry scheduler."""
-    if shards is None:
-        return await db.fetch(
-            "SELECT id, company_id FROM payments WHERE status = 'PENDING' "
-            "AND expires_at IS NOT NULL AND expires_at <= $1 ORDER BY expires_at LIMIT $2",
-            now,
-            limit,
-        )
-    if not shards:
-        return []
-    # Integers of our own making, so written into the SQL: one text for both backends.
-    owned = ", ".join(str(int(s)) for s in shards)
-    return await db.fetch(
-        "SELECT p.id, p.company_id FROM payments p JOIN companies c ON c.id = p.company_id "
-        f"WHERE c.shard IN ({owned}) AND p.status = 'PENDING' "
-        "AND p.expires_at IS NOT NULL AND p.expires_at <= $1 ORDER BY p.expires_at LIMIT $2",
-        now,
-        limit,
-    )
+# PENDING payments whose expiresAt is at or before now, the longest overdue first: their `id`
+# and `company_id`, for the expiry scheduler.
+overdue = DueScan(
+    "SELECT id, company_id FROM payments WHERE status = 'PENDING' "
+    "AND expires_at IS NOT NULL AND expires_at <= $1 {scope} ORDER BY expires_at LIMIT $2"
+)
 
 
 async def list_payments(
     db: Database, where: PaymentFilter, page: PageRequest
 ) -> tuple[list[Payment], str | None]:
-    rows, cursor = await fetch_page(db, "SELECT * FROM payments", where.where(), page)
-    return [payment_from_row(r) for r in rows], cursor
+    return await read_page(db, "SELECT * FROM payments", where.where(), page, payment_from_row)
 
 
 async def stats(db: Database, where: PaymentFilter) -> list[dict[str, Any]]:

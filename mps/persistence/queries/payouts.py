@@ -4,19 +4,16 @@ scoped to the shards this node owns."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from mps.domain.payouts import BankAccount, Payout
 from mps.persistence.database import Database
 from mps.persistence.payout_store import bank_account_from_row, payout_from_row
 from mps.persistence.queries.paging import (
     PageRequest,
     Where,
-    fetch_one_in_mode,
+    read_one_in_mode,
     read_page,
 )
-from mps.persistence.queries.shards import due_in_shards
-from mps.persistence.statements import Row
+from mps.persistence.queries.shards import DueScan
 
 __all__ = [
     "due",
@@ -31,14 +28,15 @@ __all__ = [
 async def get_bank_account(
     db: Database, company_id: str, mode: str, account_id: str
 ) -> BankAccount | None:
-    row = await db.fetchrow(
-        "SELECT * FROM bank_accounts WHERE id = $1 AND company_id = $2 AND mode = $3 "
-        "AND deleted_at IS NULL",
-        account_id,
+    return await read_one_in_mode(
+        db,
+        "SELECT * FROM bank_accounts",
         company_id,
         mode,
+        account_id,
+        bank_account_from_row,
+        also="deleted_at IS NULL",
     )
-    return bank_account_from_row(row) if row is not None else None
 
 
 async def list_bank_accounts(
@@ -50,8 +48,9 @@ async def list_bank_accounts(
 
 
 async def get_payout(db: Database, company_id: str, mode: str, payout_id: str) -> Payout | None:
-    row = await fetch_one_in_mode(db, "SELECT * FROM payouts", company_id, mode, payout_id)
-    return payout_from_row(row) if row is not None else None
+    return await read_one_in_mode(
+        db, "SELECT * FROM payouts", company_id, mode, payout_id, payout_from_row
+    )
 
 
 async def list_payouts(
@@ -71,26 +70,18 @@ async def list_payouts(
     return await read_page(db, "SELECT * FROM payouts", where, page, payout_from_row)
 
 
-async def due(db: Database, now: str, limit: int, shards: Sequence[int] | None) -> list[Row]:
-    """Up to `limit` open payouts whose next step is due, the longest due first, each with its
-    bank account's sealed number (the bank needs it), of every company or (in a cluster) of the
-    companies in `shards`."""
-    sql = (
-        "SELECT p.id, p.company_id, p.mode, p.status, p.amount_minor, p.currency, "
-        "b.account_number FROM payouts p JOIN bank_accounts b ON b.id = p.bank_account_id "
-        "WHERE p.status IN ('PENDING', 'IN_TRANSIT') AND p.next_step_at <= $1 "
-        "{scope} ORDER BY p.next_step_at LIMIT $2"
-    )
-    return await due_in_shards(db, sql, "p.company_id", shards, now, limit)
+# Open payouts whose next step is due, the longest due first, each with its bank account's
+# sealed number (the bank needs it).
+due = DueScan(
+    "SELECT p.id, p.company_id, p.mode, p.status, p.amount_minor, p.currency, "
+    "b.account_number FROM payouts p JOIN bank_accounts b ON b.id = p.bank_account_id "
+    "WHERE p.status IN ('PENDING', 'IN_TRANSIT') AND p.next_step_at <= $1 "
+    "{scope} ORDER BY p.next_step_at LIMIT $2",
+    "p.company_id",
+)
 
-
-async def due_schedules(
-    db: Database, now: str, limit: int, shards: Sequence[int] | None
-) -> list[Row]:
-    """Up to `limit` automatic payout schedules whose run has come, of every company or (in a
-    cluster) of the companies in `shards`."""
-    sql = (
-        "SELECT company_id, mode, next_run_at FROM payout_schedules "
-        "WHERE next_run_at <= $1 {scope} ORDER BY next_run_at LIMIT $2"
-    )
-    return await due_in_shards(db, sql, "company_id", shards, now, limit)
+# Automatic payout schedules whose run has come.
+due_schedules = DueScan(
+    "SELECT company_id, mode, next_run_at FROM payout_schedules "
+    "WHERE next_run_at <= $1 {scope} ORDER BY next_run_at LIMIT $2"
+)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from mps.domain import purposes
 from mps.persistence.database import Database
-from mps.persistence.statements import Row, Statement
+from mps.persistence.statements import Row, Statement, placeholders
 
 __all__ = ["SEALED_COLUMNS", "SealedColumn", "replace_each", "replace_sealed", "sealed_page"]
 
@@ -57,7 +57,7 @@ async def sealed_page(
     where = f"{sealed.column} IS NOT NULL"
     params: tuple[object, ...] = ()
     if after is not None:
-        marks = ", ".join(f"${i}" for i in range(1, len(after) + 1))
+        marks = placeholders(len(after))
         where += f" AND ({keys}) > ({marks})"
         params = after
     return await db.fetch(

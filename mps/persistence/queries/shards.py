@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from mps.persistence.database import Database
 from mps.persistence.statements import Row
 
-__all__ = ["due_in_shards", "owned_companies"]
+__all__ = ["DueScan", "due_in_shards", "owned_companies"]
 
 
 def owned_companies(column: str, shards: Sequence[int] | None) -> str | None:
@@ -33,3 +34,19 @@ async def due_in_shards(
     if scope is None:
         return []
     return await db.fetch(sql.format(scope=scope), now, limit)
+
+
+@dataclass(frozen=True)
+class DueScan:
+    """A scheduler's read of what is due, called as `(db, now, limit, shards)`: up to `limit`
+    rows of `sql` (`due_in_shards`: `$1` the time, `$2` the limit, `{scope}` the condition on
+    the companies' `column`), of every company when `shards` is None. `shards` has no
+    default: a scheduler that forgot it would scan other nodes' shards without a word."""
+
+    sql: str
+    column: str = "company_id"
+
+    async def __call__(
+        self, db: Database, now: str, limit: int, shards: Sequence[int] | None
+    ) -> list[Row]:
+        return await due_in_shards(db, self.sql, self.column, shards, now, limit)

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from mps.domain.audit import AuditEntry
 from mps.persistence.audit_store import entry_from_row
 from mps.persistence.database import Database
-from mps.persistence.queries.paging import PageRequest, Where, fetch_page
+from mps.persistence.queries.paging import PageRequest, Where, read_page
 from mps.persistence.statements import Row
 
 __all__ = ["audit_chain", "audit_page", "members"]
@@ -35,18 +35,15 @@ async def audit_page(
     at_to: str | None = None,
 ) -> tuple[list[AuditEntry], str | None]:
     where = (
-        Where()
-        .compare("company_id", company_id)
+        Where.in_company(company_id)
         .compare("actor_id", actor_id)
         .compare("action", action)
-        .compare("at", at_from, ">=")
-        .compare("at", at_to, "<=")
+        .between("at", at_from, at_to)
     )
     # The page's cursor is (at, id), as every list's; `at` is when the entry was made.
-    rows, cursor = await fetch_page(
-        db, "SELECT *, at AS created_at FROM audit_entries", where, page, created="at"
+    return await read_page(
+        db, "SELECT *, at AS created_at FROM audit_entries", where, page, entry_from_row, "at"
     )
-    return [entry_from_row(r) for r in rows], cursor
 
 
 async def audit_chain(db: Database, company_id: str) -> AsyncIterator[list[AuditEntry]]:

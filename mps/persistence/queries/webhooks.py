@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from mps.persistence.database import Database
 from mps.persistence.queries.paging import PageRequest, Where, fetch_one_in_mode, fetch_page
+from mps.persistence.queries.shards import due_in_shards
 from mps.persistence.statements import Row
 
 __all__ = [
@@ -94,10 +95,7 @@ async def deliveries_of_endpoint(
     db: Database, company_id: str, endpoint_id: str, status: str | None, page: PageRequest
 ) -> tuple[list[Row], str | None]:
     where = (
-        Where()
-        .compare("endpoint_id", endpoint_id)
-        .compare("company_id", company_id)
-        .compare("status", status)
+        Where.in_company(company_id).compare("endpoint_id", endpoint_id).compare("status", status)
     )
     return await fetch_page(db, f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries", where, page)
 
@@ -176,22 +174,9 @@ async def stale_deliveries(
     """Deliveries still open whose next attempt was due before `before`: their message was lost
     (a publish that failed after the commit, an in-process broker that stopped). Of every
     company, or of the companies on `shards`."""
-    if shards is None:
-        return await db.fetch(
-            f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE status IN "
-            "('PENDING', 'RETRYING') AND next_attempt_at < $1 ORDER BY next_attempt_at LIMIT $2",
-            before,
-            limit,
-        )
-    if not shards:
-        return []
-    # Integers of our own making, so written into the SQL: one text for both backends.
-    owned = ", ".join(str(int(s)) for s in shards)
-    columns = ", ".join(f"d.{c.strip()}" for c in _DELIVERY_COLUMNS.split(","))
-    return await db.fetch(
-        f"SELECT {columns} FROM webhook_deliveries d JOIN companies c ON c.id = d.company_id "
-        f"WHERE c.shard IN ({owned}) AND d.status IN ('PENDING', 'RETRYING') "
-        "AND d.next_attempt_at < $1 ORDER BY d.next_attempt_at LIMIT $2",
-        before,
-        limit,
+    sql = (
+        f"SELECT {_DELIVERY_COLUMNS} FROM webhook_deliveries WHERE status IN "
+        "('PENDING', 'RETRYING') AND next_attempt_at < $1 {scope} "
+        "ORDER BY next_attempt_at LIMIT $2"
     )
+    return await due_in_shards(db, sql, "company_id", shards, before, limit)
