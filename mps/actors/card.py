@@ -65,13 +65,12 @@ class CardOutcome:
 
 
 @dataclass(frozen=True)
-class FundCard:
+class FundCard(IdempotentCommand):
     """Reply: a CardOutcome; or, when the card.fund policy applies (and `requested_by` is
     given), the PENDING ApprovalRequest the company made instead."""
 
     mode: str
     amount_minor: int
-    idempotency: IdempotencyRecord | None = None
     requested_by: str | None = None
     audit: AuditContext = SYSTEM
 

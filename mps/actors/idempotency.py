@@ -47,8 +47,7 @@ class IdempotencyRecord(Protocol):
 class IdempotentCommand:
     """A command that may carry its request's record; the actor deciding it commits the
     record's statements in its change's unit. Keyword-only: it comes after whatever fields a
-    command declares, which keep their places. A command whose callers pass fields after the
-    record by position declares its own `idempotency` in that place instead."""
+    command declares, which keep their places."""
 
     idempotency: IdempotencyRecord | None = None
 

@@ -17,7 +17,7 @@ import orjson
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.auth.api_keys import generate_key, parse_key
 from mps.domain.audit import SYSTEM, AuditContext
@@ -45,12 +45,11 @@ class CreateApiKey(IdempotentCommand):
 
 
 @dataclass(frozen=True)
-class RevokeApiKey:
+class RevokeApiKey(IdempotentCommand):
     """Reply: the key's row after revocation. `key` is the row as the caller read it (404 before
     asking when there is none), so the turn can present the result without a read."""
 
     key: Row
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 

@@ -15,7 +15,7 @@ from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.members import member_once
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import team as rules
 from mps.domain.audit import SYSTEM, AuditContext
@@ -38,7 +38,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CreateInvitation:
+class CreateInvitation(IdempotentCommand):
     """Reply: (the PENDING Invitation, its token, to be sent only in the email's link)."""
 
     email: str
@@ -46,7 +46,6 @@ class CreateInvitation:
     invited_by: str
     granter_scopes: frozenset[str]
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
     # The account the email already has, if any (read by the caller): the actor, which holds
     # the members, refuses to invite a member.
     user_id: str | None = None

@@ -14,7 +14,7 @@ import orjson
 from mps.actors.company.audit import commit_held, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain import kyc as rules
 from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
@@ -39,13 +39,12 @@ class RecordKycDocument(IdempotentCommand):
 
 
 @dataclass(frozen=True)
-class DecideKyc:
+class DecideKyc(IdempotentCommand):
     """Reply: the event's body. A review decides the mode's status (mps.domain.kyc): an
     operator's for live, the sandbox's for test."""
 
     review: Review
     audit: AuditContext = SYSTEM
-    idempotency: IdempotencyRecord | None = None
     # Committed with the decision: the operator's request marked done, so that a request is
     # carried out once however often it is seen.
     extra: tuple[Statement, ...] = ()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
+from mps.actors.idempotency import IdempotentCommand
 from mps.domain.audit import SYSTEM, AuditContext
 from mps.domain.payouts import Payout
 
@@ -25,7 +25,7 @@ __all__ = [
 
 
 @dataclass(frozen=True)
-class CreateBankAccount:
+class CreateBankAccount(IdempotentCommand):
     """Reply: the BankAccount, once committed. The number is sealed before it is stored."""
 
     mode: str
@@ -34,7 +34,6 @@ class CreateBankAccount:
     bank_code: str
     currency: str
     country: str
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 
@@ -66,12 +65,11 @@ class CreatePayout(IdempotentCommand):
 
 
 @dataclass(frozen=True)
-class CancelPayout:
+class CancelPayout(IdempotentCommand):
     """Reply: a PayoutOutcome. `stored` is the payout as the caller read it (404 before asking
     when there is none), so a closed payout's 409 can name its state without a read."""
 
     stored: Payout
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 

@@ -37,7 +37,7 @@ from mps.actors.commits import undo_on_failure
 from mps.actors.company.audit import commit_audited, entry
 from mps.actors.company.ledger import require_fresh
 from mps.actors.company.state import CompanyState
-from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
+from mps.actors.idempotency import IdempotentCommand
 from mps.actors.runtime import Detached
 from mps.domain.audit import SYSTEM, AuditContext, AuditEntry
 from mps.domain.clock import iso
@@ -91,11 +91,10 @@ class UpdateEndpoint(IdempotentCommand):
 
 
 @dataclass(frozen=True)
-class RotateEndpointSecret:
+class RotateEndpointSecret(IdempotentCommand):
     """Reply: (the endpoint's row after, the new secret shown once)."""
 
     endpoint: Row
-    idempotency: IdempotencyRecord | None = None
     audit: AuditContext = SYSTEM
 
 

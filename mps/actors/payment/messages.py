@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from mps.actors.idempotency import IdempotencyRecord, IdempotentCommand
+from mps.actors.idempotency import IdempotentCommand
 from mps.adapters.processor import CardInput
 from mps.auth.keyring import Keyring
 from mps.domain.audit import SYSTEM, AuditContext
@@ -57,7 +57,7 @@ class Reverse(IdempotentCommand):
 
 
 @dataclass(frozen=True)
-class Checkout:
+class Checkout(IdempotentCommand):
     """Reply: the Outcome (the payment PAID, or a multi-use link's new child), or
     CheckoutDeclined. `key`: the shopper's Idempotency-Key, which names the attempt a retry is
     (mps.actors.attempts)."""
@@ -66,12 +66,11 @@ class Checkout:
     email: str | None
     phone: str | None
     mode: str | None = None
-    idempotency: IdempotencyRecord | None = None
     key: str | None = None
 
 
 @dataclass(frozen=True)
-class CreateRefund:
+class CreateRefund(IdempotentCommand):
     """Reply: a RefundOutcome with the PENDING refund and its refund.created event; or, when
     the amount is above the refund.create policy's threshold (and `approved` is not set), the
     PENDING ApprovalRequest the company made instead."""
@@ -79,7 +78,6 @@ class CreateRefund:
     mode: str
     amount_minor: int
     reason: str | None = None
-    idempotency: IdempotencyRecord | None = None
     # Who asks, for an approval request; None (the sandbox, an approved request) asks none.
     requested_by: str | None = None
     audit: AuditContext = SYSTEM

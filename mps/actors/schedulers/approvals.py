@@ -136,7 +136,10 @@ class Approvals(StoredPass):
                 await self._shards.ask_company(request.company_id, command)
             elif request.action == "refund.create":
                 command = CreateRefund(
-                    request.mode, int(payload["amountMinor"]), payload.get("reason"), guard
+                    request.mode,
+                    int(payload["amountMinor"]),
+                    payload.get("reason"),
+                    idempotency=guard,
                 )
                 await self._shards.ask_payment(request.company_id, payload["paymentId"], command)
             elif request.action == "card.issue":
@@ -154,7 +157,7 @@ class Approvals(StoredPass):
                 )
                 await self._shards.ask_company(request.company_id, command)
             else:
-                command = FundCard(request.mode, int(payload["amountMinor"]), guard)
+                command = FundCard(request.mode, int(payload["amountMinor"]), idempotency=guard)
                 await self._shards.ask_card(request.company_id, payload["cardId"], command)
         except store.NotApproved:
             guard.discard()

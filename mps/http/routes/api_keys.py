@@ -91,7 +91,7 @@ async def revoke_key(call: Call) -> Resource:
         raise NotFound("No such API key")
     idem = call.idempotent(_revoked)
     row = await services.shards.ask_company(
-        session.company_id, RevokeApiKey(key, idem, call.audit())
+        session.company_id, RevokeApiKey(key, call.audit(), idempotency=idem)
     )
     await services.credentials.forget_key(row["id"])
     return presented(idem, row, _revoked)

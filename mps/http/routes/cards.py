@@ -169,7 +169,7 @@ async def fund(call: Call) -> Resource:
     merchant = call.merchant
     idem = call.idempotent(_changed)
     command = FundCard(
-        merchant.mode, call.body["amountMinor"], idem, merchant.actor_id, call.audit()
+        merchant.mode, call.body["amountMinor"], merchant.actor_id, call.audit(), idempotency=idem
     )
     return await _ask(call, command)
 

@@ -109,7 +109,7 @@ async def pay(call: Call) -> Resource:
             email.lower() if email else None,
             normalize_phone(phone) if phone else None,
             None,
-            idem,
+            idempotency=idem,
             # Names the attempt a retry is, so that it is never charged twice (the pipeline
             # has validated it; mps.actors.attempts).
             key=call.request.headers.get("Idempotency-Key"),

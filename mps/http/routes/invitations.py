@@ -66,7 +66,7 @@ async def create_invitation(call: Call) -> Resource:
         session.company_id,
         CreateInvitation(
             email, body["roleId"], session.user_id, session.scopes, call.audit(),
-            call.idempotent(present), user["id"] if user is not None else None,
+            user["id"] if user is not None else None, idempotency=call.idempotent(present),
         ),
     )  # fmt: skip
     company = await companies.company(call.services.database, session.company_id)

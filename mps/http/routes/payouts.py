@@ -73,8 +73,8 @@ async def create_bank_account(call: Call) -> Resource:
             body["bankCode"].strip(),
             body["currency"],
             body["country"],
-            idem,
             call.audit(),
+            idempotency=idem,
         ),
     )
     await _tell_owners(call, account, "added")
@@ -133,7 +133,8 @@ async def cancel_payout(call: Call) -> Resource:
     merchant = call.merchant
     stored = await one_in_mode(call, merchant, q.get_payout, "No such payout")
     outcome: PayoutOutcome = await call.services.shards.ask_company(
-        merchant.company_id, CancelPayout(stored, call.idempotent(_payout), call.audit())
+        merchant.company_id,
+        CancelPayout(stored, call.audit(), idempotency=call.idempotent(_payout)),
     )
     return _payout(outcome)
 

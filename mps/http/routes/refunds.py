@@ -36,9 +36,9 @@ async def create_refund(call: Call) -> Resource:
         merchant.mode,
         body["amountMinor"],
         body.get("reason"),
-        idem,
         merchant.actor_id,
         call.audit(),
+        idempotency=idem,
     )
     outcome: RefundOutcome | ApprovalRequest = await call.services.shards.ask_payment(
         merchant.company_id, await payment_id_of(call, body["paymentId"]), command

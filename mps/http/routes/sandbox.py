@@ -86,12 +86,12 @@ def _event_shape(call: Call, event: dict[str, Any]) -> tuple[dict[str, Any], dic
 
 
 async def _completed(call: Call, idem: Any) -> Outcome:
-    return await _payment(call, Checkout(_APPROVED, None, None, "test", idem))
+    return await _payment(call, Checkout(_APPROVED, None, None, "test", idempotency=idem))
 
 
 async def _failed(call: Call, idem: Any) -> Outcome:
     try:
-        await _payment(call, Checkout(_DECLINED, None, None, "test", idem))
+        await _payment(call, Checkout(_DECLINED, None, None, "test", idempotency=idem))
     except CheckoutDeclined as declined:
         return declined.outcome
     msg = "the simulator approved its decline card"
@@ -210,7 +210,7 @@ def _kyc(status: str) -> Callable[[Call, Any], Awaitable[dict[str, Any]]]:
         review = Review("test", status, "forced by the sandbox" if status == "REJECTED" else None,
                         "sandbox")  # fmt: skip
         event: dict[str, Any] = await call.services.shards.ask_company(
-            key.company_id, DecideKyc(review, call.audit(), idem)
+            key.company_id, DecideKyc(review, call.audit(), idempotency=idem)
         )
         return event
 

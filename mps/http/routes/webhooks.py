@@ -129,7 +129,7 @@ async def rotate_secret(call: Call) -> Resource:
     endpoint = await _endpoint(call)
     idem = call.idempotent(_rotated)
     result = await call.services.shards.ask_company(
-        call.session.company_id, RotateEndpointSecret(endpoint, idem, call.audit())
+        call.session.company_id, RotateEndpointSecret(endpoint, call.audit(), idempotency=idem)
     )
     return presented(idem, result, _rotated)
 
